@@ -1,0 +1,51 @@
+package devices
+
+// Device is a resolved device profile: plain numbers in SI base units that the
+// simulator consumes. It is produced from a Profile (YAML with sources) by
+// Profile.Device; Assumed names every field whose source says "assumed:".
+//
+// Units: bytes, bytes per second, nanoseconds, FLOP/s.
+type Device struct {
+	Name string `json:"name"`
+
+	RAMBytes     int64 `json:"ram_bytes"`     // physical RAM
+	ReserveBytes int64 `json:"reserve_bytes"` // OS, other apps and the runtime: not available to the model
+
+	MemBandwidth  float64 `json:"mem_bandwidth"`  // peak DRAM bandwidth, bytes/s
+	MemEfficiency float64 `json:"mem_efficiency"` // fraction of peak reached by decode matmuls (0,1]
+	ComputeFLOPS  float64 `json:"compute_flops"`  // sustained matmul throughput, FLOP/s
+	LayerOverhead int64   `json:"layer_overhead_ns"`
+
+	Flash Flash `json:"flash"`
+
+	// Assumed lists the dotted names of fields whose values are assumptions, not
+	// measurements or specifications; the simulator copies them into Result warnings.
+	Assumed []string `json:"assumed,omitempty"`
+}
+
+// Flash describes the storage the experts stream from.
+//
+// Model: at most Lanes reads are in flight at once (the queue depth the engine
+// uses); each read first spends LatencyNS holding its lane, then transfers. The
+// transfers in flight share bandwidth: each gets min(SingleLane(size),
+// Aggregate(size)/k) for k concurrent transfers, so lanes beyond the knee add
+// queueing latency, not bandwidth.
+type Flash struct {
+	Lanes     int   `json:"lanes"`
+	LatencyNS int64 `json:"latency_ns"`
+	// SingleLane is one outstanding read's throughput by read size (bytes/s).
+	SingleLane []CurvePoint `json:"single_lane"`
+	// Aggregate is the device's saturated throughput by read size (bytes/s).
+	Aggregate []CurvePoint `json:"aggregate"`
+
+	PageBytes      int64 `json:"page_bytes"`       // OS page size (iOS 16 KiB)
+	ReadAheadBytes int64 `json:"read_ahead_bytes"` // mmap fault read-ahead window
+	FaultNS        int64 `json:"fault_ns"`         // CPU cost of one page fault, on the compute thread
+}
+
+// CurvePoint is one (read size, bytes/s) sample; curves interpolate linearly in
+// log2(size) between points and hold flat beyond the ends.
+type CurvePoint struct {
+	ReadBytes   int64   `json:"read_bytes"`
+	BytesPerSec float64 `json:"bytes_per_sec"`
+}

@@ -1,0 +1,31 @@
+package traces
+
+import "github.com/lessim/lessim/devices"
+
+// Meta is a trace's file-level metadata: the model it was recorded on (shape,
+// quant types, exact expert byte sizes) and where it came from. It is stored as
+// JSON in the Parquet file's key-value metadata under MetaKey.
+type Meta struct {
+	// Model is the full spec of the recorded model; a trace is self-describing,
+	// so `simulate --trace` needs no --model.
+	Model devices.ModelSpec `json:"model"`
+	// LookaheadDepth is how many next layers' scores each row carries (0 = none).
+	LookaheadDepth int `json:"lookahead_depth"`
+	// HasLogits / HasRouterInputs say whether those optional columns are filled.
+	HasLogits       bool `json:"has_logits"`
+	HasRouterInputs bool `json:"has_router_inputs"`
+	// Origin says what produced the trace: "record", "synth", "import:bmoe-route-csv".
+	Origin string `json:"origin"`
+	// Info holds provenance: model file name, size and sha256, engine version,
+	// prompt set, seed, lessim version, generator parameters, attribution.
+	Info map[string]string `json:"info,omitempty"`
+}
+
+// MetaKey is the Parquet key-value metadata key holding Meta as JSON.
+const MetaKey = "lessim.trace.meta"
+
+// FormatVersion is the trace schema version stored beside Meta under VersionKey.
+const (
+	FormatVersion = "1"
+	VersionKey    = "lessim.trace.version"
+)
