@@ -1,0 +1,161 @@
+package gguf
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// SynthOptions describes a synthetic MoE model for SynthMoE. The zero value of a
+// field means "use the default" (see DefaultSynthOptions) except RouterCorrelation
+// and Seed, which are used as given.
+type SynthOptions struct {
+	Arch      string // llama.cpp architecture; only "qwen3moe" is generated
+	Layers    int    // transformer blocks, every one MoE
+	Experts   int    // routed experts per layer
+	TopK      int    // experts used per token
+	Hidden    int    // embedding length (n_embd)
+	ExpertFFN int    // expert feed-forward length (n_ff_exp)
+	Heads     int    // attention heads
+	HeadsKV   int    // key/value heads (grouped-query attention)
+	HeadDim   int    // key and value length per head (also the rotary dimension)
+	Context   int    // training context length written to the header
+	Vocab     int    // vocabulary size: 3 special + 256 byte tokens + pieces
+	Quant     string // "f16" or "q8_0": type of the matrices (norms and routers stay F32)
+
+	// RouterCorrelation (0..1) controls how much adjacent layers' routing agrees, and
+	// so how well lookahead (layer l+1's router applied to layer l's router input)
+	// predicts layer l+1's experts. It sets two things (see synthScales):
+	//   - the residual update size: each attention and MoE sublayer adds a vector of
+	//     RMS UpdateRMS(ρ) = sqrt((1/c² − 1)/2) to a residual stream of RMS ≈ 1, where
+	//     c = 0.75 + 0.245·ρ is the target cosine between consecutive router inputs;
+	//   - router sharing: W_l = ρ·W_{l−1} + sqrt(1−ρ²)·N_l, so the same expert index
+	//     tends to win on adjacent layers as ρ grows.
+	// 0 gives independent routers and large updates (lookahead near chance, TopK/Experts);
+	// 1 gives identical routers and tiny updates (lookahead near perfect).
+	RouterCorrelation float64
+
+	Seed uint64 // seed of every random weight (PCG, math/rand/v2)
+}
+
+// DefaultSynthOptions is the 16-layer, 64-expert, top-8, hidden-1024 qwen3moe model of
+// DESIGN.md (about 1.7 GB in Q8_0), with RouterCorrelation 0.7 and seed 1.
+func DefaultSynthOptions() SynthOptions {
+	return SynthOptions{
+		Arch: "qwen3moe", Layers: 16, Experts: 64, TopK: 8, Hidden: 1024, ExpertFFN: 512,
+		Heads: 16, HeadsKV: 4, HeadDim: 64, Context: 4096, Vocab: 1024, Quant: "q8_0",
+		RouterCorrelation: 0.7, Seed: 1,
+	}
+}
+
+// EnsureDefaults fills zero fields from DefaultSynthOptions (not RouterCorrelation or Seed).
+func (o *SynthOptions) EnsureDefaults() {
+	d := DefaultSynthOptions()
+	setStr := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	setInt := func(p *int, v int) {
+		if *p == 0 {
+			*p = v
+		}
+	}
+	setStr(&o.Arch, d.Arch)
+	setStr(&o.Quant, d.Quant)
+	setInt(&o.Layers, d.Layers)
+	setInt(&o.Experts, d.Experts)
+	setInt(&o.TopK, d.TopK)
+	setInt(&o.Hidden, d.Hidden)
+	setInt(&o.ExpertFFN, d.ExpertFFN)
+	setInt(&o.Heads, d.Heads)
+	setInt(&o.HeadsKV, d.HeadsKV)
+	setInt(&o.HeadDim, d.HeadDim)
+	setInt(&o.Context, d.Context)
+	setInt(&o.Vocab, d.Vocab)
+}
+
+// synthArchs are the architectures SynthMoE can write.
+var synthArchs = []string{"qwen3moe"}
+
+// synthQuants maps SynthOptions.Quant to the matrix type.
+var synthQuants = map[string]TypeID{"f16": TypeF16, "q8_0": TypeQ8_0}
+
+// minVocab is the special and byte tokens plus the single-character pieces.
+const minVocab = 3 + 256 + 1 + 94
+
+// Validate reports every problem with the options at once.
+func (o SynthOptions) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if o.Arch != "qwen3moe" {
+		bad("arch %q is not supported (valid: %s)", o.Arch, strings.Join(synthArchs, ", "))
+	}
+	qt, okQuant := synthQuants[strings.ToLower(o.Quant)]
+	if !okQuant {
+		bad("quant %q is not supported (valid: f16, q8_0)", o.Quant)
+	}
+	positive := []struct {
+		name string
+		v    int
+	}{{"layers", o.Layers}, {"experts", o.Experts}, {"top-k", o.TopK}, {"hidden", o.Hidden},
+		{"expert-ffn", o.ExpertFFN}, {"heads", o.Heads}, {"heads-kv", o.HeadsKV}, {"head-dim", o.HeadDim},
+		{"context", o.Context}, {"vocab", o.Vocab}}
+	for _, p := range positive {
+		if p.v <= 0 {
+			bad("%s must be positive, got %d", p.name, p.v)
+		}
+	}
+	if o.TopK > o.Experts {
+		bad("top-k %d exceeds experts %d", o.TopK, o.Experts)
+	}
+	if o.Experts > 1<<16 {
+		bad("experts %d is too many (at most 65536)", o.Experts)
+	}
+	if o.HeadsKV > 0 && o.Heads%o.HeadsKV != 0 {
+		bad("heads %d is not a multiple of heads-kv %d", o.Heads, o.HeadsKV)
+	}
+	if o.HeadDim%2 != 0 {
+		bad("head-dim %d must be even (rotary pairs)", o.HeadDim)
+	}
+	if o.Vocab > 0 && o.Vocab < minVocab {
+		bad("vocab %d is below the minimum %d (3 special + 256 byte tokens + 95 single-character pieces)", o.Vocab, minVocab)
+	}
+	if math.IsNaN(o.RouterCorrelation) || o.RouterCorrelation < 0 || o.RouterCorrelation > 1 {
+		bad("router-correlation %v must be within 0..1", o.RouterCorrelation)
+	}
+	if okQuant && qt == TypeQ8_0 {
+		for _, p := range []struct {
+			name string
+			v    int
+		}{{"hidden", o.Hidden}, {"expert-ffn", o.ExpertFFN}, {"heads×head-dim", o.Heads * o.HeadDim}} {
+			if p.v > 0 && p.v%q8Block != 0 {
+				bad("%s %d is not a multiple of 32 (the q8_0 block size)", p.name, p.v)
+			}
+		}
+	}
+	const maxDim = 1 << 20
+	for _, p := range []struct {
+		name string
+		v    int
+	}{{"hidden", o.Hidden}, {"expert-ffn", o.ExpertFFN}, {"heads×head-dim", o.Heads * o.HeadDim}, {"vocab", o.Vocab}, {"layers", o.Layers}} {
+		if p.v > maxDim {
+			bad("%s %d is too large (at most %d)", p.name, p.v, maxDim)
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("invalid synthetic model options: %w", errors.Join(errs...))
+	}
+	return nil
+}
+
+// UpdateRMS is the RMS of each sublayer's contribution to the residual stream that
+// SynthMoE aims for at router correlation rho (the residual stream starts at RMS 1).
+func UpdateRMS(rho float64) float64 {
+	c := targetCosine(rho)
+	return math.Sqrt((1/(c*c) - 1) / 2)
+}
+
+// targetCosine is the intended cosine between consecutive layers' router inputs.
+func targetCosine(rho float64) float64 { return 0.75 + 0.245*rho }
