@@ -1,0 +1,221 @@
+package policies
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/lessim/lessim/sim"
+)
+
+var _ sim.Policy = (*LES)(nil)
+
+// LES is Lookahead Expert Scheduling. At moment 1 of layer l it reads the
+// lookahead router scores for layers l+1..l+Depth (layer l's router input fed
+// to the later routers), picks each token's candidates (its TopN highest
+// scores, or with Threshold > 0 the smallest set whose cumulative softmax
+// probability reaches Threshold, at most MaxCandidates), and asks for their
+// union over the pass, most wanted first: depth 1 before depth 2, then higher
+// score (a key wanted by several tokens ranks by its best score), then lower key.
+// It stops adding once its request plus the bytes already loading would exceed
+// MaxInflightBytes (0 = no cap).
+//
+// Eviction is LRU (prefetched keys enter at the most recent end when
+// admitted). When the room is for a prefetch, LES skips keys that were
+// themselves prefetched in this pass for a layer not yet computed, and declines
+// rather than evict a key used in the current pass. Demand misses evict plain LRU.
+// With no scores, Prefetch=false or Depth=0 it never prefetches, so it is
+// never asked for prefetch room and behaves exactly like OnDemand.
+//
+// Candidate selection is a partial selection (a bounded heap over one score
+// vector, then an insertion sort of the few survivors) in reused buffers: no
+// allocation per layer once the buffers have grown.
+type LES struct {
+	p       Params
+	layers  int
+	experts int
+	list    recency
+
+	// Pass tracking: passes are numbered from 1; a pass starts when the
+	// moment-1 layer does not increase (or Used events go back to an earlier layer).
+	pass      uint32
+	lastLayer int      // layer of the latest Prefetch call in this pass
+	usedLayer int      // latest layer with Used events in this pass (-1: none)
+	usedPass  []uint32 // pass of each key's latest Used event
+	guard     []uint32 // pass in which each key was admitted by a prefetch (0: not)
+
+	mark  []uint32 // mark[k] == gen: k already considered in this Prefetch call
+	gen   uint32
+	top   []int32 // scratch: selected experts of one score vector
+	cands []candidate
+}
+
+// candidate is one key a token's lookahead wants, with its score.
+type candidate struct {
+	key   sim.Key
+	score float32
+}
+
+// NewLES builds a lookahead policy for p.Model from p.TopN, p.Threshold,
+// p.MaxCandidates, p.Depth, p.MaxInflightBytes and p.Prefetch.
+func NewLES(p Params) (*LES, error) {
+	p, err := p.resolve("les")
+	if err != nil {
+		return nil, err
+	}
+	n := numKeys(p.Model)
+	return &LES{
+		p: p, layers: len(p.Model.Layers), experts: p.Model.Experts, list: newRecency(n),
+		pass: 1, lastLayer: -1, usedLayer: -1,
+		usedPass: make([]uint32, n), guard: make([]uint32, n), mark: make([]uint32, n),
+	}, nil
+}
+
+// Name is the registry name.
+func (s *LES) Name() string { return "les" }
+
+func (s *LES) newPass() {
+	s.pass++
+	s.lastLayer, s.usedLayer = -1, -1
+}
+
+// Prefetch appends the lookahead candidates of layers la.Layer+1..+Depth.
+func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []sim.Key {
+	if la.Layer <= s.lastLayer {
+		s.newPass()
+	}
+	s.lastLayer = la.Layer
+	if !s.p.Prefetch || s.p.Depth == 0 || la.Scores == nil {
+		return dst
+	}
+	s.gen++
+	if s.gen == 0 { // wrapped: forget old marks
+		clear(s.mark)
+		s.gen = 1
+	}
+	limit := s.p.MaxInflightBytes
+	var room, asked int64
+	if limit > 0 {
+		room = limit - view.LoadingBytes()
+	}
+	for d := 1; d <= s.p.Depth; d++ {
+		layer := la.Layer + d
+		if layer >= s.layers {
+			break
+		}
+		s.cands = s.cands[:0]
+		for _, tok := range la.Scores {
+			if len(tok) >= d {
+				s.selectCandidates(tok[d-1], layer)
+			}
+		}
+		slices.SortFunc(s.cands, func(a, b candidate) int {
+			if c := cmp.Compare(b.score, a.score); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.key, b.key)
+		})
+		eb := view.ExpertBytes(layer)
+		for _, c := range s.cands {
+			if s.mark[c.key] == s.gen {
+				continue
+			}
+			s.mark[c.key] = s.gen
+			if view.State(c.key) != sim.Absent {
+				continue
+			}
+			if limit > 0 && asked+eb > room {
+				return dst
+			}
+			asked += eb
+			dst = append(dst, c.key)
+		}
+	}
+	return dst
+}
+
+// Observe keeps recency, the pass's used keys and the guarded prefetches.
+func (s *LES) Observe(ev sim.Event) {
+	k := ev.Key
+	if !s.list.valid(k) {
+		return
+	}
+	switch ev.Kind {
+	case sim.Used:
+		if ev.Layer < s.usedLayer {
+			s.newPass() // Used went back to an earlier layer without a Prefetch call
+		}
+		s.usedLayer = max(s.usedLayer, ev.Layer)
+		s.usedPass[k] = s.pass
+		s.list.touch(k)
+	case sim.Admitted:
+		s.list.touch(k)
+		s.guard[k] = 0
+		if ev.Prefetch {
+			s.guard[k] = s.pass
+		}
+	case sim.Evicted:
+		s.list.remove(k)
+		s.guard[k] = 0
+	}
+}
+
+// guarded reports whether k was prefetched in this pass for a layer not yet computed.
+func (s *LES) guarded(k sim.Key) bool {
+	return s.guard[k] == s.pass && int(k)/s.experts > s.usedLayer
+}
+
+// Victim names the least recently used evictable key. For a prefetch it skips
+// guarded prefetches and declines at the first key used in the current pass.
+func (s *LES) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key, bool) {
+	for k := s.list.oldest(); k >= 0; k = s.list.newer(k) {
+		if !evictable(view, k) {
+			continue
+		}
+		if forPrefetch {
+			if s.guarded(k) {
+				continue
+			}
+			if s.usedPass[k] == s.pass {
+				return 0, false
+			}
+		}
+		return k, true
+	}
+	return 0, false
+}
+
+// selectCandidates appends to s.cands the candidates of one token's score
+// vector for layer: its TopN best experts, or the smallest prefix (best first,
+// at most MaxCandidates) whose softmax probability reaches Threshold.
+func (s *LES) selectCandidates(scores []float32, layer int) {
+	if len(scores) > s.experts {
+		scores = scores[:s.experts]
+	}
+	n := s.p.TopN
+	if s.p.Threshold > 0 {
+		n = s.p.MaxCandidates
+	}
+	s.top = topIndices(s.top[:0], scores, n)
+	if len(s.top) == 0 {
+		return
+	}
+	if s.p.Threshold <= 0 {
+		for _, e := range s.top {
+			s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), scores[e]})
+		}
+		return
+	}
+	best := float64(scoreOf(scores, s.top[0]))
+	var sum float64
+	for i := range scores {
+		sum += exp(float64(scoreOf(scores, int32(i))) - best)
+	}
+	var cum float64
+	for _, e := range s.top {
+		s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), scores[e]})
+		cum += exp(float64(scoreOf(scores, e))-best) / sum
+		if cum >= s.p.Threshold {
+			break
+		}
+	}
+}

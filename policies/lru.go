@@ -1,0 +1,65 @@
+package policies
+
+import (
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/sim"
+)
+
+var _ sim.Policy = (*LRU)(nil)
+
+// LRU evicts the least recently used expert and never prefetches. Recency is
+// refreshed by Used and Admitted events. Every event and, when the oldest key is
+// evictable, every victim choice is O(1): an intrusive list over all
+// Layers×Experts keys, no map, no allocation after construction.
+type LRU struct {
+	name string
+	list recency
+}
+
+// NewLRU builds an LRU policy for p.Model.
+func NewLRU(p Params) (*LRU, error) {
+	p, err := p.resolve("lru")
+	if err != nil {
+		return nil, err
+	}
+	return newLRU("lru", p.Model), nil
+}
+
+func newLRU(name string, m *devices.ModelSpec) *LRU {
+	return &LRU{name: name, list: newRecency(numKeys(m))}
+}
+
+// numKeys is the number of distinct keys of m: MoE layers × experts.
+func numKeys(m *devices.ModelSpec) int { return len(m.Layers) * m.Experts }
+
+// Name is the registry name.
+func (p *LRU) Name() string { return p.name }
+
+// Prefetch asks for nothing: LRU loads on demand only.
+func (p *LRU) Prefetch(_ *sim.Lookahead, _ sim.CacheView, dst []sim.Key) []sim.Key { return dst }
+
+// Observe moves used and admitted keys to the most recent end and forgets evicted ones.
+func (p *LRU) Observe(ev sim.Event) {
+	switch ev.Kind {
+	case sim.Used, sim.Admitted:
+		p.list.touch(ev.Key)
+	case sim.Evicted:
+		p.list.remove(ev.Key)
+	}
+}
+
+// Victim names the least recently used key that is Resident and not InUse
+// (loading keys cannot be evicted), or declines when there is none.
+func (p *LRU) Victim(view sim.CacheView, _ int64, _ bool) (sim.Key, bool) {
+	for k := p.list.oldest(); k >= 0; k = p.list.newer(k) {
+		if evictable(view, k) {
+			return k, true
+		}
+	}
+	return 0, false
+}
+
+// evictable reports whether the engine may evict k now.
+func evictable(view sim.CacheView, k sim.Key) bool {
+	return view.State(k) == sim.Resident && !view.InUse(k)
+}

@@ -1,0 +1,62 @@
+package policies
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lessim/lessim/sim"
+)
+
+// constructor builds a policy from Params (it resolves defaults and validates).
+type constructor func(p Params) (sim.Policy, error)
+
+// build adapts a typed constructor to the registry.
+func build[T sim.Policy](f func(Params) (T, error)) constructor {
+	return func(p Params) (sim.Policy, error) {
+		pol, err := f(p)
+		if err != nil {
+			return nil, err
+		}
+		return pol, nil
+	}
+}
+
+type entry struct {
+	ctor  constructor
+	about string
+}
+
+// registry is the one list of policies: adding a policy is one file and one line here.
+var registry = map[string]entry{
+	"lru":        {build(NewLRU), "evict the least recently used expert; no prefetch"},
+	"ondemand":   {build(NewOnDemand), "stock baseline: load on demand, evict LRU (same behaviour as lru; the ablation's first step)"},
+	"lfu":        {build(NewLFU), "evict the least frequently used expert (uses counted over the whole run), ties LRU; no prefetch"},
+	"les":        {build(NewLES), "lookahead expert scheduling: prefetch the next layers' top router candidates, LRU eviction that protects prefetches"},
+	"oracle":     {build(NewOracle), "upper bound: true next-layer experts prefetched, Belady eviction (reads the whole trace)"},
+	"pinned-hot": {build(NewPinnedHot), "pin the trace's most popular experts (PinFraction of the cache), LRU for the rest"},
+}
+
+// Names lists the registered policy names, sorted.
+func Names() []string {
+	out := make([]string, 0, len(registry))
+	for n := range registry {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Describe is the one-line description of a policy ("" for unknown names).
+func Describe(name string) string { return registry[name].about }
+
+// New builds the policy called name from p. Zero fields of p take the defaults
+// documented on Params; an unknown name or invalid params give an error that
+// lists the valid names or every problem at once.
+func New(name string, p Params) (sim.Policy, error) {
+	e, ok := registry[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown policy %q (valid: %s)", name, strings.Join(Names(), ", "))
+	}
+	return e.ctor(p)
+}
