@@ -1,0 +1,46 @@
+package sim_test
+
+import (
+	"testing"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/sim"
+)
+
+// bigModel has the reference shape: 40 MoE layers × 256 experts, top-8, ~1.77 MB experts.
+func bigModel() *devices.ModelSpec {
+	m := &devices.ModelSpec{Name: "bench-40x256", Arch: "test", Experts: 256, TopK: 8, Hidden: 2048, ExpertFFN: 512}
+	for i := range 40 {
+		m.Layers = append(m.Layers, devices.LayerSpec{Block: i, ExpertBytes: 1_769_472, DenseBytes: 30 * mib,
+			DenseFLOPsPerToken: 60 * mib, ExpertFLOPsPerToken: 6_291_456})
+	}
+	m.NonExpertBytes = 1600 * mib
+	return m
+}
+
+// BenchmarkSimulate reports expert selections simulated per second (the
+// target is >= 10M/s per core for lru and les on the reference shape).
+func BenchmarkSimulate(b *testing.B) {
+	m := bigModel()
+	steps := randomSteps(m, 500, 1)
+	for _, name := range []string{"lru", "les"} {
+		b.Run(name, func(b *testing.B) {
+			cfg := sim.Config{Model: m, Device: tinyDevice(), CacheBytes: 3 << 30, Layout: sim.LayoutPerExpert, CachedFirst: true, SpecBlock: 1}
+			p := policies.DefaultParams(m)
+			p.Trace = steps
+			b.ReportAllocs()
+			for b.Loop() {
+				pol, err := policies.New(name, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := sim.Run(cfg, steps, pol); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sel := float64(len(steps) * len(m.Layers) * m.TopK)
+			b.ReportMetric(sel*float64(b.N)/b.Elapsed().Seconds(), "selections/s")
+		})
+	}
+}

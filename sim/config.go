@@ -1,0 +1,145 @@
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/lessim/lessim/devices"
+)
+
+// Layout is how expert weights are stored and reached in flash.
+type Layout string
+
+const (
+	// LayoutPerExpert stores each expert contiguously: one asynchronous read per
+	// expert, queued over the flash lanes (the LES storage change).
+	LayoutPerExpert Layout = "per-expert"
+	// LayoutGGUFMmap is stock llama.cpp: gate/up/down are three separate regions
+	// per expert, reached through synchronous page faults on the compute thread,
+	// each fault reading max(page, read-ahead) bytes.
+	LayoutGGUFMmap Layout = "gguf-mmap"
+)
+
+// Layouts lists the valid layouts.
+func Layouts() []string { return []string{string(LayoutGGUFMmap), string(LayoutPerExpert)} }
+
+// ParseLayout checks a layout name.
+func ParseLayout(s string) (Layout, error) {
+	switch Layout(s) {
+	case LayoutPerExpert, LayoutGGUFMmap:
+		return Layout(s), nil
+	}
+	return "", fmt.Errorf("unknown layout %q (valid: %s)", s, strings.Join(Layouts(), ", "))
+}
+
+// Config is one simulation's inputs besides the trace and the policy. Fill it,
+// then Validate; Run validates again.
+type Config struct {
+	Model  *devices.ModelSpec
+	Device *devices.Device
+
+	// CacheBytes is the expert cache budget in bytes. It must hold one pass's
+	// experts of the largest layer (MinCacheBytes) and fit the device's budget
+	// (DeviceBudget).
+	CacheBytes int64
+	// Layout selects how misses are read (see Layout).
+	Layout Layout
+	// CachedFirst computes experts already resident first while misses load
+	// (LES); false computes in rank order, each waiting for its load (stock llama.cpp).
+	CachedFirst bool
+
+	// SpecBlock is the number of tokens verified per forward pass (1 = no
+	// speculative decoding). Each layer of a pass needs the union of the
+	// block's experts.
+	SpecBlock int
+	// SpecAccept is the probability that each draft token is accepted, given
+	// the previous one was (geometric acceptance model): a pass emits
+	// 1 + (leading accepted drafts among SpecBlock-1) tokens.
+	SpecAccept float64
+	// Seed drives the acceptance model (the only randomness in the engine).
+	Seed uint64
+
+	// Prefill simulates the trace's prefill passes first (they warm the cache);
+	// decode metrics never include them.
+	Prefill bool
+	// ContextTokens sizes the KV cache charged against the device's RAM; 0 means
+	// the longest sequence in the trace.
+	ContextTokens int
+}
+
+// Validate reports every problem with c at once.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if c.Model == nil {
+		add("model: missing")
+	} else if len(c.Model.Layers) == 0 || c.Model.Experts <= 0 || c.Model.TopK <= 0 {
+		add("model %s: needs layers, experts and top_k", c.Model.Name)
+	}
+	if c.Device == nil {
+		add("device: missing")
+	} else {
+		d := c.Device
+		if d.MemBandwidth <= 0 || d.MemEfficiency <= 0 || d.MemEfficiency > 1 {
+			add("device %s: memory bandwidth and efficiency must be positive (efficiency <= 1)", d.Name)
+		}
+		if d.ComputeFLOPS <= 0 {
+			add("device %s: compute_flops must be positive", d.Name)
+		}
+		if d.Flash.Lanes < 1 || len(d.Flash.SingleLane) == 0 || len(d.Flash.Aggregate) == 0 {
+			add("device %s: flash needs lanes >= 1 and both bandwidth curves", d.Name)
+		}
+		if c.Layout == LayoutGGUFMmap && d.Flash.PageBytes <= 0 {
+			add("device %s: gguf-mmap layout needs flash.page_bytes", d.Name)
+		}
+	}
+	if _, err := ParseLayout(string(c.Layout)); err != nil {
+		errs = append(errs, err)
+	}
+	if c.SpecBlock < 1 {
+		add("spec block: must be >= 1 (got %d)", c.SpecBlock)
+	}
+	if c.SpecAccept < 0 || c.SpecAccept > 1 {
+		add("spec accept: must be in [0,1] (got %g)", c.SpecAccept)
+	}
+	if c.ContextTokens < 0 {
+		add("context tokens: must be >= 0 (got %d)", c.ContextTokens)
+	}
+	if c.Model != nil && len(c.Model.Layers) > 0 && c.SpecBlock >= 1 {
+		if min := MinCacheBytes(c.Model, c.SpecBlock); c.CacheBytes < min {
+			add("cache %s is too small: one layer's experts need at least %s (top-%d × %d-token pass × largest expert %s)",
+				FormatBytes(c.CacheBytes), FormatBytes(min), c.Model.TopK, c.SpecBlock, FormatBytes(c.Model.MaxExpertBytes()))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// MinCacheBytes is the smallest cache that can hold every expert one pass of
+// specBlock tokens may need on the layer with the largest experts.
+func MinCacheBytes(m *devices.ModelSpec, specBlock int) int64 {
+	n := min(m.TopK*max(specBlock, 1), m.Experts)
+	return int64(n) * m.MaxExpertBytes()
+}
+
+// DeviceBudget is the RAM left for the expert cache on d after the reserve,
+// the resident (non-expert) weights and a KV cache of ctxTokens tokens.
+func DeviceBudget(m *devices.ModelSpec, d *devices.Device, ctxTokens int) int64 {
+	return d.RAMBytes - d.ReserveBytes - m.NonExpertBytes - m.KVBytesPerToken*int64(ctxTokens)
+}
+
+// FormatBytes renders n with a binary unit, e.g. "3.00 GiB".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit && n > -unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	f := float64(n)
+	for _, u := range []string{"KiB", "MiB", "GiB", "TiB"} {
+		f /= unit
+		if f < unit && f > -unit || u == "TiB" {
+			return fmt.Sprintf("%.2f %s", f, u)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,68 @@
+// Package sim is lessim's deterministic discrete-event model of MoE decoding
+// with expert weights streamed from flash into a bounded RAM cache.
+//
+// # Inputs and output
+//
+// Run takes a Config (model spec, resolved device, cache budget, storage
+// layout, speculative-decoding settings, seed), a trace as []traces.Step and a
+// Policy, and returns a Result. It opens no files, reads no clock and uses no
+// global randomness: the only random draw (speculative acceptance) comes from
+// a PCG seeded by Config.Seed. Same inputs, same Result, byte for byte.
+//
+// # Time
+//
+// Virtual time is integer nanoseconds (Time). Work becomes time in exactly one
+// helper, durationNS, which rounds up. Events on the flash device fire in time
+// order; equal times fire in submission order (the read submitted first
+// completes first). Flash events at time t are processed before the compute
+// thread acts at t, so a read that finishes exactly when the compute thread
+// looks is a hit on it. TestEqualTimesFireInSubmissionOrder pins this.
+//
+// # Resources
+//
+// Compute: one compute thread runs each layer's dense part (attention,
+// router, shared expert; DenseBytes read from DRAM, DenseFLOPsPerToken) and
+// then the layer's routed experts; each part takes max(bytes ÷ (MemBandwidth
+// × MemEfficiency), FLOPs ÷ ComputeFLOPS), plus LayerOverhead per layer. An
+// expert computes only once resident; with CachedFirst the experts already
+// resident compute first while misses load, otherwise experts compute in rank
+// order (stock llama.cpp).
+//
+// Flash: at most Lanes reads in service; each holds its lane for LatencyNS,
+// then transfers sharing the device: k concurrent transfers each progress at
+// min(SingleLane(size), Aggregate(size)/k), recomputed when k changes. Demand
+// reads start before queued prefetches. Past the saturation knee more lanes
+// add latency, not bandwidth.
+//
+// Memory: the expert cache holds CacheBytes; loads reserve their bytes when
+// admitted, so in-flight reads count. DeviceBudget says how much RAM a device
+// leaves for the cache after its reserve, the resident weights and the KV
+// cache; a larger cache is simulated but warned about.
+//
+// # Layouts
+//
+// per-expert: one contiguous read per expert, asynchronous over the lanes
+// (demand misses are issued at once when the top-k is known).
+// gguf-mmap: stock llama.cpp. Each expert is three regions (gate, up, down);
+// a miss is faulted in on the compute thread when the expert computes: every
+// fault costs FaultNS of CPU and reads max(PageBytes, ReadAheadBytes) bytes
+// synchronously. Prefetches become one asynchronous read per region
+// (madvise WILLNEED). Read-ahead bytes beyond a region are read and counted
+// but not credited as cached.
+//
+// # Passes and speculative decoding
+//
+// A pass is one forward pass: a prompt's prefill tokens (by the trace's Pass
+// field), one decode token, or with SpecBlock B > 1 a verify block of up to B
+// decode tokens of one sequence. Each layer needs the union of the pass's
+// experts. A pass emits 1 + (leading accepted drafts) tokens, each draft
+// accepted with probability SpecAccept; the next pass starts after the last
+// accepted token. Throughput counts accepted tokens only.
+//
+// # Policies
+//
+// A Policy sees the moments a real engine has, in order: the router input of
+// a layer (Prefetch, with lookahead scores when the trace has them), the
+// layer's selection (Observe Used), and the need for space (Victim). It sees
+// a read-only CacheView and never time. The engine validates every decision.
+package sim

@@ -1,0 +1,261 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/lessim/lessim/devices"
+)
+
+// flash is the storage device as a small discrete-event model.
+//
+// At most lanes reads are in service at once. A read first holds its lane for
+// the fixed request latency, then transfers. The k transfers in progress share
+// the device: each progresses at min(single(size), aggregate(size)/k) bytes/s,
+// recomputed whenever k changes (processor sharing), so lanes past the
+// saturation knee add latency, not bandwidth. Waiting reads queue FIFO in two
+// classes; demand reads are started before queued prefetches (no preemption).
+//
+// Event order: the next event is the earliest lane latency end or transfer
+// completion; equal times fire in submission order (lower request id first).
+type flash struct {
+	lanes   int
+	latency Time
+	single  []devices.CurvePoint
+	agg     []devices.CurvePoint
+
+	now    Time
+	reqs   []flashReq // request table; ids index it
+	free   []int32    // recycled ids
+	active []int32    // ids in service, in start order
+	demQ   fifo       // waiting demand reads
+	preQ   fifo       // waiting prefetch reads
+
+	xfers int    // active requests past their latency
+	seq   uint64 // submissions so far
+
+	rates map[int64][2]float64 // read size → (single, aggregate) bytes/ns
+
+	// done is called when a read completes, at time f.now.
+	done func(id int32, r *flashReq)
+
+	// accounting
+	bytesRead int64
+	reads     int64
+	busyNS    Time // time with at least one transfer in progress
+}
+
+type flashReq struct {
+	seq       uint64 // submission order, the tie-break
+	key       Key    // expert the read belongs to, or -1
+	bytes     int64
+	demand    bool
+	submit    Time
+	start     Time    // lane acquired
+	xferStart Time    // latency over, transfer begins
+	remaining float64 // bytes left to transfer
+	rate      float64 // current bytes/ns
+	inXfer    bool
+	sync      bool // the caller waits on this id and releases it itself
+	finished  bool
+	finish    Time
+}
+
+type fifo struct {
+	buf  []int32
+	head int
+}
+
+func (q *fifo) push(id int32) { q.buf = append(q.buf, id) }
+func (q *fifo) len() int      { return len(q.buf) - q.head }
+func (q *fifo) pop() int32 {
+	id := q.buf[q.head]
+	q.head++
+	if q.head == len(q.buf) {
+		q.buf, q.head = q.buf[:0], 0
+	}
+	return id
+}
+
+func newFlash(f devices.Flash) *flash {
+	return &flash{
+		lanes:   f.Lanes,
+		latency: f.LatencyNS,
+		single:  f.SingleLane,
+		agg:     f.Aggregate,
+		rates:   make(map[int64][2]float64),
+	}
+}
+
+// rateFor returns (single-lane, aggregate) bytes per ns for reads of size b.
+func (f *flash) rateFor(b int64) [2]float64 {
+	r, ok := f.rates[b]
+	if !ok {
+		r = [2]float64{devices.Interp(f.single, b) / 1e9, devices.Interp(f.agg, b) / 1e9}
+		f.rates[b] = r
+	}
+	return r
+}
+
+// submit queues a read at time f.now and returns its id. The caller must have
+// advanced the device to the submission time.
+func (f *flash) submit(key Key, bytes int64, demand bool) int32 {
+	var id int32
+	if n := len(f.free); n > 0 {
+		id = f.free[n-1]
+		f.free = f.free[:n-1]
+	} else {
+		f.reqs = append(f.reqs, flashReq{})
+		id = int32(len(f.reqs) - 1)
+	}
+	f.reads++
+	f.seq++
+	f.bytesRead += bytes
+	r := &f.reqs[id]
+	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, remaining: float64(bytes)}
+	if len(f.active) < f.lanes {
+		f.startReq(id)
+		f.rerate()
+	} else if demand {
+		f.demQ.push(id)
+	} else {
+		f.preQ.push(id)
+	}
+	return id
+}
+
+// cancelQueued removes a queued (not started) prefetch of key; it reports
+// whether one was found. Bytes of a cancelled read are not counted.
+func (f *flash) cancelQueued(id int32) bool {
+	q := &f.preQ
+	for i := q.head; i < len(q.buf); i++ {
+		if q.buf[i] == id {
+			copy(q.buf[i:], q.buf[i+1:])
+			q.buf = q.buf[:len(q.buf)-1]
+			r := &f.reqs[id]
+			f.bytesRead -= r.bytes
+			f.reads--
+			f.free = append(f.free, id)
+			return true
+		}
+	}
+	return false
+}
+
+func (f *flash) started(id int32) bool {
+	for _, a := range f.active {
+		if a == id {
+			return true
+		}
+	}
+	return f.reqs[id].finished
+}
+
+func (f *flash) startReq(id int32) {
+	r := &f.reqs[id]
+	r.start = f.now
+	r.xferStart = f.now + f.latency
+	f.active = append(f.active, id)
+	if f.latency == 0 {
+		r.inXfer = true
+		f.xfers++
+	}
+}
+
+// rerate recomputes every transfer's rate after k changed.
+func (f *flash) rerate() {
+	k := float64(f.xfers)
+	for _, id := range f.active {
+		r := &f.reqs[id]
+		if !r.inXfer {
+			continue
+		}
+		rt := f.rateFor(r.bytes)
+		r.rate = min(rt[0], float64(rt[1]/k))
+	}
+}
+
+// nextEvent is the time of the earliest pending event, or MaxInt64 when idle.
+func (f *flash) nextEvent() (Time, int32) {
+	best, bestID := Time(math.MaxInt64), int32(-1)
+	var bestSeq uint64
+	for _, id := range f.active {
+		r := &f.reqs[id]
+		var t Time
+		if !r.inXfer {
+			t = r.xferStart
+		} else {
+			t = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
+		}
+		if t < best || t == best && r.seq < bestSeq {
+			best, bestID, bestSeq = t, id, r.seq
+		}
+	}
+	return best, bestID
+}
+
+// progress moves every transfer forward to time t (no event lies in between).
+func (f *flash) progress(t Time) {
+	if dt := t - f.now; dt > 0 {
+		if f.xfers > 0 {
+			f.busyNS += dt
+		}
+		for _, id := range f.active {
+			r := &f.reqs[id]
+			if r.inXfer {
+				r.remaining -= float64(r.rate * float64(dt))
+			}
+		}
+		f.now = t
+	}
+}
+
+// advance processes every event at or before t, then moves the clock to t.
+func (f *flash) advance(t Time) {
+	for {
+		ev, id := f.nextEvent()
+		if id < 0 || ev > t {
+			break
+		}
+		f.step(ev, id)
+	}
+	f.progress(t)
+}
+
+// step fires one event: id's latency end or completion at time ev.
+func (f *flash) step(ev Time, id int32) {
+	f.progress(ev)
+	r := &f.reqs[id]
+	if !r.inXfer {
+		r.inXfer = true
+		f.xfers++
+		f.rerate()
+		return
+	}
+	// Completion. NB: remaining may be a hair above zero from rounding; the
+	// event time already rounded up, so the transfer is done.
+	r.remaining = 0
+	r.inXfer = false
+	r.finished = true
+	r.finish = ev
+	f.xfers--
+	for i, a := range f.active {
+		if a == id {
+			copy(f.active[i:], f.active[i+1:])
+			f.active = f.active[:len(f.active)-1]
+			break
+		}
+	}
+	switch {
+	case f.demQ.len() > 0:
+		f.startReq(f.demQ.pop())
+	case f.preQ.len() > 0:
+		f.startReq(f.preQ.pop())
+	}
+	f.rerate()
+	if f.done != nil {
+		f.done(id, r)
+	}
+}
+
+// release recycles a finished request id once the caller has read it.
+func (f *flash) release(id int32) { f.free = append(f.free, id) }

@@ -1,0 +1,200 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/lessim/lessim/traces"
+)
+
+// pass simulates one forward pass over steps[i:j] (one decode token, a
+// speculative verify block, or a prompt), layer by layer:
+//
+//  1. the dense part (attention, router, shared expert) computes;
+//  2. moment 1: the layer's router input is known; the policy may prefetch;
+//  3. moment 2: the layer's top-k is known for every token; the union of the
+//     pass's experts is classified (hit / in-flight / miss), misses are
+//     admitted (moment 3 evicts for them) and their reads issued;
+//  4. the routed experts compute, each only once resident: resident ones
+//     first when CachedFirst, otherwise in rank order.
+func (e *engine) pass(steps []traces.Step, i, j int) error {
+	e.passNo++
+	tokens := j - i
+	first := int64(i)
+	phase := steps[i].Phase
+	for l := 0; l < e.nL; l++ {
+		ls := &e.m.Layers[l]
+		e.compute(e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, tokens) + e.cm.over)
+
+		if err := e.lookahead(steps, i, j, l, first); err != nil {
+			return err
+		}
+
+		// Moment 2: the union of the pass's selections, in token then rank order.
+		e.stamp++
+		e.union, e.cnt = e.union[:0], e.cnt[:0]
+		for t := i; t < j; t++ {
+			for _, x := range steps[t].Layers[l].Experts {
+				k := Key(l*e.nE + int(x))
+				if e.seen[k] == e.stamp {
+					e.cnt[e.posOf[k]]++
+					continue
+				}
+				e.seen[k] = e.stamp
+				e.posOf[k] = int32(len(e.union))
+				e.union = append(e.union, k)
+				e.cnt = append(e.cnt, 1)
+			}
+		}
+		e.fl.advance(e.now)
+		for _, k := range e.union {
+			st := e.state[k]
+			if e.tap != nil {
+				e.tap(UseRecord{Pass: e.passNo - 1, Step: first, Phase: phase, Layer: l, Expert: int(k) % e.nE, State: st})
+			}
+			if e.measuring {
+				e.res.Uses++
+				if e.requested[k] == e.passNo {
+					e.res.PrefetchCovered++
+				}
+				switch st {
+				case Resident:
+					e.res.Hits++
+				case Loading:
+					e.res.InflightHits++
+				default:
+					e.res.Misses++
+				}
+			}
+			if e.prefUnused[k] {
+				e.prefUnused[k] = false
+				if e.measuring {
+					e.res.PrefetchUseful++
+				}
+			}
+			if st == Absent {
+				ok, err := e.admit(k, false, first)
+				if err != nil {
+					return err
+				}
+				if !ok {
+					return fmt.Errorf("internal: demand admission refused")
+				}
+				if e.cfg.Layout == LayoutGGUFMmap {
+					e.syncLoad[k] = true
+				} else {
+					e.startAsync(k, true)
+				}
+			}
+		}
+		for _, k := range e.union {
+			e.pol.Observe(Event{Kind: Used, Key: k, Layer: l, Step: first})
+		}
+		if err := e.computeExperts(l); err != nil {
+			return err
+		}
+	}
+	e.compute(e.cm.part(e.m.HeadBytes, e.m.HeadFLOPsPerToken, tokens))
+	return nil
+}
+
+// compute advances the compute thread by busy time d.
+func (e *engine) compute(d Time) {
+	e.now += d
+	if e.measuring {
+		e.res.ComputeNS += d
+	}
+}
+
+// lookahead is moment 1 of layer l: offer the policy the pass's router scores
+// and admit what it asks for, in its order, while it makes room.
+func (e *engine) lookahead(steps []traces.Step, i, j, l int, first int64) error {
+	la := &e.la
+	la.Layer = l
+	la.Steps = la.Steps[:0]
+	la.Scores = la.Scores[:0]
+	for t := i; t < j; t++ {
+		la.Steps = append(la.Steps, int64(t))
+		la.Scores = append(la.Scores, steps[t].Layers[l].Lookahead)
+	}
+	e.pfBuf = e.pol.Prefetch(la, e.view, e.pfBuf[:0])
+	for _, k := range e.pfBuf {
+		if k < 0 || int(k) >= len(e.state) {
+			return fmt.Errorf("policy %s asked to prefetch expert key %d: no such expert", e.pol.Name(), k)
+		}
+		if e.requested[k] != e.passNo {
+			e.requested[k] = e.passNo
+			if e.measuring {
+				e.res.PrefetchRequested++
+			}
+		}
+		if e.state[k] != Absent {
+			continue
+		}
+		ok, err := e.admit(k, true, first)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		e.prefUnused[k] = true
+		if e.measuring {
+			e.res.PrefetchLoads++
+			e.res.PrefetchBytes += e.keyBytes(k)
+		}
+		e.startAsync(k, false)
+	}
+	return nil
+}
+
+// computeExperts runs the routed experts of layer l for the current union.
+func (e *engine) computeExperts(l int) error {
+	ls := &e.m.Layers[l]
+	run := func(idx int) {
+		e.compute(e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, int(e.cnt[idx])))
+	}
+	if !e.cfg.CachedFirst {
+		for idx, k := range e.union {
+			if err := e.waitResident(k); err != nil {
+				return err
+			}
+			run(idx)
+		}
+		return nil
+	}
+	e.done = e.done[:0]
+	for range e.union {
+		e.done = append(e.done, false)
+	}
+	left := len(e.union)
+	for left > 0 {
+		e.fl.advance(e.now)
+		progressed := false
+		for idx, k := range e.union {
+			if !e.done[idx] && e.state[k] == Resident {
+				e.done[idx] = true
+				left--
+				progressed = true
+				run(idx)
+				e.fl.advance(e.now)
+			}
+		}
+		if progressed || left == 0 {
+			continue
+		}
+		// Nothing resident: fault in the first synchronous miss, or wait for
+		// the next read to finish.
+		waited := false
+		for idx, k := range e.union {
+			if !e.done[idx] && e.syncLoad[k] {
+				e.faultIn(k)
+				waited = true
+				break
+			}
+		}
+		if !waited && !e.waitAnyRead() {
+			return fmt.Errorf("internal: %d experts of layer %d never became resident", left, l)
+		}
+	}
+	return nil
+}

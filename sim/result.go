@@ -1,0 +1,100 @@
+package sim
+
+import (
+	"slices"
+)
+
+// Result is the outcome of one run, simulated or measured live: the same
+// struct either way, so reports can put prediction and measurement side by
+// side field by field. docs/metrics.md gives each field's formula.
+//
+// All times are nanoseconds, sizes bytes. Decode metrics exclude prefill.
+type Result struct {
+	Policy string `json:"policy"`
+	Model  string `json:"model"`
+	Device string `json:"device"`
+	Layout string `json:"layout"`
+
+	CacheBytes        int64 `json:"cache_bytes"`
+	DeviceBudgetBytes int64 `json:"device_budget_bytes"`
+
+	Tokens int64 `json:"tokens"` // decode tokens emitted (accepted)
+	Passes int64 `json:"passes"` // decode forward passes
+	TimeNS int64 `json:"time_ns"`
+
+	TokensPerSec      float64 `json:"tokens_per_sec"`
+	AcceptedPerPass   float64 `json:"accepted_per_pass"`
+	LatencyP50NS      int64   `json:"latency_p50_ns"`
+	LatencyP90NS      int64   `json:"latency_p90_ns"`
+	LatencyP99NS      int64   `json:"latency_p99_ns"`
+	LatencyMaxNS      int64   `json:"latency_max_ns"`
+	ComputeNS         int64   `json:"compute_ns"`           // compute thread busy with dense and expert work
+	StallNS           int64   `json:"stall_ns"`             // compute thread idle or faulting, waiting for experts
+	StallFlashNS      int64   `json:"stall_flash_ns"`       // of which waiting for reads to finish
+	StallFaultCPUNS   int64   `json:"stall_fault_cpu_ns"`   // of which page-fault handling (gguf-mmap)
+	DemandQueueWaitNS int64   `json:"demand_queue_wait_ns"` // demand reads waiting for a lane (behind other reads)
+	FlashBusyNS       int64   `json:"flash_busy_ns"`        // time with at least one transfer in progress
+
+	FlashBytes         int64   `json:"flash_bytes"`
+	FlashReads         int64   `json:"flash_reads"`
+	FlashBytesPerToken float64 `json:"flash_bytes_per_token"`
+
+	Uses         int64   `json:"uses"`          // expert uses: distinct (layer, expert) per pass
+	Hits         int64   `json:"hits"`          // resident when the layer's top-k was known
+	InflightHits int64   `json:"inflight_hits"` // loading (prefetched, not finished) at that moment
+	Misses       int64   `json:"misses"`        // absent: demand-loaded
+	HitRate      float64 `json:"hit_rate"`      // Hits / Uses
+
+	PrefetchRequested   int64   `json:"prefetch_requested"`    // distinct keys a policy named, per pass and layer
+	PrefetchCovered     int64   `json:"prefetch_covered"`      // uses whose key was named for that pass
+	PrefetchRecall      float64 `json:"prefetch_recall"`       // covered / uses
+	PrefetchPrecision   float64 `json:"prefetch_precision"`    // covered / requested
+	PrefetchLoads       int64   `json:"prefetch_loads"`        // reads started by prefetch
+	PrefetchUseful      int64   `json:"prefetch_useful"`       // prefetched loads used before eviction
+	PrefetchBytes       int64   `json:"prefetch_bytes"`        // bytes read by prefetch
+	WastedPrefetchBytes int64   `json:"wasted_prefetch_bytes"` // prefetched, evicted (or left at end) unused
+	PeakResidentBytes   int64   `json:"peak_resident_bytes"`   // resident + loading, maximum over the run
+
+	PrefillTokens int64 `json:"prefill_tokens"`
+	PrefillNS     int64 `json:"prefill_ns"`
+
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// percentile is the nearest-rank percentile of sorted samples: the smallest
+// value with at least p% of samples at or below it.
+func percentile(sorted []int64, p float64) int64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	rank := int(float64(p/100)*float64(len(sorted)) + 0.999999999)
+	rank = min(max(rank, 1), len(sorted))
+	return sorted[rank-1]
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// finish derives the ratio fields from the counters.
+func (r *Result) finish(latencies []int64) {
+	s := slices.Clone(latencies)
+	slices.Sort(s)
+	r.LatencyP50NS = percentile(s, 50)
+	r.LatencyP90NS = percentile(s, 90)
+	r.LatencyP99NS = percentile(s, 99)
+	if len(s) > 0 {
+		r.LatencyMaxNS = s[len(s)-1]
+	}
+	if r.TimeNS > 0 {
+		r.TokensPerSec = float64(r.Tokens) * 1e9 / float64(r.TimeNS)
+	}
+	r.AcceptedPerPass = ratio(r.Tokens, r.Passes)
+	r.FlashBytesPerToken = ratio(r.FlashBytes, r.Tokens)
+	r.HitRate = ratio(r.Hits, r.Uses)
+	r.PrefetchRecall = ratio(r.PrefetchCovered, r.Uses)
+	r.PrefetchPrecision = ratio(r.PrefetchCovered, r.PrefetchRequested)
+}

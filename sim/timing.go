@@ -1,0 +1,44 @@
+package sim
+
+import (
+	"math"
+
+	"github.com/lessim/lessim/devices"
+)
+
+// Time is virtual time in integer nanoseconds.
+type Time = int64
+
+// durationNS converts an amount of work at a rate into whole nanoseconds,
+// rounding up so that nothing is ever free: ceil(amount / perSecond × 1e9).
+// It is the one place where bytes or FLOPs become time.
+//
+// NB: the explicit float64 conversions stop the compiler from fusing the
+// multiply and divide (Go permits fused multiply-add on some architectures),
+// which keeps results bit-identical across machines.
+func durationNS(amount, perSecond float64) Time {
+	if amount <= 0 {
+		return 0
+	}
+	ns := float64(amount*1e9) / perSecond
+	return Time(math.Ceil(float64(ns)))
+}
+
+// computeModel turns a layer's work into compute-thread time on a device.
+// Decode is memory-bound: the time of a part is the larger of reading its
+// weights from DRAM at MemBandwidth×MemEfficiency and doing its FLOPs at
+// ComputeFLOPS.
+type computeModel struct {
+	memRate float64 // bytes/s
+	flops   float64 // FLOP/s
+	over    Time
+}
+
+func newComputeModel(d *devices.Device) computeModel {
+	return computeModel{memRate: float64(d.MemBandwidth * d.MemEfficiency), flops: d.ComputeFLOPS, over: d.LayerOverhead}
+}
+
+// part is the time of reading bytes once and doing flopsPerToken for tokens tokens.
+func (c computeModel) part(bytes, flopsPerToken int64, tokens int) Time {
+	return max(durationNS(float64(bytes), c.memRate), durationNS(float64(flopsPerToken)*float64(tokens), c.flops))
+}

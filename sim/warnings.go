@@ -1,0 +1,37 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// minTokensForTails is the decode token count below which p99 latency rests
+// on fewer than ~1 sample in 100 and is flagged.
+const minTokensForTails = 200
+
+// warnings lists what a reader of the result should know about its inputs.
+func warnings(e *engine, ctxTokens int) []string {
+	var w []string
+	r := &e.res
+	if r.Tokens == 0 {
+		w = append(w, "trace has no decode tokens: decode metrics are empty")
+	} else if r.Tokens < minTokensForTails {
+		w = append(w, fmt.Sprintf("trace too short: %d decode tokens (p99 latency needs >= %d)", r.Tokens, minTokensForTails))
+	}
+	if len(e.cfg.Device.Assumed) > 0 {
+		w = append(w, fmt.Sprintf("device %s: assumed values (replace with measurements): %s",
+			e.cfg.Device.Name, strings.Join(e.cfg.Device.Assumed, ", ")))
+	}
+	if total := e.m.TotalExpertBytes(); e.cfg.CacheBytes >= total {
+		w = append(w, fmt.Sprintf("cache %s holds every expert (%s): only cold misses remain", FormatBytes(e.cfg.CacheBytes), FormatBytes(total)))
+	}
+	if budget := r.DeviceBudgetBytes; e.cfg.CacheBytes > budget {
+		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (RAM %s - reserve %s - resident weights %s - KV for %d tokens %s): this configuration would not fit",
+			FormatBytes(e.cfg.CacheBytes), FormatBytes(budget), FormatBytes(e.cfg.Device.RAMBytes), FormatBytes(e.cfg.Device.ReserveBytes),
+			FormatBytes(e.m.NonExpertBytes), ctxTokens, FormatBytes(e.m.KVBytesPerToken*int64(ctxTokens))))
+	}
+	if e.cfg.SpecBlock > 1 && r.Passes > 0 {
+		w = append(w, fmt.Sprintf("speculative decoding: verify blocks use the trace's next %d tokens' experts; rejected drafts are assumed to route like the trace", e.cfg.SpecBlock))
+	}
+	return w
+}
