@@ -10,8 +10,8 @@ import (
 
 // UseRecord is one expert use as the engine classified it, for Config.Tap.
 type UseRecord struct {
-	Pass   int64     // pass number, from 0 (prefill passes included)
-	Step   int64     // trace index of the first token in the pass that used it
+	Pass   int64 // pass number, from 0 (prefill passes included)
+	Step   int64 // trace index of the first token in the pass that used it
 	Phase  traces.Phase
 	Layer  int
 	Expert int
@@ -35,14 +35,14 @@ type engine struct {
 	layerBytes []int64 // bytes of one expert per layer
 	regions    [][]int64
 
-	state     []Residency
-	pending   []int8     // reads outstanding per key
-	keyReqs   [][3]int32 // async read ids per key (for cancelling queued prefetches)
-	syncLoad  []bool     // admitted, to be faulted in on the compute thread (gguf-mmap)
-	prefUnused []bool    // loaded by prefetch, not used since
-	requested []int64    // pass in which a policy last named the key (+1)
-	seen      []uint64   // == curStamp: in the current layer's union (in use)
-	posOf     []int32
+	state      []Residency
+	pending    []int8     // reads outstanding per key
+	keyReqs    [][3]int32 // async read ids per key (for cancelling queued prefetches)
+	syncLoad   []bool     // admitted, to be faulted in on the compute thread (gguf-mmap)
+	prefUnused []bool     // loaded by prefetch, not used since
+	requested  []int64    // pass in which a policy last named the key (+1)
+	seen       []uint64   // == curStamp: in the current layer's union (in use)
+	posOf      []int32
 
 	capacity     int64
 	used         int64 // resident + loading
