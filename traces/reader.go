@@ -1,0 +1,330 @@
+package traces
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Reader streams the steps of a trace file, like bufio.Scanner: call Next
+// until it returns false, then check Err. It reads one record batch at a time
+// (never the whole file), checks every row as it assembles a step (order,
+// layer count, ranges; see Validate) and reports the first problem as
+// "file: row N: reason", N counting rows from 0 as DuckDB's file_row_number
+// does. A Reader is not safe for concurrent use.
+type Reader struct {
+	name  string
+	meta  Meta
+	pf    *file.Reader
+	rr    pqarrow.RecordReader
+	steps int64 // rows / layers, from the footer
+
+	batch   pqBatch // current record batch's columns
+	rec     arrow.RecordBatch
+	idx     int   // next row in rec
+	base    int64 // file row of rec's first row
+	step    Step
+	bufs    []pqLayerBuf
+	checker stepChecker
+	err     error
+	done    bool
+}
+
+// pqLayerBuf holds one layer's reusable buffers; Step slices point into them.
+type pqLayerBuf struct {
+	experts             []int32
+	weights, logits, ri []float32
+	look                [][]float32 // per depth
+	lookHdr             [][]float32 // what Step.Lookahead points to
+	hit                 []bool
+}
+
+// Open opens the trace file at path (see NewReader). Close closes the file.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	r, err := newReader(f, path, 0)
+	if err != nil {
+		return nil, errors.Join(err, f.Close())
+	}
+	return r, nil
+}
+
+// pqNoCloseRA hides a reader's Close: file.Reader.Close closes its source when
+// it can, and NewReader's caller owns theirs.
+type pqNoCloseRA struct{ parquet.ReaderAtSeeker }
+
+// NewReader reads a trace from r; name is used in errors. It reads the footer,
+// Meta and schema now and fails with a clear error when r is not a Parquet
+// file, is truncated, lacks the lessim metadata, or has columns of the wrong
+// type. Close does not close r.
+func NewReader(r parquet.ReaderAtSeeker, name string) (*Reader, error) {
+	return newReader(pqNoCloseRA{r}, name, 0)
+}
+
+// newReader is NewReader; batchRows > 0 overrides the record batch size
+// (tests use it to make steps straddle batches).
+func newReader(src parquet.ReaderAtSeeker, name string, batchRows int64) (rd *Reader, err error) {
+	// NB: last resort only. Everything below is checked first; this turns a
+	// panic inside arrow-go on a corrupt footer into an error.
+	defer func() {
+		if p := recover(); p != nil {
+			rd, err = nil, fmt.Errorf("%s: corrupt Parquet file (arrow-go panicked: %v)", name, p)
+		}
+	}()
+	if err := pqCheckMagic(src, name); err != nil {
+		return nil, err
+	}
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	pf, err := file.NewParquetReader(src, file.WithReadProps(props))
+	if err != nil {
+		return nil, fmt.Errorf("%s: corrupt Parquet footer: %w", name, err)
+	}
+	r := &Reader{name: name, pf: pf}
+	if err := r.init(batchRows); err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return r, nil
+}
+
+// pqCheckMagic tells a non-Parquet file from a truncated one before arrow-go
+// sees it: a Parquet file starts and ends with "PAR1".
+func pqCheckMagic(src parquet.ReaderAtSeeker, name string) error {
+	size, err := src.Seek(0, io.SeekEnd)
+	if err != nil {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	magic := []byte("PAR1")
+	head := make([]byte, 4)
+	n, err := src.ReadAt(head, 0)
+	if n < 4 {
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		if bytes.HasPrefix(magic, head[:n]) {
+			return fmt.Errorf("%s: truncated Parquet file (%d bytes)", name, size)
+		}
+		return fmt.Errorf("%s: not a Parquet file", name)
+	}
+	if !bytes.Equal(head, magic) {
+		return fmt.Errorf("%s: not a Parquet file", name)
+	}
+	tail := make([]byte, 8)
+	if size < 12 {
+		return fmt.Errorf("%s: truncated Parquet file (%d bytes)", name, size)
+	}
+	if _, err := src.ReadAt(tail, size-8); err != nil && err != io.EOF {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	if !bytes.Equal(tail[4:], magic) {
+		return fmt.Errorf("%s: truncated Parquet file (no footer; was it closed?)", name)
+	}
+	if footer := int64(tail[0]) | int64(tail[1])<<8 | int64(tail[2])<<16 | int64(tail[3])<<24; footer+12 > size {
+		return fmt.Errorf("%s: truncated Parquet file (footer of %d bytes in a %d-byte file)", name, footer, size)
+	}
+	return nil
+}
+
+// init reads Meta and checks the schema, then starts the record reader.
+func (r *Reader) init(batchRows int64) error {
+	kv := r.pf.MetaData().KeyValueMetadata()
+	ver := kv.FindValue(VersionKey)
+	js := kv.FindValue(MetaKey)
+	switch {
+	case js == nil:
+		return fmt.Errorf("%s: missing %s metadata (not a lessim trace?)", r.name, MetaKey)
+	case ver == nil:
+		return fmt.Errorf("%s: missing %s metadata", r.name, VersionKey)
+	case *ver != FormatVersion:
+		return fmt.Errorf("%s: trace format version %q not supported (this lessim reads version %s)", r.name, *ver, FormatVersion)
+	}
+	if err := json.Unmarshal([]byte(*js), &r.meta); err != nil {
+		return fmt.Errorf("%s: bad %s metadata: %w", r.name, MetaKey, err)
+	}
+	if err := pqCheckMeta(&r.meta); err != nil {
+		return fmt.Errorf("%s: %s metadata: %w", r.name, MetaKey, err)
+	}
+	layers := int64(len(r.meta.Model.Layers))
+	rows := r.pf.NumRows()
+	if rows%layers != 0 {
+		// Not fatal here: Next reports the incomplete token with its row.
+		r.steps = -1
+	} else {
+		r.steps = rows / layers
+	}
+
+	if batchRows <= 0 {
+		batchRows = pqRows(&r.meta, pqBatchBytes, pqBatchMin, pqBatchMax)
+	}
+	arrProps := pqarrow.ArrowReadProperties{BatchSize: batchRows}
+	fr, err := pqarrow.NewFileReader(r.pf, arrProps, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("%s: reading schema: %w", r.name, err)
+	}
+	sc, err := fr.Schema()
+	if err != nil {
+		return fmt.Errorf("%s: reading schema: %w", r.name, err)
+	}
+	want, err := pqCheckColumns(sc, &r.meta)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	var leaves []int
+	for _, i := range want {
+		leaves = pqLeaves(&fr.Manifest.Fields[i], leaves)
+	}
+	rr, err := fr.GetRecordReader(context.Background(), leaves, nil)
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.name, err)
+	}
+	r.rr = rr
+
+	r.bufs = make([]pqLayerBuf, layers)
+	for i := range r.bufs {
+		r.bufs[i].look = make([][]float32, r.meta.LookaheadDepth)
+		r.bufs[i].lookHdr = make([][]float32, r.meta.LookaheadDepth)
+	}
+	r.step.Layers = make([]LayerStep, layers)
+	return nil
+}
+
+// pqLeaves appends the Parquet leaf column indices under f.
+func pqLeaves(f *pqarrow.SchemaField, out []int) []int {
+	if f.IsLeaf() {
+		return append(out, f.ColIndex)
+	}
+	for i := range f.Children {
+		out = pqLeaves(&f.Children[i], out)
+	}
+	return out
+}
+
+// Meta returns the trace's metadata.
+func (r *Reader) Meta() Meta { return r.meta }
+
+// NumSteps returns the number of steps in the file according to its footer
+// (rows ÷ MoE layers), or -1 when the row count is not a multiple of the
+// layer count (Next will report the incomplete token).
+func (r *Reader) NumSteps() int64 { return r.steps }
+
+// Next reads the next step. It returns false at the end of the trace or on
+// the first error; Err tells which.
+func (r *Reader) Next() bool {
+	if r.err != nil || r.done {
+		return false
+	}
+	if err := r.readStep(); err != nil {
+		if err != io.EOF {
+			r.err = err
+		}
+		r.done = true
+		return false
+	}
+	return true
+}
+
+// Step returns the step read by the last successful Next. It and every slice
+// in it are valid until the next call to Next; copy what you keep.
+func (r *Reader) Step() *Step { return &r.step }
+
+// Err returns the first error met by Next, or nil at a clean end of trace.
+func (r *Reader) Err() error { return r.err }
+
+// Close releases the reader and, for Open, closes the file.
+func (r *Reader) Close() error {
+	if r.rec != nil {
+		r.rec.Release()
+		r.rec = nil
+	}
+	if r.rr != nil {
+		r.rr.Release()
+		r.rr = nil
+	}
+	if r.pf != nil {
+		err := r.pf.Close()
+		r.pf = nil
+		return err
+	}
+	return nil
+}
+
+// nextBatch makes the next record batch current; io.EOF at the end.
+func (r *Reader) nextBatch() (err error) {
+	if r.rec != nil {
+		r.base += r.rec.NumRows()
+		r.rec.Release()
+		r.rec = nil
+	}
+	// NB: last resort only, as in newReader: arrow-go may panic decoding a
+	// corrupt page; report it instead of crashing the caller.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: near row %d: corrupt Parquet data (arrow-go panicked: %v)", r.name, r.base, p)
+		}
+	}()
+	for r.rr.Next() {
+		rec := r.rr.RecordBatch()
+		if rec.NumRows() == 0 {
+			continue
+		}
+		if err := r.batch.bind(rec, &r.meta); err != nil {
+			return fmt.Errorf("%s: near row %d: %w", r.name, r.base, err)
+		}
+		rec.Retain()
+		r.rec, r.idx = rec, 0
+		return nil
+	}
+	if err := r.rr.Err(); err != nil && err != io.EOF {
+		return fmt.Errorf("%s: near row %d: %w", r.name, r.base, err)
+	}
+	return io.EOF
+}
+
+// readStep assembles the next token's rows into r.step.
+func (r *Reader) readStep() error {
+	layers := len(r.meta.Model.Layers)
+	s := &r.step
+	var start int64
+	for k := 0; k < layers; k++ {
+		if r.rec == nil || r.idx >= int(r.rec.NumRows()) {
+			if err := r.nextBatch(); err != nil {
+				if err == io.EOF && k > 0 {
+					return fmt.Errorf("%s: row %d: token (seq %d, pos %d) has %d layers, want %d (file ends)", r.name, start+int64(k)-1, s.Seq, s.Pos, k, layers)
+				}
+				return err
+			}
+		}
+		row := r.base + int64(r.idx)
+		if k == 0 {
+			start = row
+		}
+		if err := r.readRow(k, row); err != nil {
+			return fmt.Errorf("%s: row %d: %w", r.name, row, err)
+		}
+		r.idx++
+	}
+	if e := r.checker.check(&r.meta, s); e != nil {
+		p := e.Problems[0]
+		row := start + int64(max(p.Layer, 0))
+		msg := p.Msg
+		if more := len(e.Problems) - 1 + e.More; more > 0 {
+			msg += fmt.Sprintf(" (and %d more problems in token (seq %d, pos %d))", more, s.Seq, s.Pos)
+		}
+		return fmt.Errorf("%s: row %d: %s", r.name, row, msg)
+	}
+	return nil
+}

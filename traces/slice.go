@@ -1,0 +1,71 @@
+package traces
+
+import "slices"
+
+// sliceSource is a Source over steps held in memory.
+type sliceSource struct {
+	steps []Step
+	i     int // index of the current step + 1
+}
+
+// NewSliceSource returns a Source that yields &steps[0], &steps[1], ... in
+// order and never fails. The steps are not copied: the Source hands out
+// pointers into the caller's slice.
+func NewSliceSource(steps []Step) Source {
+	return &sliceSource{steps: steps}
+}
+
+func (s *sliceSource) Next() bool {
+	if s.i >= len(s.steps) {
+		return false
+	}
+	s.i++
+	return true
+}
+
+func (s *sliceSource) Step() *Step {
+	if s.i == 0 || s.i > len(s.steps) {
+		return nil
+	}
+	return &s.steps[s.i-1]
+}
+
+func (s *sliceSource) Err() error { return nil }
+
+// ReadAll drains src and returns deep copies of all its steps, so they stay
+// valid after the source reuses its buffers. It returns the steps read so far
+// with src's error, if any.
+func ReadAll(src Source) ([]Step, error) {
+	var out []Step
+	for src.Next() {
+		out = append(out, CloneStep(src.Step()))
+	}
+	return out, src.Err()
+}
+
+// CloneStep returns a deep copy of s: no slice of the copy aliases s. Nil
+// slices stay nil and empty ones stay empty, so a clone is field-for-field
+// equal to the original.
+func CloneStep(s *Step) Step {
+	c := *s
+	c.Layers = make([]LayerStep, len(s.Layers))
+	for i := range s.Layers {
+		src, dst := &s.Layers[i], &c.Layers[i]
+		*dst = *src
+		dst.Experts = slices.Clone(src.Experts)
+		dst.Weights = slices.Clone(src.Weights)
+		dst.Logits = slices.Clone(src.Logits)
+		dst.RouterInput = slices.Clone(src.RouterInput)
+		dst.Hit = slices.Clone(src.Hit)
+		if src.Lookahead != nil {
+			dst.Lookahead = make([][]float32, len(src.Lookahead))
+			for d, sc := range src.Lookahead {
+				dst.Lookahead[d] = slices.Clone(sc)
+			}
+		}
+	}
+	if s.Layers == nil {
+		c.Layers = nil
+	}
+	return c
+}

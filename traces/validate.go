@@ -1,0 +1,158 @@
+package traces
+
+import (
+	"fmt"
+	"strings"
+)
+
+// StepError lists every problem Validate found in one step.
+type StepError struct {
+	Seq, Pos int32
+	// Problems are in layer order; at most maxStepProblems are kept.
+	Problems []StepProblem
+	// More counts problems found beyond those kept.
+	More int
+}
+
+// StepProblem is one reason a step is invalid.
+type StepProblem struct {
+	// Layer is the MoE layer index the problem is in, or -1 for the whole step.
+	Layer int
+	Msg   string
+}
+
+// maxStepProblems bounds StepError.Problems so one garbage step cannot make
+// a megabyte error message.
+const maxStepProblems = 8
+
+// Error renders all problems: "token (seq 0, pos 3): layer 5: expert 300 out of range [0,256); ...".
+func (e *StepError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "token (seq %d, pos %d): ", e.Seq, e.Pos)
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		if p.Layer >= 0 {
+			fmt.Fprintf(&b, "layer %d: ", p.Layer)
+		}
+		b.WriteString(p.Msg)
+	}
+	if e.More > 0 {
+		fmt.Fprintf(&b, "; and %d more problems", e.More)
+	}
+	return b.String()
+}
+
+// Validate checks one step against the trace's meta: one LayerStep per MoE
+// layer; experts in [0, experts) without duplicates, at most `experts` of them;
+// weights and hit flags absent or one per expert; logits, lookahead scores and
+// router inputs absent or full-length and present only when meta says the
+// trace carries them; no lookahead past the last MoE layer. Floats are not
+// range-checked. It returns a *StepError listing every problem, or nil.
+// meta itself is assumed valid (Create, NewWriter and Open check it).
+func Validate(meta Meta, s *Step) error {
+	var c stepChecker
+	if e := c.check(&meta, s); e != nil {
+		return e
+	}
+	return nil
+}
+
+// stepChecker is Validate with a reusable scratch bitmap, for the writer and
+// reader which validate every step.
+type stepChecker struct {
+	seen []uint64 // bitmap over experts, all zero between uses
+	err  StepError
+}
+
+// check returns nil or a *StepError valid until the next call.
+func (c *stepChecker) check(m *Meta, s *Step) *StepError {
+	c.err = StepError{Seq: s.Seq, Pos: s.Pos, Problems: c.err.Problems[:0]}
+	add := func(layer int, format string, a ...any) {
+		if len(c.err.Problems) == maxStepProblems {
+			c.err.More++
+			return
+		}
+		c.err.Problems = append(c.err.Problems, StepProblem{Layer: layer, Msg: fmt.Sprintf(format, a...)})
+	}
+	if s.Seq < 0 {
+		add(-1, "seq %d is negative", s.Seq)
+	}
+	if s.Pos < 0 {
+		add(-1, "pos %d is negative", s.Pos)
+	}
+	if s.Phase != Prefill && s.Phase != Decode {
+		add(-1, "phase %d invalid (0 prefill, 1 decode)", s.Phase)
+	}
+	if s.Pass < -1 {
+		add(-1, "pass %d invalid (-1 means unknown)", s.Pass)
+	}
+	layers, experts := len(m.Model.Layers), m.Model.Experts
+	if len(s.Layers) != layers {
+		add(-1, "has %d layers, want %d", len(s.Layers), layers)
+	}
+	if words := (experts + 63) / 64; len(c.seen) < words {
+		c.seen = make([]uint64, words)
+	}
+	for i := range s.Layers {
+		ls := &s.Layers[i]
+		n := len(ls.Experts)
+		if n == 0 || n > experts {
+			add(i, "%d experts selected, want 1..%d", n, experts)
+		}
+		for _, e := range ls.Experts {
+			if e < 0 || int(e) >= experts {
+				add(i, "expert %d out of range [0,%d)", e, experts)
+				continue
+			}
+			w, bit := e/64, uint64(1)<<(e%64)
+			if c.seen[w]&bit != 0 {
+				add(i, "expert %d selected twice", e)
+			}
+			c.seen[w] |= bit
+		}
+		for _, e := range ls.Experts { // clear the bitmap for the next layer
+			if e >= 0 && int(e) < experts {
+				c.seen[e/64] = 0
+			}
+		}
+		if ls.Weights != nil && len(ls.Weights) != n {
+			add(i, "%d weights for %d experts", len(ls.Weights), n)
+		}
+		if ls.Hit != nil && len(ls.Hit) != n {
+			add(i, "%d hit flags for %d experts", len(ls.Hit), n)
+		}
+		switch {
+		case ls.Logits != nil && !m.HasLogits:
+			add(i, "has logits but the trace meta says has_logits false")
+		case ls.Logits != nil && len(ls.Logits) != experts:
+			add(i, "%d logits, want %d", len(ls.Logits), experts)
+		}
+		if len(ls.Lookahead) > m.LookaheadDepth {
+			add(i, "%d lookahead depths, the trace meta says lookahead_depth %d", len(ls.Lookahead), m.LookaheadDepth)
+		}
+		for d, sc := range ls.Lookahead {
+			switch {
+			case sc == nil:
+			case i+d+1 >= layers:
+				add(i, "lookahead depth %d scores layer %d, past the last MoE layer %d", d+1, i+d+1, layers-1)
+			case len(sc) != experts:
+				add(i, "lookahead depth %d has %d scores, want %d", d+1, len(sc), experts)
+			}
+		}
+		switch {
+		case ls.RouterInput != nil && !m.HasRouterInputs:
+			add(i, "has a router input but the trace meta says has_router_inputs false")
+		case ls.RouterInput != nil && len(ls.RouterInput) != m.Model.Hidden:
+			add(i, "router input has %d values, want hidden size %d", len(ls.RouterInput), m.Model.Hidden)
+		}
+		if ls.ComputeNS < 0 {
+			add(i, "compute_ns %d is negative", ls.ComputeNS)
+		}
+	}
+	if len(c.err.Problems) == 0 {
+		return nil
+	}
+	return &c.err
+}
