@@ -3,6 +3,9 @@ package policies
 import (
 	"fmt"
 	"slices"
+	"strconv"
+	"strings"
+	"testing"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/sim"
@@ -198,4 +201,74 @@ func mustPolicy(t interface {
 		t.Fatalf("New(%q): %v", name, err)
 	}
 	return pol
+}
+
+// drive applies a script of space-separated ops to pol and v, for unit tests:
+//
+//	a3  demand admission of key 3 (Resident)
+//	p3  prefetch admission of key 3 (Resident)
+//	l3  prefetch admission of key 3 that is still Loading
+//	u3  Used event for key 3
+//	e3  eviction of key 3
+//	i3  mark key 3 InUse (the layer being computed needs it)
+//	m2  moment 1 of layer 2: Prefetch with no scores (starts passes for les)
+//
+// Events carry step 0; Layer is the key's layer.
+func drive(t *testing.T, pol sim.Policy, v *fixtureView, script string) {
+	t.Helper()
+	for _, op := range strings.Fields(script) {
+		n, err := strconv.Atoi(op[1:])
+		if err != nil {
+			t.Fatalf("bad op %q", op)
+		}
+		k := sim.Key(n)
+		layer := n / v.model.Experts
+		switch op[0] {
+		case 'a', 'p', 'l':
+			st := sim.Resident
+			if op[0] == 'l' {
+				st = sim.Loading
+			}
+			v.set(k, st)
+			pol.Observe(sim.Event{Kind: sim.Admitted, Key: k, Layer: layer, Prefetch: op[0] != 'a'})
+		case 'u':
+			pol.Observe(sim.Event{Kind: sim.Used, Key: k, Layer: layer})
+		case 'e':
+			v.set(k, sim.Absent)
+			pol.Observe(sim.Event{Kind: sim.Evicted, Key: k, Layer: layer})
+		case 'i':
+			v.inUse[k] = true
+		case 'm':
+			pol.Prefetch(&sim.Lookahead{Layer: n, Steps: []int64{0}}, v, nil)
+		default:
+			t.Fatalf("bad op %q", op)
+		}
+	}
+}
+
+// victimCase is one table row for a victim test.
+type victimCase struct {
+	name        string
+	script      string
+	forPrefetch bool
+	want        sim.Key // -1: declines
+}
+
+// checkVictims runs each case on a fresh policy and view.
+func checkVictims(t *testing.T, mk func() sim.Policy, m *devices.ModelSpec, capacity int64, cases []victimCase) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			pol, v := mk(), newFixtureView(m, capacity)
+			drive(t, pol, v, tc.script)
+			k, ok := pol.Victim(v, 1, tc.forPrefetch)
+			got := k
+			if !ok {
+				got = -1
+			}
+			if got != tc.want {
+				t.Errorf("%s: victim after %q (forPrefetch=%v) = %d, want %d", pol.Name(), tc.script, tc.forPrefetch, got, tc.want)
+			}
+		})
+	}
 }

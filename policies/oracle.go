@@ -2,6 +2,7 @@ package policies
 
 import (
 	"math"
+	"slices"
 
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
@@ -46,6 +47,8 @@ type Oracle struct {
 	stash  []nextUse
 
 	passFirst, passLast int64 // steps of the current pass (from the latest Prefetch)
+	lastLayer           int   // layer of the latest Prefetch call
+	touched             []sim.Key
 	wanted              []sim.Key
 	wantedAt            int
 	mark                []uint32
@@ -66,7 +69,7 @@ func NewOracle(p Params) (*Oracle, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Oracle{trace: p.Trace, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
+	o := &Oracle{trace: p.Trace, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1, lastLayer: -1}
 	n := numKeys(p.Model)
 	o.start = make([]int32, n+1)
 	o.forEachUse(func(k sim.Key, _ int64) { o.start[k+1]++ })
@@ -138,6 +141,10 @@ func (o *Oracle) effective(pos int64) int64 {
 // Prefetch asks for the experts layer la.Layer+1 truly selects for la.Steps.
 func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []sim.Key {
 	o.wanted, o.wantedAt = o.wanted[:0], 0
+	if la.Layer <= o.lastLayer && len(la.Steps) > 0 {
+		o.startPass(la.Steps)
+	}
+	o.lastLayer = la.Layer
 	if len(la.Steps) > 0 {
 		o.passFirst, o.passLast = la.Steps[0], la.Steps[0]
 		for _, s := range la.Steps {
@@ -170,6 +177,31 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 	return dst
 }
 
+// startPass handles speculative decoding's re-verification: a pass may start
+// at a step the previous pass already covered (its drafts were rejected), so
+// the uses of those steps are in the future again. Only keys the previous pass
+// used can have consumed them; their cursors move back.
+func (o *Oracle) startPass(steps []int64) {
+	first := slices.Min(steps)
+	if first <= o.passLast {
+		from := first * int64(o.layers)
+		for _, k := range o.touched {
+			c := o.cursor[k]
+			for c > o.start[k] && o.at[c-1] >= from {
+				c--
+			}
+			if c != o.cursor[k] {
+				o.cursor[k] = c
+				if o.cached[k] {
+					o.ver[k]++
+					o.push(nextUse{o.next(k), k, o.ver[k]})
+				}
+			}
+		}
+	}
+	o.touched = o.touched[:0]
+}
+
 // Observe advances next-use cursors on Used and tracks cached keys.
 func (o *Oracle) Observe(ev sim.Event) {
 	k := ev.Key
@@ -181,6 +213,7 @@ func (o *Oracle) Observe(ev sim.Event) {
 		// Every use of k by this pass's tokens (same layer) is consumed now.
 		limit := max(o.passLast, ev.Step)*int64(o.layers) + int64(int(k)/o.experts)
 		end := o.start[k+1]
+		o.touched = append(o.touched, k)
 		for o.cursor[k] < end && o.at[o.cursor[k]] <= limit {
 			o.cursor[k]++
 		}
