@@ -1,0 +1,100 @@
+package record
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Options configures Record. Start from DefaultOptions: some defaults (Logits,
+// LookaheadDepth) are not the zero value.
+type Options struct {
+	ModelPath string
+	// Prompts to record, one sequence each; nil means the built-in set (Builtin).
+	Prompts []string
+	// PromptSet names Prompts for provenance (e.g. the prompt file's name);
+	// default "inline" when Prompts is set.
+	PromptSet string
+	// Tokens is the number of decode tokens generated per prompt (> 0).
+	// Generation does not stop at end-of-sequence tokens, so every prompt
+	// contributes exactly Tokens decode steps.
+	Tokens int
+	// LookaheadDepth is how many next MoE layers' router scores each row
+	// carries (0 = none). Scores for layers past the last MoE layer are null.
+	LookaheadDepth int
+	RouterInputs   bool // store each layer's router input (hidden floats per row)
+	Logits         bool // store each layer's router logits (experts floats per row)
+	// Seed seeds the sampler (top-k 40, temperature 0.8); prompt i uses Seed+i.
+	// Temperature 0 in Sampling switches to greedy decoding.
+	Seed        uint64
+	Temperature float32
+	TopK        int
+	Threads     int    // compute threads (default 1)
+	Out         string // trace file (.parquet)
+	// Progress, when set, is called after every decoded token with the tokens
+	// done and the total (prompts × Tokens).
+	Progress func(done, total int)
+	// Verbose forwards llama.cpp's log to stderr.
+	Verbose bool
+}
+
+// DefaultOptions are the recorder defaults: 64 decode tokens per prompt,
+// lookahead depth 1, logits on, router inputs off, seed 1, top-k 40 at
+// temperature 0.8, 1 thread, built-in prompts.
+func DefaultOptions() Options {
+	return Options{Tokens: 64, LookaheadDepth: 1, Logits: true, Seed: 1, Temperature: 0.8, TopK: 40, Threads: 1}
+}
+
+// maxLookahead bounds LookaheadDepth; the published measurements stop at a few layers.
+const maxLookahead = 8
+
+// maxPromptTokens bounds one prompt's prefill (one batched pass).
+const maxPromptTokens = 2048
+
+// Validate reports every problem with the options at once. It does not touch
+// the model file (see CheckModel).
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if o.ModelPath == "" {
+		bad("no model: set the GGUF model path")
+	}
+	if o.Out == "" {
+		bad("no output: set the trace file path")
+	}
+	if o.Tokens <= 0 {
+		bad("tokens %d: want > 0 decode tokens per prompt", o.Tokens)
+	}
+	if o.LookaheadDepth < 0 || o.LookaheadDepth > maxLookahead {
+		bad("lookahead depth %d: want 0..%d", o.LookaheadDepth, maxLookahead)
+	}
+	if o.Threads < 0 {
+		bad("threads %d: want >= 1 (0 = default 1)", o.Threads)
+	}
+	if o.Temperature < 0 {
+		bad("temperature %g: want >= 0 (0 = greedy)", o.Temperature)
+	}
+	if o.TopK < 0 {
+		bad("top-k %d: want >= 0 (0 = no top-k cut)", o.TopK)
+	}
+	if o.Prompts != nil && len(o.Prompts) == 0 {
+		bad("prompts: empty list (nil means the built-in set)")
+	}
+	for i, p := range o.Prompts {
+		if p == "" {
+			bad("prompt %d is empty", i)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// promptSet resolves the prompts to record.
+func (o *Options) promptSet() PromptSet {
+	if o.Prompts == nil {
+		return Builtin()
+	}
+	ps := InlinePrompts(o.Prompts...)
+	if o.PromptSet != "" {
+		ps.Name = o.PromptSet
+	}
+	return ps
+}

@@ -1,0 +1,324 @@
+//go:build llamacpp
+
+package record
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/lessim/lessim/runtime/llama"
+	"github.com/lessim/lessim/traces"
+)
+
+// Summary describes a finished recording.
+type Summary struct {
+	Out       string
+	Meta      traces.Meta
+	Prompts   int
+	MoELayers int
+	// PrefillTokens and DecodeTokens count recorded steps by phase.
+	PrefillTokens, DecodeTokens int
+	Rows                        int64 // trace rows (steps × MoE layers)
+	// PrefillNS and DecodeNS are the summed wall-clock times of the forward
+	// passes (capture included, sampling and trace writing excluded).
+	PrefillNS, DecodeNS int64
+	// Generated are the sampled token ids per prompt, in order.
+	Generated [][]int32
+}
+
+// DecodeTokensPerSec is the recording engine's decode speed (capture included).
+func (s *Summary) DecodeTokensPerSec() float64 {
+	if s.DecodeNS == 0 {
+		return 0
+	}
+	return float64(s.DecodeTokens) / (float64(s.DecodeNS) / 1e9)
+}
+
+// Record runs the model on every prompt (one batched prefill pass, then
+// opt.Tokens single-token decode passes) and writes one trace step per token
+// to opt.Out. On error the partial output file is removed.
+func Record(ctx context.Context, opt Options) (sum *Summary, err error) {
+	if opt.Threads == 0 {
+		opt.Threads = 1
+	}
+	if err := opt.Validate(); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	mc, err := CheckModel(opt.ModelPath)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	defer mc.File.Close()
+	r := &recorder{opt: opt, mc: mc, ps: opt.promptSet()}
+	if opt.LookaheadDepth > 0 {
+		if r.routers, err = mc.routers(); err != nil {
+			return nil, fmt.Errorf("record: %w", err)
+		}
+	}
+	if err := r.open(); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	defer r.close()
+	meta, err := r.meta()
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	w, err := traces.Create(opt.Out, meta)
+	if err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			w.Close()
+			os.Remove(opt.Out)
+		}
+	}()
+	r.w = w
+	r.sum = &Summary{Out: opt.Out, Meta: meta, Prompts: len(r.ps.Prompts), MoELayers: len(mc.MoE.Layers)}
+	for i := range r.toks {
+		if err := r.sequence(ctx, i); err != nil {
+			return nil, fmt.Errorf("record: prompt %d: %w", i, err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	return r.sum, nil
+}
+
+// recorder holds one recording's state.
+type recorder struct {
+	opt     Options
+	mc      *ModelCheck
+	ps      PromptSet
+	routers [][]float32 // per MoE layer, experts × hidden; nil without lookahead
+	model   *llama.Model
+	lctx    *llama.Context
+	toks    [][]int32
+	w       *traces.Writer
+	sum     *Summary
+	pass    int32
+	step    traces.Step
+	done    int
+}
+
+// open loads the model, checks it against the GGUF header, tokenizes the
+// prompts and creates a context sized for the longest one.
+func (r *recorder) open() error {
+	m, err := llama.Load(r.opt.ModelPath, llama.ModelOptions{Verbose: r.opt.Verbose})
+	if err != nil {
+		return err
+	}
+	r.model = m
+	info, moe := m.Info(), r.mc.MoE
+	if info.Experts != moe.Experts || info.ExpertsUsed != moe.TopK || info.Embd != moe.Hidden || info.Blocks < moe.Layers[len(moe.Layers)-1].Block+1 {
+		return fmt.Errorf("llama.cpp sees %d experts, top-%d, hidden %d, %d blocks; the GGUF header says %d, %d, %d, %d",
+			info.Experts, info.ExpertsUsed, info.Embd, info.Blocks, moe.Experts, moe.TopK, moe.Hidden, moe.Blocks)
+	}
+	longest := 1
+	for i, p := range r.ps.Prompts {
+		t, err := m.Tokenize(p, true)
+		if err != nil {
+			return fmt.Errorf("prompt %d: %w", i, err)
+		}
+		if len(t) == 0 {
+			return fmt.Errorf("prompt %d tokenizes to nothing", i)
+		}
+		if len(t) > maxPromptTokens {
+			return fmt.Errorf("prompt %d has %d tokens; the recorder prefills in one pass of at most %d", i, len(t), maxPromptTokens)
+		}
+		longest = max(longest, len(t))
+		r.toks = append(r.toks, t)
+	}
+	r.lctx, err = m.NewContext(llama.ContextOptions{
+		Threads: r.opt.Threads,
+		Ctx:     longest + r.opt.Tokens,
+		Batch:   longest,
+		Capture: &llama.CaptureOptions{RouterInputs: r.opt.RouterInputs || r.opt.LookaheadDepth > 0},
+	})
+	return err
+}
+
+func (r *recorder) close() {
+	if r.lctx != nil {
+		r.lctx.Close()
+	}
+	if r.model != nil {
+		r.model.Close()
+	}
+}
+
+// meta is the trace's self-description and provenance.
+func (r *recorder) meta() (traces.Meta, error) {
+	st, err := os.Stat(r.opt.ModelPath)
+	if err != nil {
+		return traces.Meta{}, err
+	}
+	sum, err := fileSHA256(r.opt.ModelPath)
+	if err != nil {
+		return traces.Meta{}, err
+	}
+	spec := *r.mc.Spec
+	if spec.Name == "" {
+		spec.Name = filepath.Base(r.opt.ModelPath)
+	}
+	o := r.opt
+	return traces.Meta{
+		Model:           spec,
+		LookaheadDepth:  o.LookaheadDepth,
+		HasLogits:       o.Logits,
+		HasRouterInputs: o.RouterInputs,
+		Origin:          "record",
+		Info: map[string]string{
+			"model_file":        filepath.Base(o.ModelPath),
+			"model_size":        strconv.FormatInt(st.Size(), 10),
+			"model_sha256":      sum,
+			"arch":              r.mc.MoE.Arch,
+			"engine":            llama.Engine,
+			"prompt_set":        r.ps.Name,
+			"prompt_set_sha256": r.ps.Hash,
+			"prompts":           strconv.Itoa(len(r.ps.Prompts)),
+			"tokens_per_prompt": strconv.Itoa(o.Tokens),
+			"seed":              strconv.FormatUint(o.Seed, 10),
+			"sampler":           samplerName(o),
+			"threads":           strconv.Itoa(o.Threads),
+			"lessim_version":    lessimVersion(),
+			"prefill":           "one pass per prompt, every row an output so every layer sees every token",
+			"compute_ns":        "decode rows only: wall ns from this layer's router logits to the next MoE layer's (last layer: to the end of the pass); 0 for prefill rows",
+		},
+	}, nil
+}
+
+func samplerName(o Options) string {
+	if o.Temperature == 0 {
+		return "greedy"
+	}
+	return fmt.Sprintf("top-k %d, temperature %g, seed+prompt index", o.TopK, o.Temperature)
+}
+
+// sequence records prompt i: its prefill pass, then opt.Tokens decode passes.
+func (r *recorder) sequence(ctx context.Context, i int) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	s, err := llama.NewSampler(llama.SamplerOptions{Temperature: r.opt.Temperature, TopK: r.opt.TopK, Seed: r.opt.Seed + uint64(i)})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	prompt := r.toks[i]
+	r.lctx.Reset()
+	if err := r.lctx.DecodeAll(prompt); err != nil {
+		return err
+	}
+	r.sum.PrefillNS += r.lctx.PassNS()
+	if err := r.writePass(int32(i), 0, len(prompt), traces.Prefill); err != nil {
+		return err
+	}
+	r.sum.PrefillTokens += len(prompt)
+	total := len(r.toks) * r.opt.Tokens
+	gen := make([]int32, 0, r.opt.Tokens)
+	defer func() { r.sum.Generated = append(r.sum.Generated, gen) }()
+	for k := range r.opt.Tokens {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tok := s.Sample(r.lctx)
+		gen = append(gen, tok)
+		pos := r.lctx.Pos()
+		if err := r.lctx.Decode([]int32{tok}); err != nil {
+			return fmt.Errorf("decode token %d: %w", k, err)
+		}
+		r.sum.DecodeNS += r.lctx.PassNS()
+		if err := r.writePass(int32(i), pos, 1, traces.Decode); err != nil {
+			return err
+		}
+		r.sum.DecodeTokens++
+		r.done++
+		if r.opt.Progress != nil {
+			r.opt.Progress(r.done, total)
+		}
+	}
+	return nil
+}
+
+// writePass turns the capture of the last pass (rows tokens from position
+// pos0) into steps and writes them.
+func (r *recorder) writePass(seq int32, pos0, rows int, phase traces.Phase) error {
+	layers := r.mc.MoE.Layers
+	caps := make([]llama.LayerCapture, len(layers))
+	for i, l := range layers {
+		lc, ok := r.lctx.Captured(l.Block)
+		switch {
+		case !ok:
+			return fmt.Errorf("MoE layer %d (block %d): nothing captured", i, l.Block)
+		case lc.Rows != rows || len(lc.TopK) != rows*r.mc.MoE.TopK || len(lc.Weights) != len(lc.TopK):
+			return fmt.Errorf("MoE layer %d (block %d): captured %d logit rows, %d top-k and %d weight values for %d tokens",
+				i, l.Block, lc.Rows, len(lc.TopK), len(lc.Weights), rows)
+		}
+		caps[i] = lc
+	}
+	for j := range rows {
+		r.fillStep(caps, j, phase)
+		r.step.Seq, r.step.Pos, r.step.Phase, r.step.Pass = seq, int32(pos0+j), phase, r.pass
+		if err := r.w.Write(&r.step); err != nil {
+			return err
+		}
+		r.sum.Rows += int64(len(layers))
+	}
+	r.pass++
+	return nil
+}
+
+// fillStep fills r.step (buffers reused across steps; the writer copies) with
+// token row j of the captures.
+func (r *recorder) fillStep(caps []llama.LayerCapture, j int, phase traces.Phase) {
+	moe := r.mc.MoE
+	k, nx, ne := moe.TopK, moe.Experts, moe.Hidden
+	if len(r.step.Layers) != len(caps) {
+		r.step.Layers = make([]traces.LayerStep, len(caps))
+		for i := range r.step.Layers {
+			ls := &r.step.Layers[i]
+			ls.Experts, ls.Weights = make([]int32, k), make([]float32, k)
+			if r.opt.Logits {
+				ls.Logits = make([]float32, nx)
+			}
+			if r.opt.RouterInputs {
+				ls.RouterInput = make([]float32, ne)
+			}
+			depth := min(r.opt.LookaheadDepth, len(caps)-1-i)
+			for range depth {
+				ls.Lookahead = append(ls.Lookahead, make([]float32, nx))
+			}
+		}
+	}
+	for i, lc := range caps {
+		ls := &r.step.Layers[i]
+		copy(ls.Experts, lc.TopK[j*k:])
+		copy(ls.Weights, lc.Weights[j*k:])
+		if ls.Logits != nil {
+			copy(ls.Logits, lc.Logits[j*nx:])
+		}
+		var x []float32
+		if lc.Input != nil {
+			x = lc.Input[j*ne : (j+1)*ne]
+		}
+		if ls.RouterInput != nil {
+			copy(ls.RouterInput, x)
+		}
+		for d, sc := range ls.Lookahead {
+			routerScores(sc, r.routers[i+d+1], x)
+		}
+		ls.ComputeNS = 0
+		if phase == traces.Decode {
+			end := r.lctx.PassNS()
+			if i+1 < len(caps) {
+				end = caps[i+1].ReadyNS
+			}
+			ls.ComputeNS = max(end-lc.ReadyNS, 0)
+		}
+	}
+}
