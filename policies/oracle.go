@@ -16,7 +16,7 @@ const never = math.MaxInt64
 // Oracle is the upper bound real policies are compared against: it knows the
 // whole trace (through its constructor, by design). At moment 1 of layer l it
 // prefetches exactly the experts that layer l+1 will select for the pass's
-// tokens; it evicts by Belady's rule (Belady 1966): the evictable key whose
+// tokens (at the last layer, layer 0 of the next pass's tokens); it evicts by Belady's rule (Belady 1966): the evictable key whose
 // next use is farthest in the future, ties to the lower key. For prefetch room
 // it declines when that victim is needed no later than the key being
 // prefetched (Belady admission: never trade a sooner use for a later one).
@@ -138,7 +138,8 @@ func (o *Oracle) effective(pos int64) int64 {
 	return pos
 }
 
-// Prefetch asks for the experts layer la.Layer+1 truly selects for la.Steps.
+// Prefetch asks for the experts layer la.Layer+1 truly selects for la.Steps
+// (at the last layer: layer 0 of the steps the next pass may start with).
 func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []sim.Key {
 	o.wanted, o.wantedAt = o.wanted[:0], 0
 	if la.Layer <= o.lastLayer && len(la.Steps) > 0 {
@@ -151,8 +152,7 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 			o.passFirst, o.passLast = min(o.passFirst, s), max(o.passLast, s)
 		}
 	}
-	layer := la.Layer + 1
-	if layer >= o.layers || la.Layer < 0 {
+	if la.Layer < 0 || la.Layer >= o.layers || len(la.Steps) == 0 {
 		return dst
 	}
 	o.gen++
@@ -160,9 +160,16 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 		clear(o.mark)
 		o.gen = 1
 	}
-	for _, s := range la.Steps {
+	// Within the pass: layer l+1 of the pass's tokens. At the last layer: layer
+	// 0 of the next pass, which starts at one of the steps passFirst+1 ..
+	// passLast+1 (which one depends on how many speculative drafts are accepted).
+	layer, from, to := la.Layer+1, o.passFirst, o.passLast
+	if layer == o.layers {
+		layer, from, to = 0, o.passFirst+1, o.passLast+1
+	}
+	want := func(s int64) {
 		if s < 0 || s >= int64(len(o.trace)) {
-			continue
+			return
 		}
 		for _, e := range o.trace[s].Layers[layer].Experts {
 			k := sim.MakeKey(layer, int(e), o.experts)
@@ -172,6 +179,15 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 			o.mark[k] = o.gen
 			o.wanted = append(o.wanted, k)
 			dst = append(dst, k)
+		}
+	}
+	if layer > 0 {
+		for _, s := range la.Steps {
+			want(s)
+		}
+	} else {
+		for s := from; s <= to; s++ {
+			want(s)
 		}
 	}
 	return dst

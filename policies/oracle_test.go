@@ -74,7 +74,7 @@ func TestOraclePrefetchAndAdmission(t *testing.T) {
 	obs(sim.Admitted, 0, 0, false)
 	obs(sim.Used, 0, 0, false)
 	if got := la(1, 0); len(got) != 0 {
-		t.Fatalf("last layer prefetch %v, want none", got)
+		t.Fatalf("last layer prefetch %v, want none (step 1 layer 0 is key 0, resident)", got)
 	}
 	obs(sim.Used, 4, 0, false)
 	// Step 1, moment 1 of layer 0: wants 5 (4 is resident). Fill the cache
@@ -94,6 +94,10 @@ func TestOraclePrefetchAndAdmission(t *testing.T) {
 	}
 	if k, ok := o.Victim(v, 100, false); !ok || k != 4 {
 		t.Fatalf("demand victim = %d,%v, want 4 (next use s1 L1 after 0's s1 L0)", k, ok)
+	}
+	// At the last layer of step 1 it asks for layer 0 of step 2.
+	if got := la(1, 1); !slices.Equal(got, []sim.Key{3}) {
+		t.Fatalf("last layer prefetch %v, want [3] (step 2 layer 0)", got)
 	}
 	// A step outside the trace is ignored.
 	if got := la(0, 99); len(got) != 0 {
