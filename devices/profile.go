@@ -1,0 +1,322 @@
+package devices
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Profile is a device profile as written in YAML: every number keeps the text
+// it was written with and its source. Profile.Device resolves it into the plain
+// SI numbers the simulator uses.
+type Profile struct {
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Calibration string         `yaml:"calibration"`
+	Memory      MemorySection  `yaml:"memory"`
+	Compute     ComputeSection `yaml:"compute"`
+	Flash       FlashSection   `yaml:"flash"`
+
+	file     string   // file name used in messages
+	raw      []byte   // the YAML as read, comments included
+	problems []string // decode-time problems (unknown keys, wrong shapes)
+}
+
+// MemorySection is the DRAM part of a profile.
+type MemorySection struct {
+	RAM        Quantity `yaml:"ram"`        // physical RAM (size)
+	Reserve    Quantity `yaml:"reserve"`    // OS, other apps, runtime: not for the model (size)
+	Bandwidth  Quantity `yaml:"bandwidth"`  // peak DRAM bandwidth (rate)
+	Efficiency Quantity `yaml:"efficiency"` // fraction of peak decode reaches, in (0,1]
+}
+
+// ComputeSection is the processor part of a profile.
+type ComputeSection struct {
+	FLOPS         Quantity `yaml:"flops"`          // sustained matmul throughput
+	LayerOverhead Quantity `yaml:"layer_overhead"` // fixed time per layer (dispatch, sync)
+}
+
+// FlashSection is the storage part of a profile.
+//
+// Curve points are what a read benchmark reports: the total throughput of
+// back-to-back reads of one size with a given number of reads in flight
+// (lanes × size ÷ time per read, request latency included). Profile.Device
+// turns each point into the transfer rate the simulator uses by removing the
+// latency (see the package documentation).
+type FlashSection struct {
+	Lanes      Quantity      `yaml:"lanes"`       // reads in flight at once (engine queue depth)
+	Latency    Quantity      `yaml:"latency"`     // per-request latency before the transfer
+	SingleLane []CurveSample `yaml:"single_lane"` // one outstanding read, by read size
+	Aggregate  []CurveSample `yaml:"aggregate"`   // saturated device, by read size
+	PageSize   Quantity      `yaml:"page_size"`   // OS page size
+	ReadAhead  Quantity      `yaml:"read_ahead"`  // mmap fault read-ahead window
+	FaultCost  Quantity      `yaml:"fault_cost"`  // CPU time of one page fault
+}
+
+// Quantity is one profile number: its value as written (a number, or a number
+// with a unit) and where it comes from. A Source starting with "assumed:" marks
+// an assumption and says why; anything else is a citation.
+type Quantity struct {
+	Value  string `yaml:"value"`
+	Source string `yaml:"source"`
+
+	line    int      // line in the file, 0 when unknown
+	set     bool     // present in the file
+	unknown []string // unexpected keys inside the mapping
+	shape   string   // non-empty when the node was not a {value, source} mapping
+}
+
+// CurveSample is one curve point as written: a read size, the number of reads
+// in flight when it was measured (Lanes; empty means 1, and single-lane points
+// must be 1), the measured total throughput, and its source.
+type CurveSample struct {
+	Read      string `yaml:"read"`
+	Lanes     string `yaml:"lanes,omitempty"`
+	Bandwidth string `yaml:"bandwidth"`
+	Source    string `yaml:"source"`
+
+	line    int
+	unknown []string
+	shape   string
+}
+
+// AssumedPrefix starts the source of every value that is an assumption.
+const AssumedPrefix = "assumed:"
+
+// IsAssumed reports whether a source marks its value as an assumption.
+func IsAssumed(source string) bool {
+	return strings.HasPrefix(strings.TrimSpace(source), AssumedPrefix)
+}
+
+// UnmarshalYAML reads a {value, source} mapping. It never fails, so that
+// decoding goes on and Validate can report every problem at once; problems are
+// kept and reported by Validate with the field path.
+func (q *Quantity) UnmarshalYAML(n *yaml.Node) error {
+	*q = Quantity{line: n.Line, set: true}
+	if n.Kind != yaml.MappingNode {
+		q.shape = fmt.Sprintf("want a mapping {value: ..., source: ...} (line %d)", n.Line)
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case "value":
+			q.Value = scalar(k.Value, v, &q.shape)
+		case "source":
+			q.Source = scalar(k.Value, v, &q.shape)
+		default:
+			q.unknown = append(q.unknown, fmt.Sprintf("%s (line %d)", k.Value, k.Line))
+		}
+	}
+	return nil
+}
+
+// UnmarshalYAML reads a {read, bandwidth, source} mapping; like Quantity's, it
+// never fails and leaves problems to Validate.
+func (c *CurveSample) UnmarshalYAML(n *yaml.Node) error {
+	*c = CurveSample{line: n.Line}
+	if n.Kind != yaml.MappingNode {
+		c.shape = fmt.Sprintf("want a mapping {read: ..., lanes: ..., bandwidth: ..., source: ...} (line %d)", n.Line)
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		switch k.Value {
+		case "read":
+			c.Read = scalar(k.Value, v, &c.shape)
+		case "lanes":
+			c.Lanes = scalar(k.Value, v, &c.shape)
+		case "bandwidth":
+			c.Bandwidth = scalar(k.Value, v, &c.shape)
+		case "source":
+			c.Source = scalar(k.Value, v, &c.shape)
+		default:
+			c.unknown = append(c.unknown, fmt.Sprintf("%s (line %d)", k.Value, k.Line))
+		}
+	}
+	return nil
+}
+
+// scalar returns a scalar node's text, or records a shape problem.
+func scalar(key string, n *yaml.Node, shape *string) string {
+	if n.Kind != yaml.ScalarNode {
+		if *shape == "" {
+			*shape = fmt.Sprintf("%s: want a single value, got a list or mapping (line %d)", key, n.Line)
+		}
+		return ""
+	}
+	return n.Value
+}
+
+// MarshalYAML writes the {value, source} mapping back.
+func (q Quantity) MarshalYAML() (any, error) {
+	return struct {
+		Value  string `yaml:"value"`
+		Source string `yaml:"source"`
+	}{q.Value, q.Source}, nil
+}
+
+// MarshalYAML writes the {read, bandwidth, source} mapping back.
+func (c CurveSample) MarshalYAML() (any, error) {
+	return struct {
+		Read      string `yaml:"read"`
+		Lanes     string `yaml:"lanes,omitempty"`
+		Bandwidth string `yaml:"bandwidth"`
+		Source    string `yaml:"source"`
+	}{c.Read, c.Lanes, c.Bandwidth, c.Source}, nil
+}
+
+// ParseProfile decodes a profile from YAML and validates it. filename names
+// the data in error messages; when the YAML has no name, the file's base name
+// without extension is used. Unknown keys are errors. The error, if any, lists
+// every problem found, one per line, each as "file: field.path: reason".
+func ParseProfile(data []byte, filename string) (*Profile, error) {
+	p, err := decodeProfile(data, filename)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// ParseProfileFile reads and parses the profile at path (see ParseProfile).
+func ParseProfileFile(path string) (*Profile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("device profile: %w", err)
+	}
+	return ParseProfile(data, path)
+}
+
+// decodeProfile decodes without validating. Only YAML syntax errors and a
+// non-mapping document fail here; everything else is left for Validate.
+func decodeProfile(data []byte, filename string) (*Profile, error) {
+	p := &Profile{file: filename, raw: bytes.Clone(data)}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	err := dec.Decode(p)
+	var te *yaml.TypeError
+	switch {
+	case errors.Is(err, io.EOF):
+		p.problems = append(p.problems, "empty profile")
+	case errors.As(err, &te):
+		paths := linePaths(data)
+		for _, e := range te.Errors {
+			p.problems = append(p.problems, typeErrorText(e, paths))
+		}
+	case err != nil:
+		return nil, fmt.Errorf("%s: %s", filename, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if p.Name == "" {
+		base := filepath.Base(filename)
+		p.Name = strings.TrimSuffix(base, filepath.Ext(base))
+	}
+	return p, nil
+}
+
+// sectionOf maps the YAML decoder's type names to field paths.
+var sectionOf = map[string]string{
+	"devices.Profile":        "",
+	"devices.MemorySection":  "memory.",
+	"devices.ComputeSection": "compute.",
+	"devices.FlashSection":   "flash.",
+}
+
+// typeErrorText rewrites one yaml.v3 type error with the field path:
+// "line 7: field foo not found in type devices.FlashSection" becomes
+// "flash.foo: unknown field (line 7)", and "line 9: cannot unmarshal !!map
+// into []devices.CurveSample" becomes "flash.aggregate: want a list, got a
+// mapping (line 9)". paths maps a value's line to its field path.
+func typeErrorText(e string, paths map[int]string) string {
+	var line int
+	var a, b, c string
+	if n, _ := fmt.Sscanf(e, "line %d: field %s not found in type %s", &line, &a, &b); n == 3 {
+		if sec, ok := sectionOf[b]; ok {
+			return fmt.Sprintf("%s%s: unknown field (line %d)", sec, a, line)
+		}
+	}
+	if n, _ := fmt.Sscanf(e, "line %d: cannot unmarshal", &line); n == 1 {
+		// "line N: cannot unmarshal !!tag [`value`] into TYPE"
+		_, rest, _ := strings.Cut(e, "cannot unmarshal ")
+		tag, typ, _ := strings.Cut(rest, " into ")
+		a, c = strings.Fields(tag + " x")[0], typ
+		want := "a mapping"
+		if strings.HasPrefix(c, "[]") {
+			want = "a list"
+		}
+		got := map[string]string{"!!map": "a mapping", "!!seq": "a list"}[a]
+		if got == "" {
+			got = "a scalar"
+		}
+		path := paths[line]
+		if path == "" {
+			path = "(document)"
+		}
+		return fmt.Sprintf("%s: want %s, got %s (line %d)", path, want, got, line)
+	}
+	return e
+}
+
+// linePaths maps the line of each mapping value in the YAML document to its
+// dotted field path; the outermost path wins when several start on one line.
+func linePaths(data []byte) map[int]string {
+	var root yaml.Node
+	paths := map[int]string{}
+	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return paths
+	}
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				path := prefix + n.Content[i].Value
+				v := n.Content[i+1]
+				if _, seen := paths[v.Line]; !seen {
+					paths[v.Line] = path
+				}
+				walk(v, path+".")
+			}
+		case yaml.SequenceNode:
+			base := strings.TrimSuffix(prefix, ".")
+			for i, v := range n.Content {
+				path := fmt.Sprintf("%s[%d]", base, i)
+				if _, seen := paths[v.Line]; !seen {
+					paths[v.Line] = path
+				}
+				walk(v, path+".")
+			}
+		}
+	}
+	walk(root.Content[0], "")
+	return paths
+}
+
+// File is the file name the profile was read from ("" for a built profile).
+func (p *Profile) File() string { return p.file }
+
+// YAML returns the profile's YAML: the bytes it was read from, comments
+// included, or a fresh encoding when the profile was not read from YAML.
+func (p *Profile) YAML() ([]byte, error) {
+	if p.raw != nil {
+		return bytes.Clone(p.raw), nil
+	}
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(p); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
