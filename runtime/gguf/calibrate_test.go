@@ -1,0 +1,49 @@
+package gguf
+
+import (
+	"flag"
+	"math/rand/v2"
+	"path/filepath"
+	"testing"
+)
+
+var (
+	calibrate      = flag.Bool("calibrate", false, "print routing statistics of synthetic models across router correlations (slow)")
+	calibrateShape = flag.String("calibrate-shape", "mid", "model shape for -calibrate: mid (8 layers, hidden 512) or default (DefaultSynthOptions)")
+)
+
+// TestCalibrateRecall prints the routing statistics of synthetic models across
+// RouterCorrelation, measured with the reference forward pass on 48 random tokens;
+// run with -calibrate (about 15 s for the mid shape, minutes for the default one).
+// The table in SynthOptions.RouterCorrelation's doc comes from this test.
+func TestCalibrateRecall(t *testing.T) {
+	if !*calibrate {
+		t.Skip("run with -calibrate")
+	}
+	for _, rho := range []float64{0, 0.3, 0.5, 0.7, 0.9, 1} {
+		o := SynthOptions{Layers: 8, Experts: 64, TopK: 8, Hidden: 512, ExpertFFN: 128, Heads: 8, HeadsKV: 2, HeadDim: 64,
+			Vocab: 512, Quant: "q8_0", Seed: 7}
+		if *calibrateShape == "default" {
+			o = DefaultSynthOptions()
+		}
+		o.RouterCorrelation = rho
+		path := filepath.Join(t.TempDir(), "m.gguf")
+		if err := SynthMoE(path, o); err != nil {
+			t.Fatal(err)
+		}
+		f, err := Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := loadRef(t, f)
+		f.Close()
+		r := rand.New(rand.NewPCG(1, 2))
+		toks := make([]int, 48)
+		for i := range toks {
+			toks[i] = 3 + r.IntN(o.Vocab-3)
+		}
+		trs := m.run(toks)
+		t.Logf("rho %.2f: update rms %.3f adjacent cos %.3f lookahead recall %.3f same-index %.3f next-token reuse %.3f",
+			rho, UpdateRMS(rho), m.adjacentCosine(trs), m.lookaheadRecall(trs), m.sameIndexOverlap(trs), m.nextTokenReuse(trs))
+	}
+}
