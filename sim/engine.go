@@ -54,7 +54,9 @@ type engine struct {
 	measuring bool
 
 	union []Key
-	cnt   []int32
+	cnt   []int32 // tokens of the pass using union[i]
+	last  []int32 // row (token-major, rank order) of union[i]'s last use in the pass
+	order []int32 // scratch: union indices in last-use order
 	done  []bool
 	pfBuf []Key
 	la    Lookahead

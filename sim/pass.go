@@ -1,7 +1,9 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/lessim/lessim/traces"
 )
@@ -31,18 +33,22 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 
 		// Moment 2: the union of the pass's selections, in token then rank order.
 		e.stamp++
-		e.union, e.cnt = e.union[:0], e.cnt[:0]
+		e.union, e.cnt, e.last = e.union[:0], e.cnt[:0], e.last[:0]
+		row := int32(0)
 		for t := i; t < j; t++ {
 			for _, x := range steps[t].Layers[l].Experts {
 				k := Key(l*e.nE + int(x))
+				row++
 				if e.seen[k] == e.stamp {
 					e.cnt[e.posOf[k]]++
+					e.last[e.posOf[k]] = row
 					continue
 				}
 				e.seen[k] = e.stamp
 				e.posOf[k] = int32(len(e.union))
 				e.union = append(e.union, k)
 				e.cnt = append(e.cnt, 1)
+				e.last = append(e.last, row)
 			}
 		}
 		e.fl.advance(e.now)
@@ -86,9 +92,7 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 				}
 			}
 		}
-		for _, k := range e.union {
-			e.pol.Observe(Event{Kind: Used, Key: k, Layer: l, Step: first})
-		}
+		e.observeUses(l, first, int(row))
 		if err := e.computeExperts(l); err != nil {
 			return err
 		}
@@ -197,4 +201,21 @@ func (e *engine) computeExperts(l int) error {
 		}
 	}
 	return nil
+}
+
+// observeUses tells the policy of the layer's uses in order of each expert's
+// last use in the pass, so recency reflects the latest token that used it
+// (for one token this is rank order). NB: this order, not first appearance,
+// is what reproduces BigMoeOnEdge's recorded residency on batched prefill.
+func (e *engine) observeUses(l int, first int64, rows int) {
+	e.order = e.order[:0]
+	for idx := range e.union {
+		e.order = append(e.order, int32(idx))
+	}
+	if rows > len(e.union) { // some expert was used twice: reorder
+		slices.SortFunc(e.order, func(a, b int32) int { return cmp.Compare(e.last[a], e.last[b]) })
+	}
+	for _, idx := range e.order {
+		e.pol.Observe(Event{Kind: Used, Key: e.union[idx], Layer: l, Step: first})
+	}
 }
