@@ -55,9 +55,9 @@ type EventKind uint8
 
 const (
 	// Used: the real router of Layer selected Key for a token of the pass
-	// (moment 2). Sent once per distinct expert per layer per pass, in selection order,
-	// after the engine has marked hits and started loads for the misses, in
-	// order of each expert's last use in the pass (rank order for one token).
+	// (moment 2). Sent once per distinct expert per layer per pass, after the
+	// engine has marked hits and started loads for the misses, in order of each
+	// expert's last use in the pass (rank order for one token).
 	Used EventKind = iota
 	// Admitted: Key's bytes were reserved and its load started (demand or prefetch).
 	Admitted
