@@ -331,4 +331,3 @@ func (sc *scenario) run() ([]string, error) {
 	}
 	return out, nil
 }
-
