@@ -33,9 +33,12 @@ type Device struct {
 type Flash struct {
 	Lanes     int   `json:"lanes"`
 	LatencyNS int64 `json:"latency_ns"`
-	// SingleLane is one outstanding read's throughput by read size (bytes/s).
+	// SingleLane is one read's transfer rate by read size (bytes/s), after
+	// its LatencyNS has passed (Profile.Device removes the latency from the
+	// measured throughput).
 	SingleLane []CurvePoint `json:"single_lane"`
-	// Aggregate is the device's saturated throughput by read size (bytes/s).
+	// Aggregate is the device's saturated transfer rate by read size
+	// (bytes/s), shared by all transfers in progress.
 	Aggregate []CurvePoint `json:"aggregate"`
 
 	PageBytes      int64 `json:"page_bytes"`       // OS page size (iOS 16 KiB)

@@ -39,14 +39,6 @@ const (
 	mcConvKernel = 4
 )
 
-// mcUseMoreBits is llama.cpp's use_more_bits(i, n) (src/llama-quant.cpp), the
-// rule Q4_K_M uses to give some layers' ffn_down and attn_v Q6_K:
-// i < n/8 || i >= 7n/8 || (i - n/8) % 3 == 2. For n = 40 it selects blocks
-// 0–4, 7, 10, …, 34 and 35–39: the 20 layers DESIGN.md lists.
-func mcUseMoreBits(i, n int) bool {
-	return i < n/8 || i >= 7*n/8 || (i-n/8)%3 == 2
-}
-
 // miniCPMV47 lays out one quant variant.
 //
 // Q4_K_M types (llama.cpp llama_tensor_get_type for LLAMA_FTYPE_MOSTLY_Q4_K_M):
@@ -73,13 +65,7 @@ func miniCPMV47(variant string) (*ModelSpec, error) {
 	}
 	switch variant {
 	case "q4_k_m":
-		s.ExpertQuant = Uniform("Q4_K")
-		s.LayerQuant = map[int]ExpertQuant{}
-		for b := range mcLayers {
-			if mcUseMoreBits(b, mcLayers) {
-				s.LayerQuant[b] = ExpertQuant{"Q4_K", "Q4_K", "Q6_K"}
-			}
-		}
+		s.ExpertQuant, s.LayerQuant = q4KMExperts(mcLayers)
 	case "mixed-q3k-experts":
 		s.ExpertQuant = Uniform("Q3_K")
 	default:
@@ -111,7 +97,7 @@ func mcDense(b int, attnV *int) denseSum {
 	var d denseSum
 	const h = mcHidden
 	down := QuantType("Q4_K")
-	if mcUseMoreBits(b, mcLayers) {
+	if useMoreBits(b, mcLayers) {
 		down = "Q6_K"
 	}
 	// Every block: attention norm, post-attention norm, router 2048×256 F32,
@@ -126,7 +112,7 @@ func mcDense(b int, attnV *int) denseSum {
 		// o 4096→2048, q/k norms of head_dim.
 		qDim, kvDim := int64(mcHeads*mcHeadDim), int64(mcKVHeads*mcHeadDim)
 		v := QuantType("Q4_K")
-		if mcUseMoreBits(*attnV, mcLayers/mcFullEvery) {
+		if useMoreBits(*attnV, mcLayers/mcFullEvery) {
 			v = "Q6_K"
 		}
 		*attnV++

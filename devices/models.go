@@ -16,7 +16,8 @@ type modelEntry struct {
 // builtinModels is the registry of built-in model specs; adding a model is one
 // new file and one line here.
 var builtinModels = map[string]modelEntry{
-	MiniCPMV47: {variants: []string{"q4_k_m", "mixed-q3k-experts"}, build: miniCPMV47},
+	MiniCPMV47:   {variants: []string{"q4_k_m", "mixed-q3k-experts"}, build: miniCPMV47},
+	Qwen3_30BA3B: {variants: []string{"q4_k_m"}, build: qwen3_30BA3B},
 }
 
 // ModelNames lists the built-in models, sorted.

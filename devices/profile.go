@@ -213,7 +213,14 @@ func decodeProfile(data []byte, filename string) (*Profile, error) {
 			p.problems = append(p.problems, typeErrorText(e, paths))
 		}
 	case err != nil:
-		return nil, fmt.Errorf("%s: %s", filename, strings.TrimPrefix(err.Error(), "yaml: "))
+		// "yaml: line 3: did not find ..." becomes "file:3: did not find ...".
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		var line int
+		if n, _ := fmt.Sscanf(msg, "line %d:", &line); n == 1 {
+			_, rest, _ := strings.Cut(msg, ": ")
+			return nil, fmt.Errorf("%s:%d: %s", filename, line, rest)
+		}
+		return nil, fmt.Errorf("%s: %s", filename, msg)
 	}
 	if p.Name == "" {
 		base := filepath.Base(filename)

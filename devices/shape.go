@@ -45,13 +45,19 @@ type Shape struct {
 	// bytes and weight count (attention, router, norms, shared experts), in
 	// MoEBlocks order. When DenseBytes is nil they are derived from a standard
 	// grouped-query attention block: q and o Hidden×(Heads·HeadDim), k and v
-	// Hidden×(KVHeads·HeadDim) and the shared experts in DenseType, the router
-	// Hidden×Experts and two norms in F32. When only DenseWeights is nil it is
+	// Hidden×(KVHeads·HeadDim) and the shared experts in DenseType (attn_v
+	// in AttnVType where given), the router Hidden×Experts, two norms and
+	// the optional q/k norms in F32. When only DenseWeights is nil it is
 	// estimated as DenseBytes at DenseType's bits per weight.
 	DenseBytes   []int64
 	DenseWeights []int64
 
 	Heads, KVHeads, HeadDim int
+	// QKNorm adds per-head q and k norms (2 × HeadDim F32) to each derived block, as Qwen3 has.
+	QKNorm bool
+	// AttnVType overrides the type of attn_v by block index (Q4_K_M gives
+	// some layers' attn_v Q6_K).
+	AttnVType map[int]QuantType
 	// DenseType is the type of the attention and shared-expert matrices;
 	// EmbedType and HeadType (token embedding, output projection) default to it.
 	DenseType, EmbedType, HeadType QuantType
@@ -163,7 +169,7 @@ func BuildSpec(s Shape) (*ModelSpec, error) {
 		var weights int64
 		if derive {
 			var err error
-			l.DenseBytes, weights, err = s.gqaDense(denseType)
+			l.DenseBytes, weights, err = s.gqaDense(b, denseType)
 			if err != nil {
 				ps.add(fmt.Sprintf("layers[%d] (block %d).dense", i, b), "%v", err)
 			}
@@ -212,25 +218,35 @@ func BuildSpec(s Shape) (*ModelSpec, error) {
 
 // gqaDense derives one block's dense bytes and weights from a standard
 // grouped-query attention layout (see Shape.DenseBytes).
-func (s Shape) gqaDense(dt QuantType) (bytes, weights int64, err error) {
+func (s Shape) gqaDense(block int, dt QuantType) (bytes, weights int64, err error) {
 	h := int64(s.Hidden)
 	qDim, kvDim := int64(s.Heads*s.HeadDim), int64(s.KVHeads*s.HeadDim)
 	shared := int64(s.SharedExperts) * int64(s.SharedFFN)
-	mats := []struct{ rows, cols int64 }{
-		{qDim, h}, {kvDim, h}, {kvDim, h}, {h, qDim}, // q, k, v, o
-		{2 * shared, h}, {h, shared}, // shared gate+up, down
+	vt := dt
+	if t, ok := s.AttnVType[block]; ok {
+		vt = t
+	}
+	mats := []struct {
+		q          QuantType
+		rows, cols int64
+	}{
+		{dt, qDim, h}, {dt, kvDim, h}, {vt, kvDim, h}, {dt, h, qDim}, // q, k, v, o
+		{dt, 2 * shared, h}, {dt, h, shared}, // shared gate+up, down
 	}
 	var errs []error
 	for _, mt := range mats {
 		if mt.rows == 0 {
 			continue
 		}
-		n, e := rowsBytes(dt, mt.rows, mt.cols)
+		n, e := rowsBytes(mt.q, mt.rows, mt.cols)
 		errs = append(errs, e)
 		bytes += n
 		weights += mt.rows * mt.cols
 	}
 	f32 := h*int64(s.Experts) + 2*h // router, attention and FFN norms
+	if s.QKNorm {
+		f32 += 2 * int64(s.HeadDim)
+	}
 	bytes += 4 * f32
 	weights += f32
 	return bytes, weights, errors.Join(errs...)

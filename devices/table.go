@@ -28,7 +28,11 @@ func (p *Profile) Rows() []Row {
 	}{{"flash.single_lane", p.Flash.SingleLane}, {"flash.aggregate", p.Flash.Aggregate}} {
 		for i, pt := range c.pts {
 			v := pt.Bandwidth + " @ " + pt.Read
-			if pt.Lanes != "" {
+			switch strings.TrimSpace(pt.Lanes) {
+			case "":
+			case "1":
+				v += " × 1 lane"
+			default:
 				v += " × " + pt.Lanes + " lanes"
 			}
 			rows = append(rows, Row{fmt.Sprintf("%s[%d]", c.path, i), v, pt.Source})
