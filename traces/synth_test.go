@@ -268,3 +268,28 @@ func BenchmarkSynthDefault(b *testing.B) {
 		}
 	}
 }
+
+// TestSynthSatisfiesValidate holds synthetic and predicted traces to the
+// package's step contract (Validate), so the Parquet writer accepts them.
+func TestSynthSatisfiesValidate(t *testing.T) {
+	opt := DefaultSynthOptions()
+	opt.Tokens, opt.PromptTokens, opt.LookaheadDepth, opt.Logits = 20, 3, 2, true
+	meta, steps, err := Synth(tsSpec(5, 32, 4), opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	popt := DefaultPredictOptions()
+	popt.Depth, popt.Replace = 3, true
+	pmeta, psteps, err := PredictLookahead(meta, steps, popt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range steps {
+		if err := Validate(meta, &steps[i]); err != nil {
+			t.Fatalf("synth step %d: %v", i, err)
+		}
+		if err := Validate(pmeta, &psteps[i]); err != nil {
+			t.Fatalf("predicted step %d: %v", i, err)
+		}
+	}
+}
