@@ -21,8 +21,8 @@ const BuiltinPromptSet = "builtin-v1"
 type PromptSet struct {
 	Name    string
 	Prompts []string
-	// Hash is the hex sha256 of the prompts joined by "\x00", so the same
-	// prompts hash the same whatever file they came from.
+	// Hash is the hex sha256 of the prompts, each written as "<byte length>:<text>",
+	// so the same prompts hash the same whatever file they came from.
 	Hash string
 }
 
@@ -101,11 +101,8 @@ func InlinePrompts(prompts ...string) PromptSet {
 
 func hashPrompts(prompts []string) string {
 	h := sha256.New()
-	for i, p := range prompts {
-		if i > 0 {
-			h.Write([]byte{0})
-		}
-		io.WriteString(h, p)
+	for _, p := range prompts {
+		fmt.Fprintf(h, "%d:%s", len(p), p)
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"github.com/lessim/lessim/runtime/llama"
 	"github.com/lessim/lessim/traces"
@@ -25,6 +26,9 @@ type Summary struct {
 	// PrefillNS and DecodeNS are the summed wall-clock times of the forward
 	// passes (capture included, sampling and trace writing excluded).
 	PrefillNS, DecodeNS int64
+	// DecodeWallNS is the wall-clock time of the decode loops: sampling,
+	// passes, building steps, lookahead scores and writing the trace.
+	DecodeWallNS int64
 	// Generated are the sampled token ids per prompt, in order.
 	Generated [][]int32
 }
@@ -221,7 +225,11 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 	r.sum.PrefillTokens += len(prompt)
 	total := len(r.toks) * r.opt.Tokens
 	gen := make([]int32, 0, r.opt.Tokens)
-	defer func() { r.sum.Generated = append(r.sum.Generated, gen) }()
+	start := time.Now()
+	defer func() {
+		r.sum.Generated = append(r.sum.Generated, gen)
+		r.sum.DecodeWallNS += time.Since(start).Nanoseconds()
+	}()
 	for k := range r.opt.Tokens {
 		if err := ctx.Err(); err != nil {
 			return err

@@ -43,11 +43,7 @@ func synthModel(t testing.TB, rho float64) string {
 		return p
 	}
 	if modelDir == "" {
-		d, err := os.MkdirTemp("", "lessim-record-test")
-		if err != nil {
-			t.Fatal(err)
-		}
-		modelDir = d
+		modelDir = mustTempDir(t)
 	}
 	p := filepath.Join(modelDir, fmt.Sprintf("synth-rho%.2f.gguf", rho))
 	if err := gguf.SynthMoE(p, testShape(rho)); err != nil {
@@ -55,6 +51,15 @@ func synthModel(t testing.TB, rho float64) string {
 	}
 	modelCache[rho] = p
 	return p
+}
+
+func mustTempDir(t testing.TB) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "lessim-record-test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 func TestMain(m *testing.M) {

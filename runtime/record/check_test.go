@@ -1,0 +1,149 @@
+package record
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/runtime/gguf"
+)
+
+// writeGGUF writes a minimal GGUF with the given architecture and F32 tensors
+// (name → dims); it is header-valid but not a runnable model.
+func writeGGUF(t *testing.T, arch string, kv map[string]uint32, tensors map[string][]int64) string {
+	t.Helper()
+	w := gguf.NewWriter()
+	if arch != "" {
+		if err := w.AddKV("general.architecture", arch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range kv {
+		if err := w.AddKV(arch+"."+k, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, dims := range tensors {
+		n := int64(4)
+		for _, d := range dims {
+			n *= d
+		}
+		if err := w.AddTensor(name, gguf.TypeF32, dims, make([]byte, n)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := filepath.Join(t.TempDir(), arch+".gguf")
+	if err := w.WriteFile(p); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckModelErrors(t *testing.T) {
+	dir := t.TempDir()
+	notGGUF := filepath.Join(dir, "readme.gguf")
+	if err := os.WriteFile(notGGUF, []byte("# not a model\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	moeTensors := func(router bool) map[string][]int64 {
+		m := map[string][]int64{
+			"blk.0.ffn_gate_exps.weight": {8, 4, 4},
+			"blk.0.ffn_up_exps.weight":   {8, 4, 4},
+			"blk.0.ffn_down_exps.weight": {4, 8, 4},
+		}
+		if router {
+			m["blk.0.ffn_gate_inp.weight"] = []int64{8, 4}
+		}
+		return m
+	}
+	moeKV := map[string]uint32{"expert_count": 4, "expert_used_count": 2, "embedding_length": 8, "block_count": 1}
+	for _, tc := range []struct {
+		name, path, want string
+	}{
+		{"missing", filepath.Join(dir, "nope.gguf"), "no such file"},
+		{"directory", dir, "is a directory"},
+		{"not gguf", notGGUF, "GGUF"},
+		{"no arch", writeGGUF(t, "", nil, nil), "no general.architecture"},
+		{"unsupported arch", writeGGUF(t, "qwen2", nil, map[string][]int64{"blk.0.ffn_up.weight": {8, 8}}), `architecture "qwen2" is not a MoE architecture this llama.cpp supports (supported: afmoe,`},
+		{"dense", writeGGUF(t, "llama", map[string]uint32{"block_count": 1}, map[string][]int64{"blk.0.ffn_up.weight": {8, 8}}), "no MoE layers found"},
+		{"no router", writeGGUF(t, "qwen3moe", moeKV, moeTensors(false)), "blocks 0 have expert tensors but no blk.N.ffn_gate_inp.weight router"},
+		{"bad top-k", writeGGUF(t, "olmoe", map[string]uint32{"expert_count": 4, "expert_used_count": 9, "embedding_length": 8}, moeTensors(true)), "olmoe.expert_used_count 9: want 1..4"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mc, err := CheckModel(tc.path)
+			if err == nil {
+				mc.File.Close()
+				t.Fatalf("CheckModel succeeded, want an error containing %q", tc.want)
+			}
+			if !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "\n") {
+				t.Fatalf("CheckModel error %q, want one line containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckModelSynth(t *testing.T) {
+	o := gguf.DefaultSynthOptions()
+	o.Layers, o.Experts, o.TopK, o.Hidden, o.ExpertFFN, o.Vocab = 3, 8, 2, 64, 32, 512
+	o.Heads, o.HeadsKV, o.HeadDim = 2, 1, 32
+	p := filepath.Join(t.TempDir(), "synth.gguf")
+	if err := gguf.SynthMoE(p, o); err != nil {
+		t.Fatal(err)
+	}
+	mc, err := CheckModel(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.File.Close()
+	if len(mc.MoE.Layers) != 3 || len(mc.Spec.Layers) != 3 {
+		t.Fatalf("%d MoE layers, spec %d; want 3", len(mc.MoE.Layers), len(mc.Spec.Layers))
+	}
+	w, err := mc.routers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(w) != 3 || len(w[0]) != 8*64 {
+		t.Fatalf("routers: %d layers of %d values", len(w), len(w[0]))
+	}
+	// Truncating the file anywhere in the tensor data is caught before llama.cpp.
+	data, _ := os.ReadFile(p)
+	for _, frac := range []int{2, 3, 100} {
+		cut := filepath.Join(t.TempDir(), "cut.gguf")
+		os.WriteFile(cut, data[:len(data)*(frac-1)/frac], 0o644)
+		if mc, err := CheckModel(cut); err == nil {
+			mc.File.Close()
+			t.Errorf("truncated to %d/%d: CheckModel succeeded", frac-1, frac)
+		} else if !strings.Contains(err.Error(), "truncated") {
+			t.Errorf("truncated: error %q does not say so", err)
+		}
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	o := Options{Tokens: -1, LookaheadDepth: 99, Threads: -2, Temperature: -1, TopK: -3, Prompts: []string{"a", ""}}
+	err := o.Validate()
+	if err == nil {
+		t.Fatal("Validate succeeded")
+	}
+	for _, want := range []string{"no model", "no output", "tokens -1", "lookahead depth 99", "threads -2", "temperature -1", "top-k -3", "prompt 1 is empty"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate error lacks %q:\n%v", want, err)
+		}
+	}
+	d := DefaultOptions()
+	d.ModelPath, d.Out = "m.gguf", "t.parquet"
+	if err := d.Validate(); err != nil {
+		t.Errorf("DefaultOptions with paths: %v", err)
+	}
+}
+
+func TestRouterScores(t *testing.T) {
+	w := []float32{1, 2, 3, -1, 0, 1} // 2 experts × 3 hidden
+	x := []float32{1, 1, 2}
+	got := make([]float32, 2)
+	routerScores(got, w, x)
+	if got[0] != 9 || got[1] != 1 {
+		t.Errorf("routerScores = %v, want [9 1]", got)
+	}
+}
