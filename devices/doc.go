@@ -64,8 +64,17 @@
 // quant block size), the resident dense bytes (attention, router, norms,
 // shared experts) and the work per token at 2 FLOPs per weight. BuildSpec
 // lays out any MoE shape (used for synthetic models and GGUF headers);
-// LookupModel returns the built-in reference model, MiniCPM-V 4.7 35B-A3B
-// (text backbone qwen3_5_moe), in its Q4_K_M and mixed Q3_K-experts variants.
-// Sources: DESIGN.md "Reference model", the Qwen3.5-35B-A3B config, and
-// llama.cpp's Q4_K_M tensor-type rules (see minicpm.go).
+// LookupModel returns the built-in specs: the reference model MiniCPM-V 4.7
+// 35B-A3B (text backbone qwen3_5_moe) in its Q4_K_M and mixed Q3_K-experts
+// variants, and Qwen3-30B-A3B Q4_K_M, the model of the shared reference
+// router trace. Sources: DESIGN.md "Reference model", the models' config.json
+// files and llama.cpp's Q4_K_M tensor-type rules (minicpm.go, qwen3.go,
+// quantrules.go). Checks: MiniCPM's expert sizes are exactly DESIGN.md's
+// (1,351,680 / 1,769,472 / 2,039,808 bytes) and its totals within 0.05 GiB of
+// 12.9 / 18.2 / 1.55 GiB; Qwen3-30B-A3B's per-layer expert and dense bytes
+// equal those recorded in the reference trace.
+//
+// Not modelled: attention-score and recurrent-state work (context dependent,
+// small at phone context lengths), and Gated DeltaNet state memory (fixed per
+// sequence, about 64 MiB for MiniCPM, not per token).
 package devices
