@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/devices"
 )
 
 // tsReferenceDir is ../shared/reference relative to the repository root.
@@ -200,6 +202,17 @@ func TestImportBMoEReference(t *testing.T) {
 			}
 			if len(steps) != tc.prefill+128 || steps[tc.prefill].Phase != Decode || steps[tc.prefill-1].Phase != Prefill {
 				t.Errorf("%d steps, want %d prefill + 128 decode", len(steps), tc.prefill)
+			}
+			if tc.file == "qwen.route.csv" { // cross-check the built-in spec against the recorded sizes
+				spec, err := devices.LookupModel(devices.Qwen3_30BA3B, "q4_k_m")
+				if err != nil {
+					t.Fatal(err)
+				}
+				for l, ls := range meta.Model.Layers {
+					if l < len(spec.Layers) && spec.Layers[l].ExpertBytes != ls.ExpertBytes {
+						t.Errorf("layer %d: trace expert_bytes %d, built-in %s spec %d", l, ls.ExpertBytes, spec.Name, spec.Layers[l].ExpertBytes)
+					}
+				}
 			}
 			rows, agree, dec := tsReplayLRU(t, meta, steps, 4000<<20)
 			if rows != tc.rows || agree != rows {

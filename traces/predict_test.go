@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"bytes"
 	"math"
 	"reflect"
 	"strings"
@@ -198,5 +199,44 @@ func TestPredictValidate(t *testing.T) {
 	bad[3].Layers[2].Experts[0] = 99
 	if _, _, err := PredictLookahead(meta, bad, DefaultPredictOptions()); err == nil || !strings.Contains(err.Error(), "step 3 (seq 0 pos 3) layer 2: expert 99 out of range") {
 		t.Errorf("bad expert: %v", err)
+	}
+}
+
+// TestPredictedTraceRoundTrip writes a synthetic trace with predicted scores
+// through the Parquet writer and reader: the statistics must not change.
+func TestPredictedTraceRoundTrip(t *testing.T) {
+	meta, steps := tsNoLookahead(t, 6, 32, 4, 60)
+	pm, ps, err := PredictLookahead(meta, steps, PredictOptions{Depth: 2, Recall: 0.8, FalsePositives: 1, Seed: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	w, err := NewWriter(&buf, pm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range ps {
+		if err := w.Write(&ps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewReader(bytes.NewReader(buf.Bytes()), "mem.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := ComputeStats(r.Meta(), r, StatsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := tsStats(t, pm, ps)
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("stats after a Parquet round trip differ:\n got %+v\nwant %+v", got, want)
+	}
+	if got.Lookahead[0].Slots == 0 || r.Meta().Info["predictor"] != pm.Info["predictor"] {
+		t.Errorf("scores or predictor info lost: %+v %q", got.Lookahead, r.Meta().Info["predictor"])
 	}
 }

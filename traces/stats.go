@@ -330,9 +330,10 @@ func (a *statsAcc) topkOverlap(scores []float32, truth []int32) int {
 	better := func(x, y int32) bool { // x ranks before y
 		return scores[x] > scores[y] || (scores[x] == scores[y] && x < y)
 	}
-	for e := range scores {
+	for e, v := range scores {
 		x := int32(e)
-		if len(top) == k && !better(x, top[k-1]) {
+		// NB: x > every kept index, so on equal scores the kept expert stays ahead.
+		if len(top) == k && v <= scores[top[k-1]] {
 			continue
 		}
 		i := len(top)

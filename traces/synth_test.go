@@ -171,11 +171,14 @@ func TestSynthMeasuresBack(t *testing.T) {
 	spec := tsSpec(40, 256, 8)
 	opt := DefaultSynthOptions()
 	opt.LookaheadDepth = 3
-	meta, steps, err := Synth(spec, opt)
+	meta, src, err := SynthSource(spec, opt) // streaming: constant memory
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := tsStats(t, meta, steps)
+	st, err := ComputeStats(meta, src, StatsOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	near := func(name string, got, want float64) {
 		t.Helper()
 		if math.Abs(got-want) > 0.02 {
@@ -290,6 +293,30 @@ func TestSynthSatisfiesValidate(t *testing.T) {
 		}
 		if err := Validate(pmeta, &psteps[i]); err != nil {
 			t.Fatalf("predicted step %d: %v", i, err)
+		}
+	}
+}
+
+// TestSynthBuiltinModels runs the generator on every built-in model spec.
+func TestSynthBuiltinModels(t *testing.T) {
+	for _, name := range devices.ModelNames() {
+		spec, err := devices.LookupModel(name, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		opt := DefaultSynthOptions()
+		opt.Tokens, opt.PromptTokens = 30, 4
+		meta, steps, err := Synth(spec, opt)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !reflect.DeepEqual(meta.Model, *spec) {
+			t.Errorf("%s: meta.Model differs from the spec", name)
+		}
+		for i := range steps {
+			if err := Validate(meta, &steps[i]); err != nil {
+				t.Fatalf("%s step %d: %v", name, i, err)
+			}
 		}
 	}
 }
