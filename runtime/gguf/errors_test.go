@@ -63,7 +63,7 @@ func TestParseErrors(t *testing.T) {
 		{"dims overflow", tensorInfo("t", []uint64{1 << 40, 1 << 40}, 0, 0).Bytes(), "tensor t: dimensions [1099511627776 1099511627776] overflow"},
 		{"tensor data missing", tensorInfo("blk.3.ffn_up_exps.weight", []uint64{8}, 0, 0).Bytes(), "x.gguf: truncated: tensor blk.3.ffn_up_exps.weight ends at byte 128, file has 80"},
 		{"cut synthetic file", tiny[:len(tiny)/2], "x.gguf: truncated: tensor "},
-		{"cut synthetic header", tiny[:3000], "x.gguf: truncated or corrupt: array length of tokenizer.ggml.tokens 354 at byte 909"},
+		{"cut synthetic header", tiny[:3000], "x.gguf: truncated or corrupt: length 6 of value of tokenizer.ggml.tokens at byte 2989, 3 bytes left"},
 		{"cut synthetic key", tiny[:500], "x.gguf: truncated or corrupt: tensor count 27 at byte 24"},
 	}
 	for _, tt := range tests {

@@ -9,8 +9,8 @@ import (
 
 // tinyOptions is a 2-layer, 8-expert, hidden-64 qwen3moe: about 150 KB in Q8_0.
 func tinyOptions() SynthOptions {
-	return SynthOptions{Layers: 2, Experts: 8, TopK: 2, Hidden: 64, ExpertFFN: 32, Heads: 4, HeadsKV: 2,
-		HeadDim: 16, Context: 256, Vocab: minVocab, Quant: "q8_0", RouterCorrelation: 0.7, Seed: 42}
+	return SynthOptions{Arch: "qwen3moe", Layers: 2, Experts: 8, TopK: 2, Hidden: 64, ExpertFFN: 32, Heads: 4, HeadsKV: 2,
+		HeadDim: 16, Context: 256, Vocab: minVocab, Quant: "q8_0", RouterCorrelation: 0.7, AttentionScale: 1, Seed: 42}
 }
 
 // synthBytes returns the file SynthMoE would write for o.

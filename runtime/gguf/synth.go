@@ -43,7 +43,7 @@ func (o SynthOptions) scales() synthScales {
 	return synthScales{
 		routerMix: o.RouterCorrelation,
 		update:    u,
-		attnOut:   u / math.Sqrt(float64(o.Heads*o.HeadDim)),
+		attnOut:   u * o.AttentionScale / math.Sqrt(float64(o.Heads*o.HeadDim)),
 		down:      u * math.Sqrt(float64(o.TopK)) / (math.Sqrt(float64(o.ExpertFFN)) * siluRMS()),
 		in:        1 / math.Sqrt(float64(o.Hidden)),
 	}
@@ -112,6 +112,7 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 		{"lessim.synth.seed", o.Seed},
 		{"lessim.synth.router_correlation", float32(o.RouterCorrelation)},
 		{"lessim.synth.update_rms", float32(sc.update)},
+		{"lessim.synth.attention_scale", float32(o.AttentionScale)},
 	}
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.k, kv.v); err != nil {
