@@ -126,3 +126,12 @@ func TestMeasuredPointsReproduced(t *testing.T) {
 		t.Errorf("RMS error %.1f%%, the profile states 4.8%%", 100*rms)
 	}
 }
+
+func BenchmarkInterp(b *testing.B) {
+	curve := []CurvePoint{{1 << 17, 1.9e9}, {1 << 18, 2.2e9}, {1 << 20, 2.3e9}, {1 << 22, 2.5e9}}
+	var s float64
+	for i := 0; b.Loop(); i++ {
+		s += Interp(curve, int64(1<<17+i%(1<<22)))
+	}
+	_ = s
+}
