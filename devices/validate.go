@@ -21,7 +21,7 @@ var (
 	positive = func(v float64) bool { return v > 0 }
 	nonNeg   = func(v float64) bool { return v >= 0 }
 	fraction = func(v float64) bool { return v > 0 && v <= 1 }
-	lanes    = func(v float64) bool { return v >= 1 && v <= 1<<20 }
+	atLeast1 = func(v float64) bool { return v >= 1 }
 )
 
 // fields lists the profile's scalar quantities in schema order.
@@ -34,7 +34,7 @@ func (p *Profile) fields() []field {
 		{"memory.efficiency", Dimensionless, &m.Efficiency, fraction, "in (0,1]"},
 		{"compute.flops", Throughput, &c.FLOPS, positive, "> 0"},
 		{"compute.layer_overhead", Duration, &c.LayerOverhead, nonNeg, ">= 0"},
-		{"flash.lanes", Dimensionless, &f.Lanes, lanes, ">= 1"},
+		{"flash.lanes", Dimensionless, &f.Lanes, atLeast1, ">= 1"},
 		{"flash.latency", Duration, &f.Latency, nonNeg, ">= 0"},
 		{"flash.page_size", Size, &f.PageSize, positive, "> 0"},
 		{"flash.read_ahead", Size, &f.ReadAhead, nonNeg, ">= 0"},
@@ -101,12 +101,17 @@ func (p *Profile) resolve() (*Device, problems) {
 	vals := map[string]float64{}
 	for _, f := range p.fields() {
 		v, ok := ps.quantity(f)
+		if f.kind == Size || f.kind == Duration {
+			v = math.Round(v) // whole bytes and nanoseconds
+		}
 		switch {
 		case !ok:
+		case math.Abs(v) > 1<<62:
+			ps.add(f.path, "out of range (got %s)", f.q.Value)
 		case !f.ok(v):
 			ps.add(f.path, "must be %s (got %s)", f.want, f.q.Value)
-		case f.path == "flash.lanes" && v != math.Trunc(v):
-			ps.add(f.path, "must be a whole number (got %s)", f.q.Value)
+		case f.path == "flash.lanes" && (v != math.Trunc(v) || v > 1<<20):
+			ps.add(f.path, "must be a whole number <= 1048576 (got %s)", f.q.Value)
 		default:
 			vals[f.path] = v
 		}
