@@ -50,7 +50,7 @@ func profileInvariants(data []byte) error {
 		return fmt.Errorf("validated profile does not resolve: %v", err)
 	}
 	if d.RAMBytes <= 0 || d.ReserveBytes < 0 || d.ReserveBytes >= d.RAMBytes ||
-		!(d.MemEfficiency > 0 && d.MemEfficiency <= 1) || d.Flash.Lanes < 1 ||
+		!(d.MemEfficiency > 0 && d.MemEfficiency <= 1) || d.Flash.Lanes < 1 || d.Flash.PageBytes <= 0 ||
 		len(d.Flash.SingleLane) == 0 || len(d.Flash.Aggregate) == 0 {
 		return fmt.Errorf("accepted an insane device: %+v", d)
 	}
