@@ -93,6 +93,7 @@ type replayer struct {
 	la       sim.Lookahead
 	scores   [][][]float32
 	victims  []sim.Key // every victim named, in order
+	events   int64     // policy calls: Prefetch, Observe, Victim
 }
 
 func newReplayer(m *devices.ModelSpec, capacity int64, pol sim.Policy, prefetch bool) *replayer {
@@ -103,6 +104,7 @@ func newReplayer(m *devices.ModelSpec, capacity int64, pol sim.Policy, prefetch 
 func (r *replayer) makeRoom(need int64, forPrefetch bool) (bool, error) {
 	for r.view.FreeBytes() < need {
 		k, ok := r.pol.Victim(r.view, need-r.view.FreeBytes(), forPrefetch)
+		r.events += 2 // the victim and its eviction
 		if !ok {
 			if forPrefetch {
 				return false, nil
@@ -134,6 +136,7 @@ func (r *replayer) run(steps []traces.Step) ([]outcome, error) {
 				r.la.Scores = r.scores
 			}
 			r.dst = r.pol.Prefetch(&r.la, r.view, r.dst[:0])
+			r.events++
 			if r.prefetch {
 				for _, k := range r.dst {
 					if r.view.state[k] != sim.Absent {
@@ -149,6 +152,7 @@ func (r *replayer) run(steps []traces.Step) ([]outcome, error) {
 					r.view.set(k, sim.Loading)
 					r.loads = append(r.loads, k)
 					r.pol.Observe(sim.Event{Kind: sim.Admitted, Key: k, Layer: int(k) / m.Experts, Step: st, Prefetch: true})
+					r.events++
 				}
 			}
 			// Moment 2.
@@ -172,10 +176,12 @@ func (r *replayer) run(steps []traces.Step) ([]outcome, error) {
 				}
 				r.view.set(k, sim.Resident)
 				r.pol.Observe(sim.Event{Kind: sim.Admitted, Key: k, Layer: l, Step: st})
+				r.events++
 			}
 			for _, k := range r.sel {
 				r.pol.Observe(sim.Event{Kind: sim.Used, Key: k, Layer: l, Step: st})
 			}
+			r.events += int64(len(r.sel))
 			for _, k := range r.sel {
 				r.view.inUse[k] = false
 			}

@@ -162,10 +162,15 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 	}
 	// Within the pass: layer l+1 of the pass's tokens. At the last layer: layer
 	// 0 of the next pass, which starts at one of the steps passFirst+1 ..
-	// passLast+1 (which one depends on how many speculative drafts are accepted).
+	// passLast+1 (which one depends on how many speculative drafts are
+	// accepted; NB: it may also be a step the engine skips, such as the next
+	// prompt's prefill when prefill is not simulated: a wasted read at worst).
 	layer, from, to := la.Layer+1, o.passFirst, o.passLast
 	if layer == o.layers {
 		layer, from, to = 0, o.passFirst+1, o.passLast+1
+		if o.passFirst < int64(len(o.trace)) && o.trace[o.passFirst].Phase == traces.Prefill {
+			from = to // a prompt is never re-verified: decoding starts after it
+		}
 	}
 	want := func(s int64) {
 		if s < 0 || s >= int64(len(o.trace)) {

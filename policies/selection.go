@@ -42,8 +42,11 @@ func topIndices(dst []int32, scores []float32, n int) []int32 {
 		return a > b
 	}
 	h := dst[base:base]
+	negInf := float32(math.Inf(-1))
+	floor := negInf // score of h[0] once h is full: anything below cannot enter
 	for i := range int32(len(scores)) {
-		if math.IsInf(float64(scoreOf(scores, i)), -1) {
+		v := scoreOf(scores, i)
+		if v == negInf || len(h) == n && v < floor {
 			continue
 		}
 		if len(h) < n {
@@ -55,6 +58,9 @@ func topIndices(dst []int32, scores []float32, n int) []int32 {
 				}
 				h[j], h[p] = h[p], h[j]
 				j = p
+			}
+			if len(h) == n {
+				floor = scoreOf(scores, h[0])
 			}
 			continue
 		}
@@ -77,6 +83,7 @@ func topIndices(dst []int32, scores []float32, n int) []int32 {
 			h[j], h[m] = h[m], h[j]
 			j = m
 		}
+		floor = scoreOf(scores, h[0])
 	}
 	for i := 1; i < len(h); i++ { // best first
 		for j := i; j > 0 && worse(h[j-1], h[j]); j-- {
