@@ -23,8 +23,8 @@ type Options struct {
 	LookaheadDepth int
 	RouterInputs   bool // store each layer's router input (hidden floats per row)
 	Logits         bool // store each layer's router logits (experts floats per row)
-	// Seed seeds the sampler (top-k 40, temperature 0.8); prompt i uses Seed+i.
-	// Temperature 0 in Sampling switches to greedy decoding.
+	// Seed seeds the sampler; prompt i uses Seed+i. Temperature and TopK
+	// shape it (defaults 0.8 and 40); Temperature 0 decodes greedily.
 	Seed        uint64
 	Temperature float32
 	TopK        int
@@ -46,9 +46,6 @@ func DefaultOptions() Options {
 
 // maxLookahead bounds LookaheadDepth; the published measurements stop at a few layers.
 const maxLookahead = 8
-
-// maxPromptTokens bounds one prompt's prefill (one batched pass).
-const maxPromptTokens = 2048
 
 // Validate reports every problem with the options at once. It does not touch
 // the model file (see CheckModel).
@@ -85,16 +82,4 @@ func (o *Options) Validate() error {
 		}
 	}
 	return errors.Join(errs...)
-}
-
-// promptSet resolves the prompts to record.
-func (o *Options) promptSet() PromptSet {
-	if o.Prompts == nil {
-		return Builtin()
-	}
-	ps := InlinePrompts(o.Prompts...)
-	if o.PromptSet != "" {
-		ps.Name = o.PromptSet
-	}
-	return ps
 }

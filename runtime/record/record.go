@@ -14,6 +14,21 @@ import (
 	"github.com/lessim/lessim/traces"
 )
 
+// maxPromptTokens bounds one prompt's prefill (one batched pass).
+const maxPromptTokens = 2048
+
+// promptSet resolves the prompts to record.
+func (o *Options) promptSet() PromptSet {
+	if o.Prompts == nil {
+		return Builtin()
+	}
+	ps := InlinePrompts(o.Prompts...)
+	if o.PromptSet != "" {
+		ps.Name = o.PromptSet
+	}
+	return ps
+}
+
 // Summary describes a finished recording.
 type Summary struct {
 	Out       string
