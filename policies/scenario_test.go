@@ -181,6 +181,9 @@ func parseModel(s string) (*devices.ModelSpec, error) {
 	if experts <= 0 || topK <= 0 || len(sizes) == 0 {
 		return nil, fmt.Errorf("model needs experts, topk and bytes")
 	}
+	if experts > 1024 || len(sizes) > 64 {
+		return nil, fmt.Errorf("scenario models are tiny: at most 1024 experts and 64 layers")
+	}
 	return simModel(testModel(experts, topK, sizes...)), nil
 }
 
@@ -330,4 +333,30 @@ func (sc *scenario) run() ([]string, error) {
 		out = append(out, fmt.Sprintf("tokens=%d passes=%d", res.Tokens, res.Passes))
 	}
 	return out, nil
+}
+
+// FuzzParseScenarios: the scenario reader never panics and reports errors
+// with file:line positions. Seeded from the scenario files.
+func FuzzParseScenarios(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "scenarios", "*.txt"))
+	for _, file := range files {
+		if data, err := os.ReadFile(file); err == nil {
+			f.Add(string(data))
+		}
+	}
+	f.Add("model experts=2 topk=1 bytes=1\nrun policy=lru cache=1\nstep 0 ; ahead 1/0\n----\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		cases, err := parseScenarios("fuzz.txt", strings.Split(text, "\n"))
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "fuzz.txt:") {
+				t.Fatalf("error without position: %v", err)
+			}
+			return
+		}
+		for _, sc := range cases {
+			if sc.wantStart > sc.wantEnd || len(sc.steps) == 0 {
+				t.Fatalf("bad case bounds %d..%d with %d steps", sc.wantStart, sc.wantEnd, len(sc.steps))
+			}
+		}
+	})
 }
