@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"bytes"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"testing"
@@ -41,3 +42,5 @@ func writeTemp(t testing.TB, name string, data []byte) string {
 func parseBytes(data []byte, name string) (*File, error) {
 	return Parse(bytes.NewReader(data), int64(len(data)), name)
 }
+
+func newTestRand() *rand.Rand { return rand.New(rand.NewPCG(1, 1)) }

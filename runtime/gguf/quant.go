@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 )
 
 // Q8_0 block layout (ggml-common.h block_q8_0): an fp16 scale d then 32 int8 quants;
@@ -100,23 +101,34 @@ func AppendQ8_0(dst []byte, xs []float32) ([]byte, error) {
 	if len(xs)%q8Block != 0 {
 		return dst, fmt.Errorf("Q8_0: %d values is not a multiple of %d", len(xs), q8Block)
 	}
-	for i := 0; i < len(xs); i += q8Block {
-		blk := xs[i : i+q8Block]
+	n := len(xs) / q8Block * q8BlockBytes
+	dst = slices.Grow(dst, n)
+	out := dst[len(dst) : len(dst)+n]
+	for b := range len(xs) / q8Block {
+		blk := xs[b*q8Block : (b+1)*q8Block]
+		o := out[b*q8BlockBytes : (b+1)*q8BlockBytes]
 		var amax float32
 		for _, v := range blk {
-			amax = max(amax, float32(math.Abs(float64(v))))
+			amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
 		}
 		d := amax / 127
 		var id float32
 		if d != 0 {
 			id = 1 / d
 		}
-		dst = binary.LittleEndian.AppendUint16(dst, F32ToF16(d))
-		for _, v := range blk {
-			dst = append(dst, byte(int8(math.Round(float64(v*id)))))
+		binary.LittleEndian.PutUint16(o, F32ToF16(d))
+		for j, v := range blk {
+			// roundf: half away from zero. NB: the ±0.5 is added in float64, where it is
+			// exact; in float32 it would round 0.49999997 up to 1.
+			y := float64(v * id)
+			if y >= 0 {
+				o[2+j] = byte(int8(int32(y + 0.5)))
+			} else {
+				o[2+j] = byte(int8(int32(y - 0.5)))
+			}
 		}
 	}
-	return dst, nil
+	return dst[:len(dst)+n], nil
 }
 
 // AppendType appends xs encoded as F32, F16 or Q8_0.

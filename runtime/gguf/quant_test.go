@@ -130,3 +130,58 @@ func TestTypeTable(t *testing.T) {
 		t.Error("type 4 (removed Q4_2) is known")
 	}
 }
+
+// TestQ8_0AgainstDumb cross-checks AppendQ8_0 against a literal transcription of
+// ggml's quantize_row_q8_0_ref (math.Round is C's roundf), including values exactly
+// halfway between quants and just below one half.
+func TestQ8_0AgainstDumb(t *testing.T) {
+	dumb := func(xs []float32) []byte {
+		var out []byte
+		for b := 0; b < len(xs); b += 32 {
+			var amax float32
+			for _, v := range xs[b : b+32] {
+				amax = max(amax, float32(math.Abs(float64(v))))
+			}
+			d := amax / 127
+			var id float32
+			if d != 0 {
+				id = 1 / d
+			}
+			h := F32ToF16(d)
+			out = append(out, byte(h), byte(h>>8))
+			for _, v := range xs[b : b+32] {
+				out = append(out, byte(int8(math.Round(float64(v*id)))))
+			}
+		}
+		return out
+	}
+	r := rand.New(rand.NewPCG(5, 6))
+	xs := make([]float32, 32*512)
+	for i := range xs {
+		switch i % 32 {
+		case 0:
+			xs[i] = 127 // d = 1: the next values are exact quants and halves
+		case 1:
+			xs[i] = float32(r.IntN(254)-127) + 0.5
+		case 2:
+			xs[i] = 0.49999997
+		case 3:
+			xs[i] = -0.49999997
+		default:
+			xs[i] = float32(r.NormFloat64())
+		}
+		if i/32%2 == 1 {
+			xs[i] = float32(r.NormFloat64() * 0.01)
+		}
+	}
+	got, err := AppendQ8_0([]byte{9}, xs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append([]byte{9}, dumb(xs)...)
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("byte %d: %d, reference %d", i, got[i], want[i])
+		}
+	}
+}

@@ -219,34 +219,71 @@ func (g *synthGen) matrix(name string, t TypeID, n0, rows, slices int64, std flo
 				items = append(items, item{len(items), s, min(chunkRows, perSlice-r)})
 			}
 		}
-		workers := max(1, runtime.GOMAXPROCS(0))
-		out := make([][]byte, workers)
-		errs := make([]error, workers)
-		for b := 0; b < len(items); b += workers {
-			batch := items[b:min(b+workers, len(items))]
-			var wg sync.WaitGroup
-			for i, it := range batch {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					r := g.rng(name, it.index)
-					xs := make([]float32, it.nrows*n0)
-					uniform(r, xs, std)
-					out[i], errs[i] = AppendType(out[i][:0], t, xs)
-				}()
+		return generateOrdered(w, len(items), func(i int) ([]byte, error) {
+			it := items[i]
+			xs := make([]float32, it.nrows*n0)
+			uniform(g.rng(name, it.index), xs, std)
+			return AppendType(nil, t, xs)
+		})
+	}
+}
+
+// generateOrdered runs gen(0..n-1) on GOMAXPROCS workers, at most two items per
+// worker in flight, and writes the results to w in index order, so generation
+// overlaps writing and memory stays bounded.
+func generateOrdered(w io.Writer, n int, gen func(i int) ([]byte, error)) error {
+	type result struct {
+		b   []byte
+		err error
+	}
+	workers := max(1, runtime.GOMAXPROCS(0))
+	results := make([]chan result, n)
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	slots := make(chan struct{}, 2*workers)
+	next := make(chan int)
+	stop := make(chan struct{})
+	go func() {
+		defer close(next)
+		for i := range n {
+			select {
+			case slots <- struct{}{}:
+			case <-stop:
+				return
 			}
-			wg.Wait()
-			for i := range batch {
-				if errs[i] != nil {
-					return errs[i]
-				}
-				if _, err := w.Write(out[i]); err != nil {
-					return err
-				}
+			select {
+			case next <- i:
+			case <-stop:
+				return
 			}
 		}
-		return nil
+	}()
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				b, err := gen(i)
+				results[i] <- result{b, err}
+			}
+		}()
 	}
+	var err error
+	for i := range n {
+		r := <-results[i]
+		<-slots
+		if err = r.err; err == nil {
+			_, err = w.Write(r.b)
+		}
+		if err != nil {
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	return err
 }
 
 // routers builds every layer's router (n_embd × n_expert, F32) with

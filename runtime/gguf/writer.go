@@ -469,8 +469,9 @@ func asArray(v any) (Array, bool) {
 		return Array{TypeFloat64, v}, true
 	case []Array:
 		return Array{TypeArray, v}, true
-	case Array:
-		return v.(Array), true
+	}
+	if a, ok := v.(Array); ok {
+		return a, true
 	}
 	return Array{}, false
 }
