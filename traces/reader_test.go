@@ -135,9 +135,11 @@ func TestReaderErrors(t *testing.T) {
 		{name: "duplicate expert", rows: set(9, "experts", []int32{3, 3}),
 			want: "bad.parquet: row 9: expert 3 selected twice"},
 		{name: "too many experts", rows: set(2, "experts", []int32{0, 1, 2, 3, 4, 5, 6, 7, 0}),
-			want: "bad.parquet: row 2: 9 experts selected, want 1..8 (and 2 more problems in token (seq 0, pos 0))"},
+			want: "bad.parquet: row 2: 9 experts selected, want 0..8 (and 2 more problems in token (seq 0, pos 0))"},
+		// An empty layer is valid (prefill tokens llama.cpp does not route at the
+		// last layer), but its weights must then be empty too.
 		{name: "no experts", rows: set(2, "experts", []int32{}),
-			want: "bad.parquet: row 2: 0 experts selected, want 1..8 (and 1 more problems in token (seq 0, pos 0))"},
+			want: "bad.parquet: row 2: 2 weights for 0 experts"},
 		{name: "missing layer", rows: drop(7),
 			want: "bad.parquet: row 7: token (seq 0, pos 1) has 3 layers, want 4 (next row is seq 0, pos 2)"},
 		{name: "file ends mid-token", rows: drop(23),

@@ -1,0 +1,155 @@
+package main
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/golden")
+
+// goldenDir is absolute: tests that write files change directory.
+var goldenDir = func() string {
+	d, err := filepath.Abs(filepath.Join("testdata", "golden"))
+	if err != nil {
+		panic(err)
+	}
+	return d
+}()
+
+// runCLI runs one command line in dir and returns stdout, with any error as a
+// last "error: ..." line (what a user sees on stderr).
+func runCLI(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	if dir != "" {
+		t.Chdir(dir)
+	}
+	var out, errb bytes.Buffer
+	err := run(args, &out, &errb)
+	s := out.String()
+	if err != nil {
+		s += "error: " + err.Error() + "\n"
+	}
+	return s
+}
+
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join(goldenDir, name+".txt")
+	if *rewrite {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -rewrite to create it)", err)
+	}
+	if got != string(want) {
+		t.Errorf("%s: output differs from %s (go test -rewrite, then read the diff)\n--- got\n%s\n--- want\n%s", name, path, got, want)
+	}
+}
+
+// TestGolden pins each command's output; errors are part of the output.
+func TestGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"devices-list", []string{"devices", "list"}},
+		{"devices-show", []string{"devices", "show", "iphone-17-pro-max"}},
+		{"models-list", []string{"models", "list"}},
+		{"models-show", []string{"models", "show", "minicpm-v-4.7-35b-a3b", "--variant", "mixed-q3k-experts"}},
+		{"policies-list", []string{"policies", "list"}},
+		{"simulate-default", []string{"simulate", "--tokens", "300"}},
+		{"simulate-stock", []string{"simulate", "--tokens", "300", "--policy", "ondemand", "--layout", "gguf-mmap", "--cached-first=false", "--cache", "3GiB"}},
+		{"simulate-json", []string{"simulate", "--tokens", "200", "--device", "ipad-pro-m4", "--policy", "lru", "--cache", "40%", "--format", "json"}},
+		{"simulate-spec", []string{"simulate", "--tokens", "300", "--variant", "mixed-q3k-experts", "--spec-block", "4", "--spec-accept", "0.7"}},
+		{"err-unknown-policy", []string{"simulate", "--policy", "nope"}},
+		{"err-unknown-device", []string{"simulate", "--device", "pixel"}},
+		{"err-unknown-model", []string{"simulate", "--model", "gpt-5"}},
+		{"err-unknown-variant", []string{"simulate", "--variant", "q2"}},
+		{"err-cache-too-small", []string{"simulate", "--tokens", "10", "--cache", "10MiB"}},
+		{"err-cache-garbage", []string{"simulate", "--tokens", "10", "--cache", "lots"}},
+		{"err-layout", []string{"simulate", "--layout", "zip"}},
+		{"err-missing-trace", []string{"simulate", "--trace", "nope.parquet"}},
+		{"err-format", []string{"simulate", "--format", "xml"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			golden(t, tc.name, runCLI(t, "", tc.args...))
+		})
+	}
+}
+
+// TestTraceRoundTrip writes a synthetic trace, measures it and simulates it.
+func TestTraceRoundTrip(t *testing.T) {
+	dir := t.TempDir()
+	out := runCLI(t, dir, "trace", "synth", "--tokens", "300", "--seed", "7", "--out", "synth.parquet")
+	golden(t, "trace-synth", out)
+	golden(t, "trace-stats", runCLI(t, dir, "trace", "stats", "synth.parquet"))
+	fromFile := runCLI(t, dir, "simulate", "--trace", "synth.parquet", "--policy", "les", "--cache", "3GiB")
+	inMemory := runCLI(t, dir, "simulate", "--tokens", "300", "--seed", "7", "--policy", "les", "--cache", "3GiB")
+	// Same trace, same result: only the trace line differs.
+	strip := func(s string) string {
+		var keep []string
+		for _, l := range strings.Split(s, "\n") {
+			if !strings.HasPrefix(l, "trace") {
+				keep = append(keep, l)
+			}
+		}
+		return strings.Join(keep, "\n")
+	}
+	if strip(fromFile) != strip(inMemory) {
+		t.Errorf("simulating the written trace differs from the in-memory one:\n%s\n---\n%s", fromFile, inMemory)
+	}
+	bad := filepath.Join(dir, "bad.parquet")
+	data, err := os.ReadFile(filepath.Join(dir, "synth.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bad, data[:len(data)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := runCLI(t, dir, "trace", "stats", "bad.parquet"); !strings.Contains(got, "error: ") || !strings.Contains(got, "bad.parquet") {
+		t.Errorf("truncated trace: want an error naming the file, got %q", got)
+	}
+}
+
+func TestImportAndReplay(t *testing.T) {
+	dir := t.TempDir()
+	src, err := filepath.Abs(filepath.Join("..", "..", "traces", "testdata", "bmoe-small.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "trace-import", runCLI(t, dir, "trace", "import", "--format", "bmoe-route-csv", src, "--out", "small.parquet"))
+	golden(t, "trace-import-stats", runCLI(t, dir, "trace", "stats", "small.parquet"))
+	if got := runCLI(t, dir, "trace", "import", "--format", "csv", src, "--out", "x.parquet"); !strings.Contains(got, "valid: bmoe-route-csv") {
+		t.Errorf("unknown import format: %q", got)
+	}
+}
+
+func TestSimulateDeterministic(t *testing.T) {
+	args := []string{"simulate", "--tokens", "300", "--spec-block", "3", "--seed", "5", "--format", "json"}
+	a, b := runCLI(t, "", args...), runCLI(t, "", args...)
+	if a != b || !strings.HasPrefix(a, "{") {
+		t.Fatalf("same inputs, different output:\n%s\n%s", a, b)
+	}
+}
+
+func TestModelSynthInspect(t *testing.T) {
+	dir := t.TempDir()
+	out := runCLI(t, dir, "model", "synth", "--layers", "2", "--experts", "4", "--top-k", "2", "--hidden", "64",
+		"--expert-ffn", "32", "--heads", "2", "--heads-kv", "1", "--head-dim", "32", "--vocab", "300", "--quant", "q8_0", "--out", "m.gguf")
+	golden(t, "model-synth", out)
+	golden(t, "model-inspect", runCLI(t, dir, "model", "inspect", "--max-experts", "2", "m.gguf"))
+	if got := runCLI(t, dir, "model", "inspect", "nothere.gguf"); !strings.Contains(got, "error: ") {
+		t.Errorf("missing file: %q", got)
+	}
+}

@@ -1,0 +1,74 @@
+package reports
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lessim/lessim/sim"
+)
+
+// Header is what a result's text rendering says about its inputs, one
+// "key value" line each, in order.
+type Header [][2]string
+
+// WriteResult renders r as an aligned, deterministic text block.
+func WriteResult(w io.Writer, h Header, r *sim.Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, kv := range h {
+		fmt.Fprintf(tw, "%s\t%s\n", kv[0], kv[1])
+	}
+	if len(h) > 0 {
+		fmt.Fprintln(tw)
+	}
+	mean := int64(0)
+	if r.Tokens > 0 {
+		mean = r.TimeNS / r.Tokens
+	}
+	fmt.Fprintf(tw, "throughput\t%.2f tok/s\t(%s per token mean, %d tokens in %d passes)\n", r.TokensPerSec, ms(mean), r.Tokens, r.Passes)
+	fmt.Fprintf(tw, "latency\tp50 %s\tp90 %s  p99 %s  max %s\n", ms(r.LatencyP50NS), ms(r.LatencyP90NS), ms(r.LatencyP99NS), ms(r.LatencyMaxNS))
+	fmt.Fprintf(tw, "time\tcompute %s\tstall %s (%s): flash wait %s, fault CPU %s; demand reads queued %s\n",
+		secs(r.ComputeNS), secs(r.StallNS), pct(r.StallNS, r.TimeNS), secs(r.StallFlashNS), secs(r.StallFaultCPUNS), secs(r.DemandQueueWaitNS))
+	fmt.Fprintf(tw, "flash\t%s/token\t%d reads, %s total, busy %s of the time\n",
+		sim.FormatBytes(int64(r.FlashBytesPerToken)), r.FlashReads, sim.FormatBytes(r.FlashBytes), pct(r.FlashBusyNS, r.TimeNS))
+	fmt.Fprintf(tw, "cache\thit rate %.3f\t%d uses: %d hits, %d in flight, %d misses; peak %s of %s\n",
+		r.HitRate, r.Uses, r.Hits, r.InflightHits, r.Misses, sim.FormatBytes(r.PeakResidentBytes), sim.FormatBytes(r.CacheBytes))
+	if r.PrefetchRequested > 0 {
+		wasted := 0.0
+		if r.Tokens > 0 {
+			wasted = float64(r.WastedPrefetchBytes) / float64(r.Tokens)
+		}
+		fmt.Fprintf(tw, "prefetch\trecall %.3f\tprecision %.3f; %d loads (%s), %d used, wasted %s/token\n",
+			r.PrefetchRecall, r.PrefetchPrecision, r.PrefetchLoads, sim.FormatBytes(r.PrefetchBytes), r.PrefetchUseful, sim.FormatBytes(int64(wasted)))
+	}
+	if r.PrefillTokens > 0 {
+		fmt.Fprintf(tw, "prefill\t%d tokens\tin %s (not in decode metrics)\n", r.PrefillTokens, secs(r.PrefillNS))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(r.Warnings) > 0 {
+		fmt.Fprintln(w, "\nwarnings:")
+		for _, s := range r.Warnings {
+			fmt.Fprintf(w, "  - %s\n", s)
+		}
+	}
+	return nil
+}
+
+func ms(ns int64) string { return fmt.Sprintf("%.2f ms", float64(ns)/1e6) }
+
+func secs(ns int64) string {
+	if ns < 1e9 && ns > -1e9 {
+		return ms(ns)
+	}
+	return fmt.Sprintf("%.3f s", float64(ns)/1e9)
+}
+
+func pct(a, b int64) string {
+	if b == 0 {
+		return "0%"
+	}
+	return strings.TrimSpace(fmt.Sprintf("%5.1f%%", 100*float64(a)/float64(b)))
+}
