@@ -281,3 +281,16 @@ func TestWriterRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestVersion2: GGUF v2 has v3's layout (64-bit counts and lengths) and parses alike.
+func TestVersion2(t *testing.T) {
+	data := synthBytes(t, tinyOptions())
+	data[4] = 2
+	f, err := parseBytes(data, "v2.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Version != 2 || len(f.Tensors) != 27 || f.Arch() != "qwen3moe" {
+		t.Errorf("version %d, %d tensors, arch %q", f.Version, len(f.Tensors), f.Arch())
+	}
+}
