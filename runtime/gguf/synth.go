@@ -125,6 +125,10 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 	qdim, kvdim := int64(o.Heads*o.HeadDim), int64(o.HeadsKV*o.HeadDim)
 	ffn, ne := int64(o.ExpertFFN), int64(o.Experts)
 	ones := func(n int64) []byte { return AppendF32(nil, constF32(int(n), 1)) }
+	qkNorm := int64(o.HeadDim) // qwen3moe normalizes q and k per head
+	if arch == "olmoe" {
+		qkNorm = h // olmoe over the whole projection
+	}
 
 	var errs []error
 	add := func(err error) {
@@ -148,8 +152,8 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 		mat("attn_k", h, kvdim, 0, sc.in)
 		mat("attn_v", h, kvdim, 0, sc.in)
 		mat("attn_output", qdim, h, 0, sc.attnOut)
-		add(w.AddTensor(name("attn_q_norm"), TypeF32, []int64{int64(o.HeadDim)}, ones(int64(o.HeadDim))))
-		add(w.AddTensor(name("attn_k_norm"), TypeF32, []int64{int64(o.HeadDim)}, ones(int64(o.HeadDim))))
+		add(w.AddTensor(name("attn_q_norm"), TypeF32, []int64{qkNorm}, ones(qkNorm)))
+		add(w.AddTensor(name("attn_k_norm"), TypeF32, []int64{qkNorm}, ones(qkNorm)))
 		add(w.AddTensor(name("ffn_norm"), TypeF32, []int64{h}, ones(h)))
 		add(w.AddTensor(name("ffn_gate_inp"), TypeF32, []int64{h, ne}, AppendF32(nil, routers[l])))
 		mat("ffn_gate_exps", h, ffn, ne, sc.in)

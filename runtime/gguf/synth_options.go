@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -11,7 +12,7 @@ import (
 // field means "use the default" (see DefaultSynthOptions) except RouterCorrelation
 // and Seed, which are used as given.
 type SynthOptions struct {
-	Arch      string // llama.cpp architecture; only "qwen3moe" is generated
+	Arch      string // llama.cpp architecture: "qwen3moe" or "olmoe" (see synthArchs)
 	Layers    int    // transformer blocks, every one MoE
 	Experts   int    // routed experts per layer
 	TopK      int    // experts used per token
@@ -106,8 +107,12 @@ func (o *SynthOptions) EnsureDefaults() {
 	}
 }
 
-// synthArchs are the architectures SynthMoE can write.
-var synthArchs = []string{"qwen3moe"}
+// synthArchs are the architectures SynthMoE can write. They share the tensor set
+// (llama-model.cpp); they differ in that olmoe's q/k norms span the whole embedding
+// (so heads×head-dim must equal hidden and heads-kv equal heads), its expert FFN
+// length is feed_forward_length, and it does not renormalize the top-k weights (so
+// its MoE updates are smaller than UpdateRMS; the calibration table is for qwen3moe).
+var synthArchs = []string{"olmoe", "qwen3moe"}
 
 // synthQuants maps SynthOptions.Quant to the matrix type.
 var synthQuants = map[string]TypeID{"f16": TypeF16, "q8_0": TypeQ8_0}
@@ -119,8 +124,16 @@ const minVocab = 3 + 256 + 1
 func (o SynthOptions) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	if o.Arch != "qwen3moe" {
+	if !slices.Contains(synthArchs, o.Arch) {
 		bad("arch %q is not supported (valid: %s)", o.Arch, strings.Join(synthArchs, ", "))
+	}
+	if o.Arch == "olmoe" {
+		if o.Heads*o.HeadDim != o.Hidden {
+			bad("olmoe needs heads×head-dim = hidden, got %d×%d = %d, hidden %d", o.Heads, o.HeadDim, o.Heads*o.HeadDim, o.Hidden)
+		}
+		if o.HeadsKV != o.Heads {
+			bad("olmoe needs heads-kv = heads (its k norm spans the embedding), got %d and %d", o.HeadsKV, o.Heads)
+		}
 	}
 	qt, okQuant := synthQuants[strings.ToLower(o.Quant)]
 	if !okQuant {

@@ -130,7 +130,7 @@ func TestSynthValidate(t *testing.T) {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{
-		`arch "llama" is not supported (valid: qwen3moe)`, `quant "q4_k" is not supported (valid: f16, q8_0)`,
+		`arch "llama" is not supported (valid: olmoe, qwen3moe)`, `quant "q4_k" is not supported (valid: f16, q8_0)`,
 		"layers must be positive, got -1", "top-k 6 exceeds experts 4", "heads 6 is not a multiple of heads-kv 4",
 		"head-dim 15 must be even", "vocab 100 is below the minimum 260", "router-correlation 1.5 must be within 0..1",
 	} {
@@ -276,5 +276,39 @@ func TestWriteFileFailure(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("left %d files", len(ents))
+	}
+}
+
+// TestSynthOLMoE: olmoe's q/k norms span the embedding, and its shape constraints are
+// validated.
+func TestSynthOLMoE(t *testing.T) {
+	o := tinyOptions()
+	o.Arch, o.Heads, o.HeadsKV, o.HeadDim = "olmoe", 2, 2, 32
+	f, err := parseBytes(synthBytes(t, o), "olmoe.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, dims := range map[string][]int64{
+		"blk.1.attn_q_norm.weight": {64}, "blk.1.attn_k_norm.weight": {64}, "blk.1.attn_k.weight": {64, 64},
+		"blk.1.ffn_down_exps.weight": {32, 64, 8},
+	} {
+		if ti, ok := f.Tensor(name); !ok || !reflect.DeepEqual(ti.Dims, dims) {
+			t.Errorf("%s: %+v, want dims %v", name, ti, dims)
+		}
+	}
+	for key, want := range map[string]uint64{"olmoe.feed_forward_length": 32, "olmoe.expert_count": 8, "olmoe.attention.head_count_kv": 2} {
+		if got, ok := f.Uint(key); !ok || got != want {
+			t.Errorf("%s = %d, %v; want %d", key, got, ok, want)
+		}
+	}
+	if s, err := f.ModelSpec(); err != nil || s.Arch != "olmoe" || s.ExpertFFN != 32 || len(s.Layers) != 2 {
+		t.Errorf("ModelSpec: %+v %v", s, err)
+	}
+	o.HeadsKV, o.HeadDim = 1, 16
+	err = o.Validate()
+	for _, want := range []string{"olmoe needs heads×head-dim = hidden, got 2×16 = 32, hidden 64", "olmoe needs heads-kv = heads"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
 	}
 }
