@@ -15,7 +15,7 @@ type MoE struct {
 	Experts       int // routed experts per MoE layer
 	TopK          int // experts used per token (<arch>.expert_used_count; 0 if absent)
 	SharedExperts int // <arch>.expert_shared_count, or 1 if shared-expert tensors exist
-	Hidden        int // <arch>.embedding_length
+	Hidden        int // <arch>.embedding_length, else token_embd.weight's row length
 	ExpertFFN     int // <arch>.expert_feed_forward_length, else from the expert tensors
 	Layers        []MoELayer
 }
@@ -108,6 +108,7 @@ func (f *File) MoE() (*MoE, error) {
 	m.Hidden = get("embedding_length")
 	m.ExpertFFN = get("expert_feed_forward_length")
 
+	countFrom := arch + ".expert_count" // where m.Experts came from, for errors
 	byBlock := map[int]*MoELayer{}
 	hasShared := false
 	for i := range f.Tensors {
@@ -124,10 +125,10 @@ func (f *File) MoE() (*MoE, error) {
 		}
 		n := t.Dims[len(t.Dims)-1]
 		if m.Experts == 0 {
-			m.Experts = int(n)
+			m.Experts, countFrom = int(min(n, 1<<31-1)), "tensor "+t.Name
 		}
 		if n != int64(m.Experts) {
-			return nil, fmt.Errorf("%s: tensor %s has %d experts in its last dimension, %s.expert_count is %d", f.Name, t.Name, n, arch, m.Experts)
+			return nil, fmt.Errorf("%s: tensor %s has %d experts in its last dimension, %s has %d", f.Name, t.Name, n, countFrom, m.Experts)
 		}
 		l := byBlock[b]
 		if l == nil {
@@ -147,6 +148,11 @@ func (f *File) MoE() (*MoE, error) {
 	}
 	if len(byBlock) == 0 {
 		return nil, fmt.Errorf("%s: no MoE layers found (architecture %s)", f.Name, arch)
+	}
+	if m.Hidden == 0 { // fall back to the embedding's row length
+		if t, ok := f.Tensor("token_embd.weight"); ok {
+			m.Hidden = int(t.Dims[0])
+		}
 	}
 	if m.SharedExperts == 0 && hasShared {
 		m.SharedExperts = 1

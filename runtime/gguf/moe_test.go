@@ -183,10 +183,41 @@ func TestModelSpecMissingTopK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m, err := f.MoE(); err != nil || m.Experts != 3 || m.ExpertFFN != 2 {
+	if m, err := f.MoE(); err != nil || m.Experts != 3 || m.ExpertFFN != 2 || m.Hidden != 0 {
 		t.Errorf("MoE without expert_count: %+v %v", m, err)
 	}
 	if _, err := f.ModelSpec(); err == nil || err.Error() != "o.gguf: olmoe.expert_used_count is missing" {
 		t.Errorf("ModelSpec: %v", err)
+	}
+}
+
+func TestMoEExpertCountMismatch(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		count uint32 // 0: no expert_count key
+		want  string
+	}{
+		{"key", 4, "m.gguf: tensor blk.0.ffn_up_exps.weight has 3 experts in its last dimension, olmoe.expert_count has 4"},
+		{"inferred", 0, "m.gguf: tensor blk.1.ffn_up_exps.weight has 2 experts in its last dimension, tensor blk.0.ffn_up_exps.weight has 3"},
+	} {
+		w := NewWriter()
+		must(t, w.AddKV("general.architecture", "olmoe"))
+		if tt.count > 0 {
+			must(t, w.AddKV("olmoe.expert_count", tt.count))
+		}
+		must(t, w.AddTensor("token_embd.weight", TypeF32, []int64{4, 2}, make([]byte, 32)))
+		must(t, w.AddTensor("blk.0.ffn_up_exps.weight", TypeF32, []int64{4, 2, 3}, make([]byte, 96)))
+		must(t, w.AddTensor("blk.1.ffn_up_exps.weight", TypeF32, []int64{4, 2, 2}, make([]byte, 64)))
+		var buf bytes.Buffer
+		if _, err := w.WriteTo(&buf); err != nil {
+			t.Fatal(err)
+		}
+		f, err := parseBytes(buf.Bytes(), "m.gguf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.MoE(); err == nil || err.Error() != tt.want {
+			t.Errorf("%s: %v\nwant %s", tt.name, err, tt.want)
+		}
 	}
 }
