@@ -26,7 +26,7 @@ func siluRMS() float64 {
 	const h = 1e-3
 	for x := -12.0; x <= 12; x += h {
 		silu := x / (1 + math.Exp(-x))
-		s += silu * silu * math.Exp(-x*x/2) * h
+		s += float64(silu * silu * math.Exp(-x*x/2) * h) // NB: conversion forbids FMA fusion
 	}
 	return math.Sqrt(s / math.Sqrt(2*math.Pi))
 }
@@ -305,7 +305,9 @@ func (g *synthGen) routers(o SynthOptions, sc synthScales) [][]float32 {
 			if l == 0 {
 				out[l][i] = noise[i]
 			} else {
-				out[l][i] = rho*out[l-1][i] + keep*noise[i]
+				// NB: the conversions forbid fused multiply-add, which arm64 would
+				// otherwise use, so files are byte-identical across platforms.
+				out[l][i] = float32(rho*out[l-1][i]) + float32(keep*noise[i])
 			}
 		}
 	}

@@ -204,4 +204,4 @@ func UpdateRMS(rho float64) float64 {
 }
 
 // targetCosine is the intended cosine between consecutive layers' router inputs.
-func targetCosine(rho float64) float64 { return 0.5 + 0.495*rho }
+func targetCosine(rho float64) float64 { return 0.5 + float64(0.495*rho) } // NB: no FMA

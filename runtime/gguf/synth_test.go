@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
@@ -310,5 +311,17 @@ func TestSynthOLMoE(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}
+	}
+}
+
+// TestSynthPinnedHash pins the bytes of the tiny model, so a change to generation
+// (or a platform that computes differently) is noticed. If generation changes on
+// purpose, update the hash and say so in the commit message: traces recorded from
+// older synthetic files then no longer match newly generated ones.
+func TestSynthPinnedHash(t *testing.T) {
+	const want = "73af79ce0c09f61326b048ed5a375876c0ad6fd6f6afb919ba99b46faf269265"
+	got := fmt.Sprintf("%x", sha256.Sum256(synthBytes(t, tinyOptions())))
+	if got != want {
+		t.Errorf("tiny synthetic model sha256 %s, pinned %s", got, want)
 	}
 }
