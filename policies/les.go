@@ -120,13 +120,15 @@ func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []s
 				continue
 			}
 			s.mark[c.key] = s.gen
-			if view.State(c.key) != sim.Absent {
-				continue
+			// NB: resident and loading candidates are named too (the engine
+			// skips them and they cost no bytes), so the engine's prefetch
+			// recall and precision measure the prediction itself.
+			if view.State(c.key) == sim.Absent {
+				if limit > 0 && asked+eb > room {
+					return dst
+				}
+				asked += eb
 			}
-			if limit > 0 && asked+eb > room {
-				return dst
-			}
-			asked += eb
 			dst = append(dst, c.key)
 		}
 	}

@@ -73,14 +73,14 @@ func refLESPrefetch(p Params, la *sim.Lookahead, v *fixtureView) []sim.Key {
 			return cmp.Compare(a, b)
 		})
 		for _, k := range keys {
-			if v.State(k) != sim.Absent {
-				continue
+			// Resident and loading keys are named but cost no bytes.
+			if v.State(k) == sim.Absent {
+				eb := m.Layers[layer].ExpertBytes
+				if p.MaxInflightBytes > 0 && asked+eb > p.MaxInflightBytes-v.LoadingBytes() {
+					return out
+				}
+				asked += eb
 			}
-			eb := m.Layers[layer].ExpertBytes
-			if p.MaxInflightBytes > 0 && asked+eb > p.MaxInflightBytes-v.LoadingBytes() {
-				return out
-			}
-			asked += eb
 			out = append(out, k)
 		}
 	}

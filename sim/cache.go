@@ -22,6 +22,8 @@ func (e *engine) keyBytes(k Key) int64 { return e.layerBytes[int(k)/e.nE] }
 // cancels queued prefetches and then waits for in-flight reads before giving up.
 func (e *engine) makeRoom(need int64, prefetch bool, step int64) (bool, error) {
 	for e.capacity-e.used < need {
+		// NB: finish reads due by now first: a completed load is evictable.
+		e.fl.advance(e.now)
 		v, ok := e.pol.Victim(e.view, need-(e.capacity-e.used), prefetch)
 		if ok {
 			if err := e.checkVictim(v); err != nil {
@@ -126,8 +128,8 @@ func (e *engine) cancelQueuedPrefetch(step int64) bool {
 	q := &e.fl.preQ
 	for i := len(q.buf) - 1; i >= q.head; i-- {
 		k := e.fl.reqs[q.buf[i]].key
-		if k < 0 || e.state[k] != Loading {
-			continue
+		if k < 0 || e.state[k] != Loading || e.seen[k] == e.stamp {
+			continue // not a pending prefetch, or needed by the current layer
 		}
 		n := int(e.pending[k])
 		all := true

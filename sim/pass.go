@@ -27,6 +27,8 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 		ls := &e.m.Layers[l]
 		e.compute(e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, tokens) + e.cm.over)
 
+		// Moment 1 comes after the previous layer's experts are done: none is in use.
+		e.stamp++
 		if err := e.lookahead(steps, i, j, l, first); err != nil {
 			return err
 		}
@@ -125,8 +127,14 @@ func (e *engine) lookahead(steps []traces.Step, i, j, l int, first int64) error 
 		if k < 0 || int(k) >= len(e.state) {
 			return fmt.Errorf("policy %s asked to prefetch expert key %d: no such expert", e.pol.Name(), k)
 		}
-		if e.requested[k] != e.passNo {
-			e.requested[k] = e.passNo
+		// A naming predicts the key's next use: later in this pass, or in the
+		// next pass when it names a layer at or before this one.
+		target := e.passNo
+		if int(k)/e.nE <= l {
+			target++
+		}
+		if e.requested[k] != target {
+			e.requested[k] = target
 			if e.measuring {
 				e.res.PrefetchRequested++
 			}
