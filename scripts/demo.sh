@@ -9,7 +9,9 @@ common=(--device iphone-17-pro-max --cache 3GiB --tokens 2000 --seed 1)
 step() {
 	local title=$1; shift
 	printf '%-44s ' "$title"
-	"$lessim" simulate "${common[@]}" "$@" | awk '/^throughput/ {printf "%s %s", $2, $3} /^cache/ {printf "   hit rate %s", $4} /^flash/ {printf "   flash %s %s\n", $2, $3}'
+	"$lessim" simulate "${common[@]}" "$@" |
+		awk '/^throughput/ {tp = $2 " " $3} /^flash/ {fl = $2 " " $3} /^cache +hit rate/ {hr = $4}
+		     END {printf "%11s   hit rate %s   flash %s\n", tp, hr, fl}'
 }
 
 echo "lessim demo: $("$lessim" --version)"
