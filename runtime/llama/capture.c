@@ -18,6 +18,22 @@ int64_t lessim_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+static int64_t thread_cpu_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int32_t lessim_decode(struct llama_context * ctx, struct llama_batch batch, int64_t * start_ns, int64_t * wall_ns, int64_t * cpu_ns) {
+    int64_t c0 = thread_cpu_ns();
+    int64_t w0 = lessim_now_ns();
+    int32_t rc = llama_decode(ctx, batch);
+    *wall_ns = lessim_now_ns() - w0;
+    *cpu_ns = thread_cpu_ns() - c0;
+    *start_ns = w0;
+    return rc;
+}
+
 static char last_error[512];
 
 void lessim_log_quiet(enum ggml_log_level level, const char * text, void * user_data) {

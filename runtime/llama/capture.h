@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "ggml.h"
+#include "llama.h"
 
 // Capture kinds; the order is the buffer index used in rows[].
 enum {
@@ -40,6 +41,11 @@ void lessim_capture_free(lessim_capture * c);
 void lessim_capture_reset(lessim_capture * c);
 bool lessim_cb_eval(struct ggml_tensor * t, bool ask, void * user_data);
 int64_t lessim_now_ns(void);
+// lessim_decode runs llama_decode and measures it: wall-clock (CLOCK_MONOTONIC)
+// and the calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID; with 1 thread
+// ggml computes on the caller, so this is the pass's compute time even when
+// the machine is oversubscribed). *start_ns gets the wall-clock start.
+int32_t lessim_decode(struct llama_context * ctx, struct llama_batch batch, int64_t * start_ns, int64_t * wall_ns, int64_t * cpu_ns);
 void lessim_log_quiet(enum ggml_log_level level, const char * text, void * user_data);
 void lessim_log_stderr(enum ggml_log_level level, const char * text, void * user_data);
 const char * lessim_last_error(void);

@@ -61,6 +61,7 @@ type Context struct {
 	nCtx    int
 	pos     int
 	passNS  int64
+	passCPU int64
 	passBeg int64
 }
 
@@ -192,9 +193,9 @@ func (c *Context) decode(tokens []int32, all bool) error {
 	if c.cap != nil {
 		C.lessim_capture_reset(c.cap)
 	}
-	c.passBeg = int64(C.lessim_now_ns())
-	rc := C.llama_decode(c.ctx, *b)
-	c.passNS = int64(C.lessim_now_ns()) - c.passBeg
+	var beg, wall, cpu C.int64_t
+	rc := C.lessim_decode(c.ctx, *b, &beg, &wall, &cpu)
+	c.passBeg, c.passNS, c.passCPU = int64(beg), int64(wall), int64(cpu)
 	if rc != 0 {
 		return fmt.Errorf("decode: llama_decode returned %d%s", int(rc), lastError())
 	}
@@ -207,6 +208,12 @@ func (c *Context) decode(tokens []int32, all bool) error {
 
 // PassNS is the wall-clock duration of the last Decode in nanoseconds.
 func (c *Context) PassNS() int64 { return c.passNS }
+
+// PassCPUNS is the CPU time the calling thread spent in the last Decode. With
+// Threads = 1 ggml computes on that thread, so this is the pass's compute time
+// undisturbed by other processes on a busy machine; with more threads it
+// misses the workers' time.
+func (c *Context) PassCPUNS() int64 { return c.passCPU }
 
 // Logits returns the output logits of the i-th output row of the last Decode
 // (-1 = last). The slice aliases llama.cpp memory valid until the next Decode.

@@ -192,6 +192,9 @@ func TestCaptureShapes(t *testing.T) {
 					t.Errorf("%s: block %d row %d: weights %v not normalized and ordered", step.name, b, r, w)
 				}
 			}
+			if c.PassCPUNS() <= 0 {
+				t.Errorf("%s: PassCPUNS %d, want > 0", step.name, c.PassCPUNS())
+			}
 			if step.name == "decode" && (lc.ReadyNS <= 0 || lc.ReadyNS > c.PassNS()) {
 				t.Errorf("block %d ReadyNS %d outside the pass (%d ns)", b, lc.ReadyNS, c.PassNS())
 			}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"syscall"
 )
 
 // fileSHA256 hashes a file (the model, for provenance).
@@ -39,4 +40,13 @@ func lessimVersion() string {
 		}
 	}
 	return v
+}
+
+// processCPU is the process's user + system CPU time in ns (0 if unavailable).
+func processCPU() int64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
 }

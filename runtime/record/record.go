@@ -44,6 +44,11 @@ type Summary struct {
 	// DecodeWallNS is the wall-clock time of the decode loops: sampling,
 	// passes, building steps, lookahead scores and writing the trace.
 	DecodeWallNS int64
+	// DecodeCPUNS is the compute thread's CPU time in the decode passes
+	// (llama.Context.PassCPUNS); DecodeProcCPUNS is the whole process's CPU
+	// time (user + system) during the decode loops, so their difference is the
+	// recorder's own work. Both are robust to other load on the machine.
+	DecodeCPUNS, DecodeProcCPUNS int64
 	// Generated are the sampled token ids per prompt, in order.
 	Generated [][]int32
 }
@@ -240,10 +245,11 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 	r.sum.PrefillTokens += len(prompt)
 	total := len(r.toks) * r.opt.Tokens
 	gen := make([]int32, 0, r.opt.Tokens)
-	start := time.Now()
+	start, cpu0 := time.Now(), processCPU()
 	defer func() {
 		r.sum.Generated = append(r.sum.Generated, gen)
 		r.sum.DecodeWallNS += time.Since(start).Nanoseconds()
+		r.sum.DecodeProcCPUNS += processCPU() - cpu0
 	}()
 	for k := range r.opt.Tokens {
 		if err := ctx.Err(); err != nil {
@@ -256,6 +262,7 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 			return fmt.Errorf("decode token %d: %w", k, err)
 		}
 		r.sum.DecodeNS += r.lctx.PassNS()
+		r.sum.DecodeCPUNS += r.lctx.PassCPUNS()
 		if err := r.writePass(int32(i), pos, 1, traces.Decode); err != nil {
 			return err
 		}
