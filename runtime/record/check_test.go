@@ -3,6 +3,7 @@ package record
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,8 +104,8 @@ func TestCheckModelSynth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(w) != 3 || len(w[0]) != 8*64 {
-		t.Fatalf("routers: %d layers of %d values", len(w), len(w[0]))
+	if len(w) != 3 || len(w[0].W) != 8*64 || w[0].Bias != nil {
+		t.Fatalf("routers: %d layers of %d values, bias %v", len(w), len(w[0].W), w[0].Bias)
 	}
 	// Truncating the file anywhere in the tensor data is caught before llama.cpp.
 	data, _ := os.ReadFile(p)
@@ -141,9 +142,13 @@ func TestOptionsValidate(t *testing.T) {
 func TestRouterScores(t *testing.T) {
 	w := []float32{1, 2, 3, -1, 0, 1} // 2 experts × 3 hidden
 	x := []float32{1, 1, 2}
-	got := make([]float32, 2)
-	routerScores(got, w, x)
-	if got[0] != 9 || got[1] != 1 {
-		t.Errorf("routerScores = %v, want [9 1]", got)
+	for _, tc := range []struct {
+		bias, want []float32
+	}{{nil, []float32{9, 1}}, {[]float32{0.5, -2}, []float32{9.5, -1}}} {
+		got := make([]float32, 2)
+		router{W: w, Bias: tc.bias}.scores(got, x)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("bias %v: scores = %v, want %v", tc.bias, got, tc.want)
+		}
 	}
 }

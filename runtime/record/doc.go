@@ -14,10 +14,11 @@
 //	Logits       ffn_moe_logits-b        router logits over all experts (Options.Logits)
 //	RouterInput  src[1] of the router matmul (ffn_norm-b in qwen3moe), hidden floats
 //	             (Options.RouterInputs)
-//	Lookahead    for d = 1..LookaheadDepth: W_{l+d} · x_l, where W_{l+d} is MoE layer
-//	             l+d's router (blk.N.ffn_gate_inp.weight read from the GGUF with
-//	             runtime/gguf, dequantized to float32) and x_l is layer l's router
-//	             input; absent (null) when l+d is past the last MoE layer
+//	Lookahead    for d = 1..LookaheadDepth: W_{l+d} · x_l (+ bias_{l+d}), where W_{l+d}
+//	             is MoE layer l+d's router (blk.N.ffn_gate_inp.weight read from the
+//	             GGUF with runtime/gguf, dequantized to float32; .bias when the file
+//	             has one, as gpt-oss does) and x_l is layer l's router input;
+//	             absent (null) when l+d is past the last MoE layer
 //	ComputeNS    decode rows: wall-clock ns from layer l's router logits being ready to
 //	             layer l+1's (last layer: to the end of the pass), i.e. the window a
 //	             lookahead prefetch issued at layer l has before layer l+1 decides;
@@ -72,7 +73,7 @@
 // CLI built without llama.cpp can still validate its input. The logits are
 // before any router bias (gpt-oss) and the selection may use biased
 // probabilities (DeepSeek V3), so "top-k of logits = Experts" holds only for
-// plain softmax routers such as qwen3moe; lookahead scores likewise omit
-// router biases. Expert residency is not modelled here: the whole model sits
+// plain softmax routers such as qwen3moe; lookahead scores include a router
+// bias tensor but not a selection bias (exp_probs_b). Expert residency is not modelled here: the whole model sits
 // in the page cache, so ComputeNS is compute time, not load time.
 package record

@@ -118,7 +118,7 @@ type recorder struct {
 	opt     Options
 	mc      *ModelCheck
 	ps      PromptSet
-	routers [][]float32 // per MoE layer, experts × hidden; nil without lookahead
+	routers []router // per MoE layer; nil without lookahead
 	model   *llama.Model
 	lctx    *llama.Context
 	toks    [][]int32
@@ -340,7 +340,7 @@ func (r *recorder) fillStep(caps []llama.LayerCapture, j int, phase traces.Phase
 			copy(ls.RouterInput, x)
 		}
 		for d, sc := range ls.Lookahead {
-			routerScores(sc, r.routers[i+d+1], x)
+			r.routers[i+d+1].scores(sc, x)
 		}
 		ls.ComputeNS = 0
 		if phase == traces.Decode {

@@ -119,8 +119,15 @@ func readTrace(t *testing.T, path string) []traces.Step {
 }
 
 func TestRecordShapeAndMeta(t *testing.T) {
-	sum, steps := record(t, 0.7, func(o *Options) { o.RouterInputs = true; o.LookaheadDepth = 2 })
+	var progress [][2]int
+	sum, steps := record(t, 0.7, func(o *Options) {
+		o.RouterInputs, o.LookaheadDepth = true, 2
+		o.Progress = func(done, total int) { progress = append(progress, [2]int{done, total}) }
+	})
 	sh := testShape(0.7)
+	if len(progress) != 36 || progress[0] != [2]int{1, 36} || progress[35] != [2]int{36, 36} {
+		t.Errorf("progress calls %v, want (1,36)..(36,36)", progress)
+	}
 	prefill := 0
 	var passes []int32
 	for _, s := range steps {
@@ -159,6 +166,18 @@ func TestRecordShapeAndMeta(t *testing.T) {
 				t.Fatalf("seq %d pos %d layer %d %s: compute_ns %d", s.Seq, s.Pos, i, s.Phase, ls.ComputeNS)
 			}
 		}
+	}
+}
+
+// TestRecordBuiltinPrompts records the default prompt set, with 2 threads.
+func TestRecordBuiltinPrompts(t *testing.T) {
+	sum, steps := record(t, 0.7, func(o *Options) { o.Prompts, o.Tokens, o.Threads = nil, 2, 2 })
+	b := Builtin()
+	if sum.Prompts != len(b.Prompts) || sum.Meta.Info["prompt_set"] != BuiltinPromptSet || sum.Meta.Info["prompt_set_sha256"] != b.Hash {
+		t.Errorf("summary %d prompts, info %v; want the %d built-in prompts", sum.Prompts, sum.Meta.Info, len(b.Prompts))
+	}
+	if last := steps[len(steps)-1]; int(last.Seq) != len(b.Prompts)-1 || last.Phase != traces.Decode {
+		t.Errorf("last step seq %d %s", last.Seq, last.Phase)
 	}
 }
 
