@@ -332,6 +332,9 @@ func (r *Reader) readRow(k int, row int64) error {
 	}
 	buf.experts = append(buf.experts[:0], b.experts.i32[es:ee]...)
 	ls.Experts = buf.experts
+	if ee == es {
+		ls.Experts = nil // a layer the pass did not route: nil, as importers make it
+	}
 	if ls.Weights, err = pqFloats(&b.weights, i, &buf.weights); err != nil {
 		return err
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -369,5 +371,26 @@ func TestEncodings(t *testing.T) {
 	}
 	if seen != len(floats) {
 		t.Errorf("found %d of %d float columns", seen, len(floats))
+	}
+}
+
+// TestReaderArrowPanics reads files (found by FuzzReader) on which arrow-go
+// v18.8.0 panics, once while parsing the footer and once while decoding a
+// page: the reader's last-resort guard must turn both into errors.
+func TestReaderArrowPanics(t *testing.T) {
+	for _, c := range []struct{ file, want string }{
+		{"io-corrupt-footer.parquet", "corrupt Parquet file (arrow-go panicked: "},
+		{"io-corrupt-page.parquet", "near row 0: corrupt Parquet data (arrow-go panicked: "},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			data, err := os.ReadFile(filepath.Join("testdata", c.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _, err = ioRead(data, c.file, 4)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("error %v, want one containing %q", err, c.want)
+			}
+		})
 	}
 }
