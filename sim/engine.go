@@ -160,10 +160,15 @@ func (e *engine) run(steps []traces.Step) error {
 			j++
 		}
 		e.measuring = true
-		start, bytes0 := e.now, e.fl.bytesRead
+		start, bytes0, reads0 := e.now, e.fl.bytesRead, e.fl.reads
+		e.fl.advance(e.now)
+		busy0 := e.fl.busyNS
 		if err := e.pass(steps, i, j); err != nil {
 			return err
 		}
+		e.fl.advance(e.now)
+		e.res.FlashBusyNS += e.fl.busyNS - busy0
+		e.res.FlashReads += e.fl.reads - reads0
 		accepted := e.accepted(j - i)
 		dt := e.now - start
 		e.res.Passes++
@@ -219,8 +224,6 @@ func (e *engine) wrapUp(ctxTokens int) {
 			e.res.WastedPrefetchBytes += e.layerBytes[k/e.nE]
 		}
 	}
-	e.res.FlashReads = e.fl.reads
-	e.res.FlashBusyNS = e.fl.busyNS
 	e.res.finish(e.latencies)
 	e.res.Warnings = warnings(e, ctxTokens)
 }

@@ -95,6 +95,14 @@ func randomSteps(m *devices.ModelSpec, n int, seed uint64) []traces.Step {
 	return steps
 }
 
+// withPrompt marks the first n steps as one prefill pass.
+func withPrompt(steps []traces.Step, n int) []traces.Step {
+	for i := range n {
+		steps[i].Phase, steps[i].Pass = traces.Prefill, 0
+	}
+	return steps
+}
+
 func run(t testing.TB, cfg sim.Config, steps []traces.Step, policy string, p policies.Params) *sim.Result {
 	t.Helper()
 	p.Model = cfg.Model
@@ -133,12 +141,13 @@ func TestDeterministicJSON(t *testing.T) {
 
 // Physics: no run beats pure compute or moving its bytes at the best bandwidth.
 func TestPhysicsBounds(t *testing.T) {
-	steps := randomSteps(tinyModel(), 200, 3)
+	steps := withPrompt(randomSteps(tinyModel(), 220, 3), 20)
 	all := run(t, baseConfig(64*mib), steps, "lru", policies.DefaultParams(tinyModel()))
 	for _, layout := range []sim.Layout{sim.LayoutPerExpert, sim.LayoutGGUFMmap} {
 		for _, pol := range []string{"ondemand", "les", "oracle"} {
 			cfg := baseConfig(20 * mib)
 			cfg.Layout = layout
+			cfg.Prefill = true
 			r := run(t, cfg, steps, pol, policies.DefaultParams(tinyModel()))
 			best := 2.4e9 // the aggregate curve's maximum
 			if minNS := float64(r.FlashBytes) / best * 1e9; float64(r.TimeNS) < minNS {
@@ -146,6 +155,9 @@ func TestPhysicsBounds(t *testing.T) {
 			}
 			if r.TimeNS < all.ComputeNS {
 				t.Errorf("%s/%s: %d ns beats pure compute %d ns", layout, pol, r.TimeNS, all.ComputeNS)
+			}
+			if r.FlashBusyNS > r.TimeNS {
+				t.Errorf("%s/%s: flash busy %d ns longer than the run %d ns", layout, pol, r.FlashBusyNS, r.TimeNS)
 			}
 			if r.TimeNS != r.ComputeNS+r.StallNS {
 				t.Errorf("%s/%s: time %d != compute %d + stall %d", layout, pol, r.TimeNS, r.ComputeNS, r.StallNS)

@@ -33,7 +33,7 @@ type Result struct {
 	StallFlashNS      int64   `json:"stall_flash_ns"`       // of which waiting for reads to finish
 	StallFaultCPUNS   int64   `json:"stall_fault_cpu_ns"`   // of which page-fault handling (gguf-mmap)
 	DemandQueueWaitNS int64   `json:"demand_queue_wait_ns"` // demand reads waiting for a lane (behind other reads)
-	FlashBusyNS       int64   `json:"flash_busy_ns"`        // time with at least one transfer in progress
+	FlashBusyNS       int64   `json:"flash_busy_ns"`        // decode time with at least one transfer in progress
 
 	FlashBytes         int64   `json:"flash_bytes"`
 	FlashReads         int64   `json:"flash_reads"`

@@ -21,7 +21,7 @@ var goldenDir = func() string {
 }()
 
 // runCLI runs one command line in dir and returns stdout, with any error as a
-// last "error: ..." line (what a user sees on stderr).
+// last "lessim: ..." line (as main prints it) (what a user sees on stderr).
 func runCLI(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	if dir != "" {
@@ -31,7 +31,7 @@ func runCLI(t *testing.T, dir string, args ...string) string {
 	err := run(args, &out, &errb)
 	s := out.String()
 	if err != nil {
-		s += "error: " + err.Error() + "\n"
+		s += "lessim: " + err.Error() + "\n"
 	}
 	return s
 }
@@ -117,7 +117,7 @@ func TestTraceRoundTrip(t *testing.T) {
 	if err := os.WriteFile(bad, data[:len(data)/2], 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got := runCLI(t, dir, "trace", "stats", "bad.parquet"); !strings.Contains(got, "error: ") || !strings.Contains(got, "bad.parquet") {
+	if got := runCLI(t, dir, "trace", "stats", "bad.parquet"); !strings.Contains(got, "lessim: ") || !strings.Contains(got, "bad.parquet") {
 		t.Errorf("truncated trace: want an error naming the file, got %q", got)
 	}
 }
@@ -149,7 +149,7 @@ func TestModelSynthInspect(t *testing.T) {
 		"--expert-ffn", "32", "--heads", "2", "--heads-kv", "1", "--head-dim", "32", "--vocab", "300", "--quant", "q8_0", "--out", "m.gguf")
 	golden(t, "model-synth", out)
 	golden(t, "model-inspect", runCLI(t, dir, "model", "inspect", "--max-experts", "2", "m.gguf"))
-	if got := runCLI(t, dir, "model", "inspect", "nothere.gguf"); !strings.Contains(got, "error: ") {
+	if got := runCLI(t, dir, "model", "inspect", "nothere.gguf"); !strings.Contains(got, "lessim: ") {
 		t.Errorf("missing file: %q", got)
 	}
 }

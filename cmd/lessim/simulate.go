@@ -15,20 +15,20 @@ import (
 
 // simulateFlags are simulate's command line.
 type simulateFlags struct {
-	model, variant, trace     string
-	device, deviceFile        string
-	policy, cache, layout     string
-	format                    string
-	cachedFirst, prefill      bool
-	specBlock, contextTokens  int
-	specAccept                float64
-	seed                      uint64
-	tokens                    int
-	predictRecall, predictFP  float64
-	topN, depth, maxCand      int
-	threshold, pinFraction    float64
-	maxInflight               string
-	noPrefetch                bool
+	model, variant, trace    string
+	device, deviceFile       string
+	policy, cache, layout    string
+	format                   string
+	cachedFirst, prefill     bool
+	specBlock, contextTokens int
+	specAccept               float64
+	seed                     uint64
+	tokens                   int
+	predictRecall, predictFP float64
+	topN, depth, maxCand     int
+	threshold, pinFraction   float64
+	maxInflight              string
+	noPrefetch               bool
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -61,7 +61,7 @@ compute, with the chosen expert-scheduling policy, and prints the result.`,
 	fl.BoolVar(&f.prefill, "prefill", false, "simulate the trace's prefill passes first (warms the cache; never in decode metrics)")
 	fl.IntVar(&f.contextTokens, "context", 0, "context tokens charged to the KV cache (0 = longest sequence in the trace)")
 	fl.Float64Var(&f.predictRecall, "predict-recall", 0, "for traces without lookahead scores: a stated predictor of this recall (0 = none)")
-	fl.Float64Var(&f.predictFP, "predict-fp", 0, "stated predictor: expected false-positive candidates per token and layer")
+	fl.Float64Var(&f.predictFP, "predict-fp", traces.DefaultPredictOptions().FalsePositives, "stated predictor: expected false-positive candidates per token and layer")
 	fl.IntVar(&f.topN, "top-n", 0, "les: candidates per token and depth (0 = the model's top-k)")
 	fl.Float64Var(&f.threshold, "threshold", 0, "les: pick candidates up to this cumulative router probability instead of --top-n (0 = off)")
 	fl.IntVar(&f.maxCand, "max-candidates", 0, "les: cap on a threshold candidate set (0 = 2 × top-k)")
@@ -129,7 +129,8 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	var extraWarn []string
 	if f.predictRecall > 0 {
-		po := traces.PredictOptions{Recall: f.predictRecall, FalsePositives: f.predictFP, Depth: max(f.depth, 1), Seed: f.seed}
+		po := traces.DefaultPredictOptions()
+		po.Recall, po.FalsePositives, po.Depth, po.Seed = f.predictRecall, f.predictFP, max(f.depth, 1), f.seed
 		meta, steps, err := traces.PredictLookahead(tr.meta, tr.steps, po)
 		if err != nil {
 			return err
