@@ -38,16 +38,27 @@ static char last_error[512];
 
 void lessim_log_quiet(enum ggml_log_level level, const char * text, void * user_data) {
     (void)user_data;
-    if (level == GGML_LOG_LEVEL_ERROR && text != NULL) {
-        // Keep the last error line so Go can put it in its error message.
-        size_t n = strlen(text);
-        if (n > 0 && n < sizeof(last_error)) {
-            memcpy(last_error, text, n + 1);
-            while (n > 0 && (last_error[n - 1] == '\n' || last_error[n - 1] == '\r')) {
-                last_error[--n] = 0;
-            }
-        }
+    if (level != GGML_LOG_LEVEL_ERROR || text == NULL) {
+        return;
     }
+    // Keep the error lines since the last lessim_clear_last_error, joined by
+    // "; ", so Go can put llama.cpp's reason (not just its last line) in errors.
+    size_t n = strlen(last_error);
+    for (const char * p = text; *p && n + 3 < sizeof(last_error); p++) {
+        if (*p == '\n' || *p == '\r') {
+            if (n > 0 && p[1] != 0 && last_error[n - 1] != ' ') {
+                last_error[n++] = ';';
+                last_error[n++] = ' ';
+            }
+            continue;
+        }
+        last_error[n++] = *p;
+    }
+    if (n > 0 && last_error[n - 1] != ' ' && n + 3 < sizeof(last_error)) {
+        last_error[n++] = ';';
+        last_error[n++] = ' ';
+    }
+    last_error[n] = 0;
 }
 
 void lessim_log_stderr(enum ggml_log_level level, const char * text, void * user_data) {
@@ -55,7 +66,13 @@ void lessim_log_stderr(enum ggml_log_level level, const char * text, void * user
     fputs(text, stderr);
 }
 
-const char * lessim_last_error(void) { return last_error; }
+const char * lessim_last_error(void) {
+    size_t n = strlen(last_error);
+    while (n > 0 && (last_error[n - 1] == ' ' || last_error[n - 1] == ';')) {
+        last_error[--n] = 0;
+    }
+    return last_error;
+}
 void lessim_clear_last_error(void) { last_error[0] = 0; }
 
 lessim_capture * lessim_capture_new(int n_block, int n_embd, int n_expert, int n_used, int cap_tokens, bool want_input) {
