@@ -44,11 +44,18 @@ func topIndices(dst []int32, scores []float32, n int) []int32 {
 	h := dst[base:base]
 	negInf := float32(math.Inf(-1))
 	floor := negInf // score of h[0] once h is full: anything below cannot enter
-	for i := range int32(len(scores)) {
-		v := scoreOf(scores, i)
-		if v == negInf || len(h) == n && v < floor {
+	for j, v := range scores {
+		// NB: the hot path is one comparison: once h is full, only a score
+		// strictly above the floor can enter (a tie loses on its higher
+		// index), and !(v > floor) also rejects NaN.
+		if len(h) == n {
+			if !(v > floor) {
+				continue
+			}
+		} else if v != v || v == negInf {
 			continue
 		}
+		i := int32(j)
 		if len(h) < n {
 			h = append(h, i)
 			for j := len(h) - 1; j > 0; { // sift up: root is the worst kept

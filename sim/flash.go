@@ -52,8 +52,10 @@ type flashReq struct {
 	submit    Time
 	start     Time    // lane acquired
 	xferStart Time    // latency over, transfer begins
-	remaining float64 // bytes left to transfer
-	rate      float64 // current bytes/ns
+	remaining float64    // bytes left to transfer
+	rate      float64    // current bytes/ns
+	curve     [2]float64 // (single-lane, aggregate) bytes/ns for this read's size
+	eta       Time       // next event: latency end, or completion at the current rate
 	inXfer    bool
 	sync      bool // the caller waits on this id and releases it itself
 	finished  bool
@@ -111,7 +113,7 @@ func (f *flash) submit(key Key, bytes int64, demand bool) int32 {
 	f.seq++
 	f.bytesRead += bytes
 	r := &f.reqs[id]
-	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, remaining: float64(bytes)}
+	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, remaining: float64(bytes), curve: f.rateFor(bytes)}
 	if len(f.active) < f.lanes {
 		f.startReq(id)
 		f.rerate()
@@ -154,6 +156,7 @@ func (f *flash) startReq(id int32) {
 	r := &f.reqs[id]
 	r.start = f.now
 	r.xferStart = f.now + f.latency
+	r.eta = r.xferStart
 	f.active = append(f.active, id)
 	if f.latency == 0 {
 		r.inXfer = true
@@ -161,7 +164,8 @@ func (f *flash) startReq(id int32) {
 	}
 }
 
-// rerate recomputes every transfer's rate after k changed.
+// rerate recomputes every transfer's rate and completion time after k
+// changed; f.now must be the current time.
 func (f *flash) rerate() {
 	k := float64(f.xfers)
 	for _, id := range f.active {
@@ -169,8 +173,8 @@ func (f *flash) rerate() {
 		if !r.inXfer {
 			continue
 		}
-		rt := f.rateFor(r.bytes)
-		r.rate = min(rt[0], float64(rt[1]/k))
+		r.rate = min(r.curve[0], float64(r.curve[1]/k))
+		r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
 	}
 }
 
@@ -180,12 +184,7 @@ func (f *flash) nextEvent() (Time, int32) {
 	var bestSeq uint64
 	for _, id := range f.active {
 		r := &f.reqs[id]
-		var t Time
-		if !r.inXfer {
-			t = r.xferStart
-		} else {
-			t = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
-		}
+		t := r.eta
 		if t < best || t == best && r.seq < bestSeq {
 			best, bestID, bestSeq = t, id, r.seq
 		}
