@@ -50,8 +50,8 @@ type flashReq struct {
 	bytes     int64
 	demand    bool
 	submit    Time
-	start     Time    // lane acquired
-	xferStart Time    // latency over, transfer begins
+	start     Time       // lane acquired
+	xferStart Time       // latency over, transfer begins
 	remaining float64    // bytes left to transfer
 	rate      float64    // current bytes/ns
 	curve     [2]float64 // (single-lane, aggregate) bytes/ns for this read's size
