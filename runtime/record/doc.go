@@ -30,13 +30,14 @@
 //
 // # Passes and phases
 //
-// Prefill rows have Phase Prefill and share one Pass; each decode token is
-// its own Pass, numbered in trace order. llama.cpp drops non-output rows
+// Prefill rows have Phase Prefill; a prompt is prefilled in passes of at most
+// 256 tokens (one pass for the usual prompt), rows of one pass sharing its
+// Pass. Each decode token is its own Pass; passes are numbered in trace order. llama.cpp drops non-output rows
 // before the last layer, so the recorder prefills with every prompt token an
 // output (llama.Context.DecodeAll): every layer then sees every prompt token
 // and every prefill row is complete, at the cost of computing the output head
-// for the whole prompt once. A prompt is prefilled in one pass of at most
-// 2048 tokens. Generation does not stop at end-of-sequence tokens, so each
+// for the whole prompt once (hence the 256-token passes: llama.cpp holds
+// vocab × tokens output logits). Generation does not stop at end-of-sequence tokens, so each
 // prompt yields exactly Tokens decode rows. Sampling is llama.cpp's top-k +
 // temperature + seeded draw (prompt i seeded with Seed+i) or greedy; the same
 // model, prompts, options and seed give the same routing (tested with 1

@@ -14,8 +14,14 @@ import (
 	"github.com/lessim/lessim/traces"
 )
 
-// maxPromptTokens bounds one prompt's prefill (one batched pass).
-const maxPromptTokens = 2048
+// prefillChunk bounds one prefill pass. Every prefill row is an output, so
+// llama.cpp holds vocab × chunk output logits (156 MB for a 152k vocabulary);
+// longer prompts are prefilled in several passes, as llama.cpp's own n_batch
+// chunking does.
+const prefillChunk = 256
+
+// maxContext bounds prompt + generated tokens of one sequence.
+const maxContext = 1 << 16
 
 // promptSet resolves the prompts to record.
 func (o *Options) promptSet() PromptSet {
@@ -151,8 +157,8 @@ func (r *recorder) open() error {
 		if len(t) == 0 {
 			return fmt.Errorf("prompt %d tokenizes to nothing", i)
 		}
-		if len(t) > maxPromptTokens {
-			return fmt.Errorf("prompt %d has %d tokens; the recorder prefills in one pass of at most %d", i, len(t), maxPromptTokens)
+		if len(t)+r.opt.Tokens > maxContext {
+			return fmt.Errorf("prompt %d has %d tokens; with %d decode tokens that exceeds the %d-token context the recorder allows", i, len(t), r.opt.Tokens, maxContext)
 		}
 		longest = max(longest, len(t))
 		r.toks = append(r.toks, t)
@@ -160,7 +166,7 @@ func (r *recorder) open() error {
 	r.lctx, err = m.NewContext(llama.ContextOptions{
 		Threads: r.opt.Threads,
 		Ctx:     longest + r.opt.Tokens,
-		Batch:   longest,
+		Batch:   min(longest, prefillChunk),
 		Capture: &llama.CaptureOptions{RouterInputs: r.opt.RouterInputs || r.opt.LookaheadDepth > 0},
 	})
 	return err
@@ -210,7 +216,7 @@ func (r *recorder) meta() (traces.Meta, error) {
 			"sampler":           samplerName(o),
 			"threads":           strconv.Itoa(o.Threads),
 			"lessim_version":    lessimVersion(),
-			"prefill":           "one pass per prompt, every row an output so every layer sees every token",
+			"prefill":           fmt.Sprintf("passes of at most %d tokens, every row an output so every layer sees every token", prefillChunk),
 			"compute_ns":        "decode rows only: wall ns from this layer's router logits to the next MoE layer's (last layer: to the end of the pass); 0 for prefill rows",
 		},
 	}, nil
@@ -235,12 +241,15 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 	defer s.Close()
 	prompt := r.toks[i]
 	r.lctx.Reset()
-	if err := r.lctx.DecodeAll(prompt); err != nil {
-		return err
-	}
-	r.sum.PrefillNS += r.lctx.PassNS()
-	if err := r.writePass(int32(i), 0, len(prompt), traces.Prefill); err != nil {
-		return err
+	for off := 0; off < len(prompt); off += prefillChunk {
+		chunk := prompt[off:min(off+prefillChunk, len(prompt))]
+		if err := r.lctx.DecodeAll(chunk); err != nil {
+			return err
+		}
+		r.sum.PrefillNS += r.lctx.PassNS()
+		if err := r.writePass(int32(i), off, len(chunk), traces.Prefill); err != nil {
+			return err
+		}
 	}
 	r.sum.PrefillTokens += len(prompt)
 	total := len(r.toks) * r.opt.Tokens

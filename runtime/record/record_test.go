@@ -435,3 +435,30 @@ func relErr(a, b []float32) float64 {
 	}
 	return d / max(m, 1e-6)
 }
+
+// TestRecordLongPrompt: a prompt longer than one prefill pass is prefilled in
+// 256-token passes with contiguous positions, and decoding continues after it.
+func TestRecordLongPrompt(t *testing.T) {
+	long := strings.Repeat("lorem ipsum dolor sit amet, 12345; ", 12)
+	sum, steps := record(t, 0.7, func(o *Options) { o.Prompts, o.Tokens = []string{long}, 3 })
+	n := sum.PrefillTokens
+	if n <= prefillChunk {
+		t.Fatalf("prompt has only %d tokens; the test needs more than %d", n, prefillChunk)
+	}
+	passes := map[int32]int{}
+	for k, s := range steps {
+		if int(s.Pos) != k {
+			t.Fatalf("step %d has pos %d", k, s.Pos)
+		}
+		if s.Phase == traces.Prefill {
+			passes[s.Pass]++
+		}
+	}
+	if want := (n + prefillChunk - 1) / prefillChunk; len(passes) != want || passes[0] != prefillChunk {
+		t.Errorf("prefill of %d tokens in passes %v, want %d passes of up to %d", n, passes, want, prefillChunk)
+	}
+	t.Logf("%d prompt tokens in %d prefill passes", n, len(passes))
+	if len(steps) != n+3 {
+		t.Errorf("%d steps, want %d", len(steps), n+3)
+	}
+}
