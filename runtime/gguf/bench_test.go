@@ -32,3 +32,12 @@ func BenchmarkAppendQ8_0(b *testing.B) {
 		buf, _ = AppendQ8_0(buf[:0], xs)
 	}
 }
+
+func BenchmarkUniform(b *testing.B) {
+	xs := make([]float32, 1<<16)
+	r := newTestRand()
+	b.SetBytes(int64(len(xs)) * 4)
+	for b.Loop() {
+		uniform(r, xs, 0.03)
+	}
+}

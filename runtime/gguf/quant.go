@@ -107,25 +107,26 @@ func AppendQ8_0(dst []byte, xs []float32) ([]byte, error) {
 	for b := range len(xs) / q8Block {
 		blk := xs[b*q8Block : (b+1)*q8Block]
 		o := out[b*q8BlockBytes : (b+1)*q8BlockBytes]
-		var amax float32
+		// |x| compares like its bit pattern with the sign cleared (for non-NaN x), and
+		// an integer max is branch-free.
+		var amaxBits uint32
 		for _, v := range blk {
-			amax = max(amax, math.Float32frombits(math.Float32bits(v)&0x7fffffff))
+			amaxBits = max(amaxBits, math.Float32bits(v)&0x7fffffff)
 		}
-		d := amax / 127
+		d := math.Float32frombits(amaxBits) / 127
 		var id float32
 		if d != 0 {
 			id = 1 / d
 		}
 		binary.LittleEndian.PutUint16(o, F32ToF16(d))
+		q := o[2:q8BlockBytes]
 		for j, v := range blk {
-			// roundf: half away from zero. NB: the ±0.5 is added in float64, where it is
-			// exact; in float32 it would round 0.49999997 up to 1.
+			// roundf: half away from zero, as y + copysign(0.5, y) truncated (branch-free:
+			// the signs are random). NB: the addition is in float64, where it is exact;
+			// in float32 it would round 0.49999997 up to 1.
 			y := float64(v * id)
-			if y >= 0 {
-				o[2+j] = byte(int8(int32(y + 0.5)))
-			} else {
-				o[2+j] = byte(int8(int32(y - 0.5)))
-			}
+			half := math.Float64frombits(0x3fe0000000000000 | math.Float64bits(y)&(1<<63))
+			q[j] = byte(int8(int32(y + half)))
 		}
 	}
 	return dst[:len(dst)+n], nil
