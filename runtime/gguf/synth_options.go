@@ -12,7 +12,7 @@ import (
 // field means "use the default" (see DefaultSynthOptions) except RouterCorrelation
 // and Seed, which are used as given.
 type SynthOptions struct {
-	Arch      string // llama.cpp architecture: "qwen3moe" or "olmoe" (see synthArchs)
+	Arch      string // llama.cpp architecture: "qwen3moe" or "olmoe" (olmoe needs heads×head-dim = hidden, heads-kv = heads)
 	Layers    int    // transformer blocks, every one MoE
 	Experts   int    // routed experts per layer
 	TopK      int    // experts used per token
@@ -39,22 +39,23 @@ type SynthOptions struct {
 	// Lookahead recall rises with ρ. Measured with the reference forward pass in
 	// calibrate_test.go (48 random tokens decoded with a KV cache; q8_0; seed 7/1):
 	//
-	//	shape                      ρ    attention  recall  same-index  next-token reuse
-	//	8×64 top-8, hidden 512     0    1          0.64    0.12        0.16
-	//	                           0.5  1          0.70    0.33        0.14
-	//	                           0.7  1          0.75    0.46        0.15
-	//	                           0.9  1          0.83    0.67        0.14
-	//	                           1    1          0.94    0.94        0.12
-	//	                           0.7  4          0.64    0.44        0.43
-	//	                           0.9  4          0.72    0.61        0.25
-	//	default (16×64, hidden 1024) 0  1          0.72    0.13        0.17
-	//	                           0.7  1          0.79    0.47        0.15
-	//	                           0.9  1          0.84    0.67        0.15
+	//	shape                            ρ    attention  recall  same-index  next-token reuse
+	//	8 layers × 64, top-8, h 512      0    1          0.64    0.12        0.16
+	//	                                 0.5  1          0.70    0.33        0.14
+	//	                                 0.7  1          0.75    0.46        0.15
+	//	                                 0.9  1          0.83    0.67        0.14
+	//	                                 1    1          0.94    0.94        0.12
+	//	                                 0.7  4          0.64    0.44        0.43
+	//	                                 0.9  4          0.72    0.61        0.25
+	//	default: 16 × 64, top-8, h 1024  0    1          0.72    0.13        0.17
+	//	                                 0.7  1          0.79    0.47        0.15
+	//	                                 0.9  1          0.84    0.67        0.15
+	//	                                 1    1          0.93    0.93        0.16
 	//
-	// llama.cpp itself agrees: on a 6×16 top-4, hidden-256 model runtime/record measured
-	// 0.70 at ρ 0.2 and 0.85 at ρ 0.9 from real decoding; the reference pass gives 0.70
-	// and 0.86 on that shape. Chance is TopK/Experts (0.125 above). Published stale-gate recall on trained models is
-	// 0.81–0.89 (DESIGN.md); real runs through llama.cpp should be checked against these.
+	// Chance is TopK/Experts (0.125 here). llama.cpp agrees with the reference pass: on
+	// a 6-layer, 16-expert, top-4, hidden-256 model runtime/record measured 0.70 at
+	// ρ 0.2 and 0.85 at ρ 0.9 from real decoding, the reference pass 0.70 and 0.86.
+	// Published stale-gate recall on trained models is 0.81–0.89 (DESIGN.md).
 	RouterCorrelation float64
 
 	// AttentionScale multiplies the attention sublayer's output (0 means 1). Larger
