@@ -28,7 +28,8 @@ const kvCacheBytesPerValue = 2
 //     added to the next MoE layer (trailing ones to the last), so per-pass totals hold;
 //   - NonExpertBytes: every tensor that is not a routed expert, including embeddings
 //     and the head; HeadBytes: output.weight, or token_embd.weight when tied;
-//   - KVBytesPerToken: blocks × heads_kv × (key_length + value_length) × 2 (F16 cache).
+//   - KVBytesPerToken: blocks × heads_kv × (key_length + value_length) × 2 (F16 cache;
+//     approximate for compressed or recurrent caches such as deepseek2's MLA).
 //
 // FLOPs count 2 per weight per token for matrices read by matmul; the token embedding
 // is a row lookup and counts none.

@@ -1,0 +1,41 @@
+package gguf
+
+import (
+	"reflect"
+	"testing"
+
+	"github.com/lessim/lessim/devices"
+)
+
+// TestModelSpecMatchesBuildSpec cross-checks two independent derivations: ModelSpec
+// read from a synthetic file's tensor directory and devices.BuildSpec computed from
+// the same shape.
+func TestModelSpecMatchesBuildSpec(t *testing.T) {
+	for _, quant := range []string{"q8_0", "f16"} {
+		o := tinyOptions()
+		o.Quant = quant
+		f, err := parseBytes(synthBytes(t, o), "tiny.gguf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := f.ModelSpec()
+		if err != nil {
+			t.Fatal(err)
+		}
+		q, err := devices.ParseQuantType(quant)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want, err := devices.BuildSpec(devices.Shape{
+			Name: got.Name, Arch: "qwen3moe", Variant: quant, Source: got.Source,
+			MoELayers: o.Layers, Experts: o.Experts, TopK: o.TopK, Hidden: o.Hidden, ExpertFFN: o.ExpertFFN, Vocab: o.Vocab,
+			ExpertQuant: devices.Uniform(q), Heads: o.Heads, KVHeads: o.HeadsKV, HeadDim: o.HeadDim, QKNorm: true, DenseType: q,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\nModelSpec %+v\nBuildSpec %+v", quant, got, want)
+		}
+	}
+}
