@@ -2,6 +2,7 @@ package gguf
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -272,8 +273,12 @@ func TestWriteFileFailure(t *testing.T) {
 		return os.ErrInvalid
 	}))
 	dir := t.TempDir()
-	if err := w.WriteFile(filepath.Join(dir, "x.gguf")); err == nil {
-		t.Fatal("no error")
+	path := filepath.Join(dir, "x.gguf")
+	if err := w.WriteFile(path); err == nil || !strings.HasPrefix(err.Error(), "writing "+path+": tensor t: ") {
+		t.Fatalf("error %v", err)
+	}
+	if err := w.WriteFile(filepath.Join(dir, "missing", "x.gguf")); err == nil || !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing directory: %v", err)
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("left %d files", len(ents))

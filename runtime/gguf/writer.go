@@ -170,6 +170,13 @@ func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 // WriteFile writes the file to path (through a temporary file in the same directory,
 // renamed on success, so a failed write leaves no partial model behind).
 func (w *Writer) WriteFile(path string) error {
+	if err := w.writeFile(path); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
+}
+
+func (w *Writer) writeFile(path string) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return err
@@ -177,7 +184,7 @@ func (w *Writer) WriteFile(path string) error {
 	defer os.Remove(tmp.Name()) // no-op after a successful rename
 	if _, err := w.WriteTo(tmp); err != nil {
 		tmp.Close()
-		return fmt.Errorf("%s: %w", path, err)
+		return err
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		tmp.Close()
