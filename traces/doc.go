@@ -41,8 +41,9 @@
 // reading it from DuckDB and pandas, is docs/trace-format.md.
 //
 // Files are written deterministically (same steps, same bytes): no timestamps,
-// row groups sized from Meta alone (about 64 MiB of uncompressed rows, at most
-// 65,536 rows), zstd compression, BYTE_STREAM_SPLIT for float vectors.
+// row groups of whole tokens sized from Meta alone (about 64 MiB of
+// uncompressed rows, at most 65,536 rows), zstd compression, BYTE_STREAM_SPLIT
+// for float vectors.
 //
 // Reader streams a file one record batch at a time (about 8 MiB of rows) and
 // reuses its buffers between steps, so memory stays flat however long the

@@ -246,6 +246,7 @@ func (r *Reader) Err() error { return r.err }
 
 // Close releases the reader and, for Open, closes the file.
 func (r *Reader) Close() error {
+	r.done = true
 	if r.rec != nil {
 		r.rec.Release()
 		r.rec = nil

@@ -15,8 +15,8 @@ import (
 
 // Writer writes steps to a trace file: one Parquet row per token per MoE
 // layer, rows in the order the steps are written. Rows are buffered into row
-// groups of a size that follows from Meta; Close writes the last one and the
-// footer. A Writer is not safe for concurrent use.
+// groups of whole tokens, of a size that follows from Meta; Close writes the
+// last one and the footer. A Writer is not safe for concurrent use.
 type Writer struct {
 	meta    Meta
 	name    string // file name for errors, "" for NewWriter
@@ -154,10 +154,19 @@ func (w *Writer) Write(s *Step) error {
 	case w.err != nil:
 		return w.err
 	}
+	if s == nil {
+		return errors.New("trace writer: nil step")
+	}
 	if e := w.checker.check(&w.meta, s); e != nil {
 		cp := *e
 		cp.Problems = slices.Clone(e.Problems)
 		return w.wrap(&cp)
+	}
+	// Row groups hold whole tokens: start a new one rather than split a step.
+	if w.rows > 0 && w.rows+int64(len(s.Layers)) > w.groupSz {
+		if err := w.flush(); err != nil {
+			return err
+		}
 	}
 	c := &w.cols
 	for i := range s.Layers {
@@ -192,9 +201,6 @@ func (w *Writer) Write(s *Step) error {
 		c.computeNS.Append(ls.ComputeNS)
 	}
 	w.rows += int64(len(s.Layers))
-	if w.rows >= w.groupSz {
-		return w.flush()
-	}
 	return nil
 }
 

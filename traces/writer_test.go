@@ -60,19 +60,30 @@ func mustJSON(t *testing.T, m Meta) string {
 }
 
 // TestRowGroups checks that the writer's row-group sizing holds on disk: a
-// trace larger than one group is split, and the reader's step count agrees.
+// trace larger than one group is split between tokens, never inside one, and
+// the reader's step count agrees.
 func TestRowGroups(t *testing.T) {
 	m := ioTestMeta(ioShape{layers: 5, experts: 8, topK: 2})
 	steps := ioTestSteps(rand.New(rand.NewPCG(2, 2)), m, 61, false)
-	data := ioWrite(t, m, steps, 50)
+	data := ioWrite(t, m, steps, 48)
 	r, err := NewReader(bytes.NewReader(data), "rg.parquet")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	// 61 steps × 5 layers = 305 rows, flushed once ≥ 50 rows: 6 groups of 50 and one of 5.
+	// 61 steps × 5 layers = 305 rows in groups of at most 48 whole tokens'
+	// rows: 6 groups of 45 rows (9 steps) and one of 35.
 	if got := r.pf.NumRowGroups(); got != 7 {
 		t.Errorf("%d row groups, want 7", got)
+	}
+	for i := range r.pf.NumRowGroups() {
+		want := int64(45)
+		if i == 6 {
+			want = 35
+		}
+		if got := r.pf.MetaData().RowGroup(i).NumRows(); got != want {
+			t.Errorf("row group %d has %d rows, want %d", i, got, want)
+		}
 	}
 	if got := r.NumSteps(); got != 61 {
 		t.Errorf("NumSteps %d, want 61", got)
