@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -52,6 +53,9 @@ func (e *StepError) Error() string {
 // range-checked. It returns a *StepError listing every problem, or nil.
 // meta itself is assumed valid (Create, NewWriter and Open check it).
 func Validate(meta Meta, s *Step) error {
+	if s == nil {
+		return errors.New("nil step")
+	}
 	var c stepChecker
 	if e := c.check(&meta, s); e != nil {
 		return e
