@@ -20,14 +20,20 @@ func TestCalibrateRecall(t *testing.T) {
 	if !*calibrate {
 		t.Skip("run with -calibrate")
 	}
-	for _, c := range []struct{ rho, attn float64 }{{0, 1}, {0.5, 1}, {0.7, 1}, {0.9, 1}, {1, 1}, {0.7, 4}, {0.9, 4}} {
+	type setting struct{ rho, attn, share float64 }
+	settings := []setting{{0, 1, 0}, {0.5, 1, 0}, {0.7, 1, 0}, {0.9, 1, 0}, {1, 1, 0}, {0.7, 4, 0}, {0.9, 4, 0},
+		{0.7, 4, 0.97}, {0.9, 4, 0.97}}
+	if *calibrateShape == "default" {
+		settings = []setting{{0, 1, 0}, {0.7, 1, 0}, {0.9, 1, 0}, {1, 1, 0}, {0.7, 4, 0.97}}
+	}
+	for _, c := range settings {
 		rho := c.rho
 		o := SynthOptions{Layers: 8, Experts: 64, TopK: 8, Hidden: 512, ExpertFFN: 128, Heads: 8, HeadsKV: 2, HeadDim: 64,
 			Vocab: 512, Quant: "q8_0", Seed: 7}
 		if *calibrateShape == "default" {
 			o = DefaultSynthOptions()
 		}
-		o.RouterCorrelation, o.AttentionScale = rho, c.attn
+		o.RouterCorrelation, o.AttentionScale, o.AttentionSharing = rho, c.attn, c.share
 		path := filepath.Join(t.TempDir(), "m.gguf")
 		if err := SynthMoE(path, o); err != nil {
 			t.Fatal(err)
@@ -44,7 +50,7 @@ func TestCalibrateRecall(t *testing.T) {
 			toks[i] = 3 + r.IntN(o.Vocab-3)
 		}
 		trs := m.run(toks)
-		t.Logf("rho %.2f attention %.0f: update rms %.3f adjacent cos %.3f lookahead recall %.3f same-index %.3f next-token reuse %.3f",
-			rho, c.attn, UpdateRMS(rho), m.adjacentCosine(trs), m.lookaheadRecall(trs), m.sameIndexOverlap(trs), m.nextTokenReuse(trs))
+		t.Logf("rho %.2f attention %.0f sharing %.2f: update rms %.3f adjacent cos %.3f lookahead recall %.3f same-index %.3f next-token reuse %.3f",
+			rho, c.attn, c.share, UpdateRMS(rho), m.adjacentCosine(trs), m.lookaheadRecall(trs), m.sameIndexOverlap(trs), m.nextTokenReuse(trs))
 	}
 }

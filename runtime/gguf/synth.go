@@ -113,6 +113,7 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 		{"lessim.synth.router_correlation", float32(o.RouterCorrelation)},
 		{"lessim.synth.update_rms", float32(sc.update)},
 		{"lessim.synth.attention_scale", float32(o.AttentionScale)},
+		{"lessim.synth.attention_sharing", float32(o.AttentionSharing)},
 	}
 	for _, kv := range kvs {
 		if err := w.AddKV(kv.k, kv.v); err != nil {
@@ -147,11 +148,16 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 		mat := func(s string, n0, n1, n2 int64, std float64) {
 			add(w.AddTensorFunc(name(s), qt, dims(n0, n1, n2), g.matrix(name(s), qt, n0, n1*max(n2, 1), max(n2, 1), std)))
 		}
+		// Attention matrices may share structure across layers (AttentionSharing).
+		attn := func(s string, n0, n1 int64, std float64) {
+			srcs := chain(func(k int) string { return fmt.Sprintf("blk.%d.%s.weight", k, s) }, l, o.AttentionSharing)
+			add(w.AddTensorFunc(name(s), qt, []int64{n0, n1}, g.mixed(srcs, qt, n0, n1, 1, std)))
+		}
 		add(w.AddTensor(name("attn_norm"), TypeF32, []int64{h}, ones(h)))
-		mat("attn_q", h, qdim, 0, sc.in)
-		mat("attn_k", h, kvdim, 0, sc.in)
-		mat("attn_v", h, kvdim, 0, sc.in)
-		mat("attn_output", qdim, h, 0, sc.attnOut)
+		attn("attn_q", h, qdim, sc.in)
+		attn("attn_k", h, kvdim, sc.in)
+		attn("attn_v", h, kvdim, sc.in)
+		attn("attn_output", qdim, h, sc.attnOut)
 		add(w.AddTensor(name("attn_q_norm"), TypeF32, []int64{qkNorm}, ones(qkNorm)))
 		add(w.AddTensor(name("attn_k_norm"), TypeF32, []int64{qkNorm}, ones(qkNorm)))
 		add(w.AddTensor(name("ffn_norm"), TypeF32, []int64{h}, ones(h)))
@@ -204,11 +210,24 @@ func uniform(r *rand.Rand, xs []float32, std float64) {
 	}
 }
 
-// matrix returns a fill function writing rows × n0 random values of std std. The
-// rows are split into slices equal parts (the experts of a 3-D tensor) and each slice
-// into chunks of at most about 4 Mi values; each chunk has its own stream (its index
-// in the tensor), chunks are generated in parallel and written in order.
+// source is one random stream a tensor's values are mixed from, with its weight.
+type source struct {
+	name string // tensor whose streams are used
+	coef float32
+}
+
+// matrix returns a fill function writing rows × n0 random values of std std from the
+// tensor's own streams.
 func (g *synthGen) matrix(name string, t TypeID, n0, rows, slices int64, std float64) func(io.Writer) error {
+	return g.mixed([]source{{name, 1}}, t, n0, rows, slices, std)
+}
+
+// mixed returns a fill function writing rows × n0 values Σ coef·N(src), where N(src)
+// are the uniform streams of std std named after each source. The rows are split
+// into slices equal parts (the experts of a 3-D tensor) and each slice into chunks of
+// at most about 4 Mi values; each chunk has its own stream (its index in the
+// tensor), chunks are generated in parallel and written in order.
+func (g *synthGen) mixed(srcs []source, t TypeID, n0, rows, slices int64, std float64) func(io.Writer) error {
 	return func(w io.Writer) error {
 		perSlice := rows / slices
 		// Cap one work item at about 4 Mi values so huge 2-D tensors also stream.
@@ -226,10 +245,40 @@ func (g *synthGen) matrix(name string, t TypeID, n0, rows, slices int64, std flo
 		return generateOrdered(w, len(items), func(i int) ([]byte, error) {
 			it := items[i]
 			xs := make([]float32, it.nrows*n0)
-			uniform(g.rng(name, it.index), xs, std)
+			if len(srcs) == 1 && srcs[0].coef == 1 {
+				uniform(g.rng(srcs[0].name, it.index), xs, std)
+				return AppendType(nil, t, xs)
+			}
+			noise := make([]float32, len(xs))
+			for _, src := range srcs {
+				uniform(g.rng(src.name, it.index), noise, std)
+				for j, v := range noise {
+					xs[j] += float32(src.coef * v) // NB: no FMA, for cross-platform bytes
+				}
+			}
 			return AppendType(nil, t, xs)
 		})
 	}
+}
+
+// chain is the sources of layer l's copy of a per-layer tensor whose layers follow
+// W_l = s·W_{l−1} + sqrt(1−s²)·N_l (W_0 = N_0), written out as
+// W_l = s^l·N_0 + Σ_{0<k≤l} s^(l−k)·sqrt(1−s²)·N_k, so every layer streams on its own.
+func chain(name func(layer int) string, l int, s float64) []source {
+	if s == 0 {
+		return []source{{name(l), 1}}
+	}
+	var out []source
+	for k := 0; k <= l; k++ {
+		c := math.Pow(s, float64(l-k))
+		if k > 0 {
+			c *= math.Sqrt(1 - s*s)
+		}
+		if c != 0 {
+			out = append(out, source{name(k), float32(c)})
+		}
+	}
+	return out
 }
 
 // generateOrdered runs gen(0..n-1) on GOMAXPROCS workers, at most two items per

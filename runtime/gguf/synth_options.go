@@ -65,6 +65,14 @@ type SynthOptions struct {
 	// the residual more between layers. See the table on RouterCorrelation.
 	AttentionScale float64
 
+	// AttentionSharing (0..1) makes the attention matrices (q, k, v, output) of adjacent
+	// layers alike, as the routers are: W_l = s·W_{l−1} + sqrt(1−s²)·N_l. Then each layer's
+	// attention adds much the same context vector, so a large AttentionScale raises
+	// next-token reuse without moving the router input between layers: the recall lost to
+	// AttentionScale comes back (table on RouterCorrelation). 0, the default, gives
+	// independent layers.
+	AttentionSharing float64
+
 	Seed uint64 // seed of every random weight (PCG, math/rand/v2)
 }
 
@@ -171,6 +179,9 @@ func (o SynthOptions) Validate() error {
 	}
 	if math.IsNaN(o.AttentionScale) || o.AttentionScale <= 0 || o.AttentionScale > 100 {
 		bad("attention-scale %v must be within (0, 100]", o.AttentionScale)
+	}
+	if math.IsNaN(o.AttentionSharing) || o.AttentionSharing < 0 || o.AttentionSharing > 1 {
+		bad("attention-sharing %v must be within 0..1", o.AttentionSharing)
 	}
 	if okQuant && qt == TypeQ8_0 {
 		for _, p := range []struct {

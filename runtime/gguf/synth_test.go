@@ -324,9 +324,40 @@ func TestSynthOLMoE(t *testing.T) {
 // purpose, update the hash and say so in the commit message: traces recorded from
 // older synthetic files then no longer match newly generated ones.
 func TestSynthPinnedHash(t *testing.T) {
-	const want = "73af79ce0c09f61326b048ed5a375876c0ad6fd6f6afb919ba99b46faf269265"
+	const want = "68d548cc928a1c1bc392c89d4068b7d4322c76f891b965f0078a57b8c9d69bee"
 	got := fmt.Sprintf("%x", sha256.Sum256(synthBytes(t, tinyOptions())))
 	if got != want {
 		t.Errorf("tiny synthetic model sha256 %s, pinned %s", got, want)
+	}
+}
+
+// TestSynthAttentionSharing: adjacent layers' attention matrices correlate with
+// coefficient ≈ AttentionSharing, and sharing 0 leaves them independent.
+func TestSynthAttentionSharing(t *testing.T) {
+	for _, s := range []float64{0, 0.9} {
+		o := tinyOptions()
+		o.Quant, o.Layers, o.Hidden, o.Heads, o.HeadsKV, o.HeadDim, o.AttentionSharing = "f16", 3, 128, 4, 4, 32, s
+		f, err := parseBytes(synthBytes(t, o), "a.gguf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range []string{"attn_q", "attn_output"} {
+			var ws [][]float32
+			for l := range o.Layers {
+				w, err := f.ReadTensorF32(fmt.Sprintf("blk.%d.%s.weight", l, m))
+				if err != nil {
+					t.Fatal(err)
+				}
+				ws = append(ws, w)
+			}
+			for l := 1; l < o.Layers; l++ {
+				if c := pearson(ws[l-1], ws[l]); math.Abs(c-s) > 0.03 {
+					t.Errorf("sharing %.1f: %s of layers %d and %d correlate %.3f", s, m, l-1, l, c)
+				}
+			}
+			if c := pearson(ws[0], ws[2]); math.Abs(c-s*s) > 0.03 {
+				t.Errorf("sharing %.1f: %s of layers 0 and 2 correlate %.3f, want %.3f", s, m, c, s*s)
+			}
+		}
 	}
 }
