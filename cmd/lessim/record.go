@@ -1,0 +1,106 @@
+//go:build llamacpp
+
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/runtime/record"
+	"github.com/lessim/lessim/sim"
+)
+
+func newRecordCmd() *cobra.Command {
+	o := record.DefaultOptions()
+	var promptsFile, prompt string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "record",
+		Short: "Record router traces from the real llama.cpp engine",
+		Long: `record decodes prompts with llama.cpp on a GGUF Mixture-of-Experts model and writes,
+per token and MoE layer, the selected experts, normalized gate weights, router logits
+and lookahead scores (router of layer l+d applied to layer l's router input). Without
+--prompts or --prompt it uses a built-in varied prompt set (prose, code, lists,
+numbers). Prompt files hold prompts separated by blank lines; # starts a comment.`,
+		Example: `  lessim record --model tiny.gguf --prompts prompts.txt --tokens 128 --out tiny.parquet
+  lessim record --model any-moe.gguf --prompt "Describe this receipt" --tokens 64 --lookahead-depth 2 --router-inputs --out t.parquet`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case promptsFile != "" && prompt != "":
+				return errors.New("give --prompts or --prompt, not both")
+			case promptsFile != "":
+				ps, err := record.ReadPrompts(promptsFile)
+				if err != nil {
+					return err
+				}
+				o.Prompts, o.PromptSet = ps.Prompts, ps.Name
+			case prompt != "":
+				o.Prompts, o.PromptSet = []string{prompt}, "inline"
+			}
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			if _, err := record.CheckModel(o.ModelPath); err != nil {
+				return err
+			}
+			if !quiet {
+				o.Progress = progress(cmd.ErrOrStderr())
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			sum, err := record.Record(ctx, o)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d prompts, %d prefill + %d decode tokens × %d MoE layers (%d rows)\n",
+				sum.Out, sum.Prompts, sum.PrefillTokens, sum.DecodeTokens, sum.MoELayers, sum.Rows)
+			fmt.Fprintf(cmd.OutOrStdout(), "engine: %.2f tok/s decode with capture, %d thread(s); model %s\n",
+				sum.DecodeTokensPerSec(), max(o.Threads, 1), sim.FormatBytes(fileSize(o.ModelPath)))
+			return nil
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&o.ModelPath, "model", "", "GGUF Mixture-of-Experts model")
+	fl.StringVar(&promptsFile, "prompts", "", "prompt file (prompts separated by blank lines)")
+	fl.StringVar(&prompt, "prompt", "", "a single prompt")
+	fl.IntVar(&o.Tokens, "tokens", o.Tokens, "decode tokens per prompt")
+	fl.IntVar(&o.LookaheadDepth, "lookahead-depth", o.LookaheadDepth, "next layers' router scores per row (0 = none)")
+	fl.BoolVar(&o.RouterInputs, "router-inputs", o.RouterInputs, "also store each layer's router input vector")
+	fl.BoolVar(&o.Logits, "logits", o.Logits, "store router logits")
+	fl.Uint64Var(&o.Seed, "seed", o.Seed, "sampler seed (prompt i uses seed+i)")
+	fl.Float32Var(&o.Temperature, "temperature", o.Temperature, "sampling temperature (0 = greedy)")
+	fl.IntVar(&o.TopK, "sample-top-k", o.TopK, "sampler top-k (0 = off)")
+	fl.IntVar(&o.Threads, "threads", o.Threads, "compute threads (1 recommended on shared machines)")
+	fl.StringVar(&o.Out, "out", "", "output trace (Parquet)")
+	fl.BoolVar(&o.Verbose, "verbose", false, "show llama.cpp's log")
+	fl.BoolVar(&quiet, "quiet", false, "no progress bar")
+	return cmd
+}
+
+// progress draws a bar on w, fed with (tokens done, total).
+func progress(w io.Writer) func(done, total int) {
+	var bar *progressbar.ProgressBar
+	return func(done, total int) {
+		if bar == nil {
+			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("recording"),
+				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("tok"),
+				progressbar.OptionThrottle(200_000_000), progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+		}
+		bar.Set(done)
+	}
+}
+
+func fileSize(path string) int64 {
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
+}

@@ -1,0 +1,107 @@
+//go:build llamacpp
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/traces"
+)
+
+// TestRecordEndToEnd runs the flow on a tiny synthetic model: synth a
+// GGUF, record a trace from llama.cpp, measure it and simulate it.
+func TestRecordEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	out := runCLI(t, dir, "model", "synth", "--layers", "4", "--experts", "16", "--top-k", "4", "--hidden", "128",
+		"--expert-ffn", "64", "--heads", "4", "--heads-kv", "2", "--head-dim", "32", "--quant", "q8_0",
+		"--router-correlation", "0.7", "--seed", "1", "--out", "tiny.gguf")
+	if !strings.HasPrefix(out, "wrote tiny.gguf") {
+		t.Fatalf("model synth: %s", out)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prompts.txt"), []byte("# two prompts\nThe quick brown fox\n\nfunc main() {\n\tprintln(42)\n}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out = runCLI(t, dir, "record", "--model", "tiny.gguf", "--prompts", "prompts.txt", "--tokens", "24", "--lookahead-depth", "2",
+		"--router-inputs", "--quiet", "--out", "tiny.parquet")
+	if !strings.Contains(out, "wrote tiny.parquet: 2 prompts") || !strings.Contains(out, "48 decode tokens × 4 MoE layers") {
+		t.Fatalf("record: %s", out)
+	}
+	stats := runCLI(t, dir, "trace", "stats", "tiny.parquet")
+	if !strings.Contains(stats, "lookahead recall") || !strings.Contains(stats, "decode 48") || strings.Contains(stats, "lessim: ") {
+		t.Fatalf("trace stats: %s", stats)
+	}
+	sim := runCLI(t, dir, "simulate", "--trace", "tiny.parquet", "--device", "ipad-pro-m4", "--policy", "les", "--cache", "25%")
+	if !strings.Contains(sim, "48 tokens in 48 passes") || !strings.Contains(sim, "prefetch    recall") {
+		t.Fatalf("simulate: %s", sim)
+	}
+	// Recording twice gives the same routing (seeded sampling, 1 thread); only
+	// the measured compute_ns timings may differ.
+	runCLI(t, dir, "record", "--model", "tiny.gguf", "--prompts", "prompts.txt", "--tokens", "24", "--lookahead-depth", "2",
+		"--router-inputs", "--quiet", "--out", "again.parquet")
+	a, b := readSteps(t, filepath.Join(dir, "tiny.parquet")), readSteps(t, filepath.Join(dir, "again.parquet"))
+	if len(a) != len(b) || len(a) == 0 {
+		t.Fatalf("two recordings: %d vs %d steps", len(a), len(b))
+	}
+	for i := range a {
+		for l := range a[i].Layers {
+			x, y := a[i].Layers[l], b[i].Layers[l]
+			if !slices.Equal(x.Experts, y.Experts) || !slices.Equal(x.Weights, y.Weights) || !slices.Equal(x.Logits, y.Logits) {
+				t.Fatalf("step %d layer %d differs between two recordings", i, l)
+			}
+		}
+	}
+}
+
+// TestRecordBadInput: each bad input is one clear error, checked before llama.cpp runs.
+func TestRecordBadInput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "text.gguf"), []byte("hello, not a model"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runCLI(t, dir, "model", "synth", "--layers", "2", "--experts", "4", "--top-k", "2", "--hidden", "64", "--expert-ffn", "32",
+		"--heads", "2", "--heads-kv", "1", "--head-dim", "32", "--vocab", "300", "--out", "ok.gguf")
+	data, err := os.ReadFile(filepath.Join(dir, "ok.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cut.gguf"), data[:len(data)/3], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "missing.gguf"}, "missing.gguf: no such file"},
+		{[]string{"--model", "text.gguf"}, "not a GGUF file"},
+		{[]string{"--model", "cut.gguf"}, "truncated"},
+		{[]string{"--model", "ok.gguf", "--tokens", "0"}, "tokens 0"},
+		{[]string{"--model", "ok.gguf", "--prompt", "a", "--prompts", "p.txt"}, "not both"},
+	} {
+		args := append([]string{"record", "--quiet", "--out", "x.parquet"}, tc.args...)
+		got := runCLI(t, dir, args...)
+		if !strings.HasPrefix(got, "lessim: ") || !strings.Contains(got, tc.want) || strings.Count(got, "\n") != 1 {
+			t.Errorf("%v: want one error line containing %q, got %q", tc.args, tc.want, got)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "x.parquet")); err == nil {
+		t.Errorf("a failed record left its output file behind")
+	}
+}
+
+func readSteps(t *testing.T, path string) []traces.Step {
+	t.Helper()
+	r, err := traces.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	steps, err := traces.ReadAll(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return steps
+}
