@@ -2,14 +2,17 @@ package gguf
 
 import (
 	"flag"
+	"fmt"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
 var (
 	calibrate      = flag.Bool("calibrate", false, "print routing statistics of synthetic models across router correlations (slow)")
 	calibrateShape = flag.String("calibrate-shape", "mid", "model shape for -calibrate: mid (8 layers, hidden 512) or default (DefaultSynthOptions)")
+	calibrateOnly  = flag.String("calibrate-only", "", "comma-separated rho/attention-scale/sharing settings to run instead of the table's, e.g. 0.9/4/0.97")
 )
 
 // TestCalibrateRecall prints the routing statistics of synthetic models across
@@ -24,7 +27,17 @@ func TestCalibrateRecall(t *testing.T) {
 	settings := []setting{{0, 1, 0}, {0.5, 1, 0}, {0.7, 1, 0}, {0.9, 1, 0}, {1, 1, 0}, {0.7, 4, 0}, {0.9, 4, 0},
 		{0.7, 4, 0.97}, {0.9, 4, 0.97}}
 	if *calibrateShape == "default" {
-		settings = []setting{{0, 1, 0}, {0.7, 1, 0}, {0.9, 1, 0}, {1, 1, 0}, {0.7, 4, 0.97}}
+		settings = []setting{{0, 1, 0}, {0.7, 1, 0}, {0.9, 1, 0}, {1, 1, 0}, {0.7, 4, 0.97}, {0.9, 4, 0.97}}
+	}
+	if *calibrateOnly != "" {
+		settings = nil
+		for _, f := range strings.Split(*calibrateOnly, ",") {
+			var c setting
+			if _, err := fmt.Sscanf(f, "%g/%g/%g", &c.rho, &c.attn, &c.share); err != nil {
+				t.Fatalf("-calibrate-only %q: %v", f, err)
+			}
+			settings = append(settings, c)
+		}
 	}
 	for _, c := range settings {
 		rho := c.rho

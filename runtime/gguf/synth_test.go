@@ -155,6 +155,9 @@ func TestSynthValidate(t *testing.T) {
 	if err := SynthMoE(filepath.Join(t.TempDir(), "x.gguf"), o); err == nil {
 		t.Error("SynthMoE accepted invalid options")
 	}
+	if err := TrainedLikeSynthOptions().Validate(); err != nil {
+		t.Errorf("TrainedLikeSynthOptions: %v", err)
+	}
 	var d SynthOptions
 	d.EnsureDefaults()
 	def := DefaultSynthOptions()
