@@ -23,79 +23,47 @@ func exp(x float64) float64 {
 }
 
 // topIndices appends to dst the indices of the n highest scores, best first
-// (ties: lower index first), skipping -Inf and NaN scores. It keeps a min-heap
-// of the n best seen so far (O(len·log n)) and sorts the survivors by
-// insertion, so it allocates nothing once dst has capacity n.
+// (ties: lower index first), skipping -Inf and NaN scores. It keeps the n best
+// seen so far sorted by insertion, their values beside them, so the common
+// case is one comparison per score; it allocates nothing for n <= 64 once dst
+// has capacity n.
 func topIndices(dst []int32, scores []float32, n int) []int32 {
 	n = min(n, len(scores))
 	if n <= 0 {
 		return dst
 	}
-	dst = slices.Grow(dst, n) // NB: h below appends within dst's spare capacity
+	dst = slices.Grow(dst, n)
 	base := len(dst)
-	// worse reports whether index a ranks below index b.
-	worse := func(a, b int32) bool {
-		va, vb := scoreOf(scores, a), scoreOf(scores, b)
-		if va != vb {
-			return va < vb
-		}
-		return a > b
+	idx := dst[base : base+n]
+	var stack [64]float32
+	vals := stack[:]
+	if n > len(stack) {
+		vals = make([]float32, n)
 	}
-	h := dst[base:base]
-	negInf := float32(math.Inf(-1))
-	floor := negInf // score of h[0] once h is full: anything below cannot enter
+	vals = vals[:n]
+	// NB: worst is the bar a score must beat: -Inf until n are kept (which
+	// also rejects -Inf), then the worst kept score (a tie loses on its higher
+	// index). !(v > worst) rejects NaN too, so the common case is one comparison.
+	worst := float32(math.Inf(-1))
+	kept := 0
 	for j, v := range scores {
-		// NB: the hot path is one comparison: once h is full, only a score
-		// strictly above the floor can enter (a tie loses on its higher
-		// index), and !(v > floor) also rejects NaN.
-		if len(h) == n {
-			if !(v > floor) {
-				continue
-			}
-		} else if v != v || v == negInf {
+		if !(v > worst) {
 			continue
 		}
-		i := int32(j)
-		if len(h) < n {
-			h = append(h, i)
-			for j := len(h) - 1; j > 0; { // sift up: root is the worst kept
-				p := (j - 1) / 2
-				if !worse(h[j], h[p]) {
-					break
-				}
-				h[j], h[p] = h[p], h[j]
-				j = p
-			}
-			if len(h) == n {
-				floor = scoreOf(scores, h[0])
-			}
-			continue
+		p := kept
+		if kept == n {
+			p = n - 1
+		} else {
+			kept++
 		}
-		if !worse(h[0], i) {
-			continue
+		for p > 0 && vals[p-1] < v {
+			vals[p], idx[p] = vals[p-1], idx[p-1]
+			p--
 		}
-		h[0] = i
-		for j := 0; ; { // sift down
-			l := 2*j + 1
-			if l >= len(h) {
-				break
-			}
-			m := l
-			if r := l + 1; r < len(h) && worse(h[r], h[l]) {
-				m = r
-			}
-			if !worse(h[m], h[j]) {
-				break
-			}
-			h[j], h[m] = h[m], h[j]
-			j = m
-		}
-		floor = scoreOf(scores, h[0])
-	}
-	for i := 1; i < len(h); i++ { // best first
-		for j := i; j > 0 && worse(h[j-1], h[j]); j-- {
-			h[j-1], h[j] = h[j], h[j-1]
+		vals[p], idx[p] = v, int32(j)
+		if kept == n {
+			worst = vals[n-1]
 		}
 	}
-	return dst[:base+len(h)]
+	return dst[:base+kept]
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
 )
 
 // bigModel has the reference shape: 40 MoE layers × 256 experts, top-8, ~1.77 MB experts.
@@ -30,6 +31,41 @@ func BenchmarkSimulate(b *testing.B) {
 			p := policies.DefaultParams(m)
 			p.Trace = steps
 			b.ReportAllocs()
+			for b.Loop() {
+				pol, err := policies.New(name, p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := sim.Run(cfg, steps, pol); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sel := float64(len(steps) * len(m.Layers) * m.TopK)
+			b.ReportMetric(sel*float64(b.N)/b.Elapsed().Seconds(), "selections/s")
+		})
+	}
+}
+
+// BenchmarkSimulateReference runs the embedded default: the reference model's
+// synthetic trace (2,000 tokens) on an iPhone profile with a 3 GiB cache.
+func BenchmarkSimulateReference(b *testing.B) {
+	m, err := devices.LookupModel("minicpm-v-4.7-35b-a3b", "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	d, err := devices.LoadDevice("iphone-17-pro-max")
+	if err != nil {
+		b.Fatal(err)
+	}
+	_, steps, err := traces.Synth(m, traces.DefaultSynthOptions())
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, name := range []string{"lru", "les", "oracle"} {
+		b.Run(name, func(b *testing.B) {
+			cfg := sim.Config{Model: m, Device: d, CacheBytes: 3 << 30, Layout: sim.LayoutPerExpert, CachedFirst: true, SpecBlock: 1}
+			p := policies.DefaultParams(m)
+			p.Trace = steps
 			for b.Loop() {
 				pol, err := policies.New(name, p)
 				if err != nil {
