@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
 )
 
 var _ sim.Policy = (*LES)(nil)
@@ -103,9 +104,13 @@ func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []s
 			break
 		}
 		s.cands = s.cands[:0]
-		for _, tok := range la.Scores {
+		for t, tok := range la.Scores {
 			if len(tok) >= d {
-				s.selectCandidates(tok[d-1], layer)
+				var ci *traces.CandidateIndex
+				if t < len(la.Index) && len(la.Index[t]) >= d {
+					ci = &la.Index[t][d-1]
+				}
+				s.selectCandidates(tok[d-1], ci, layer)
 			}
 		}
 		slices.SortFunc(s.cands, func(a, b candidate) int {
@@ -188,16 +193,23 @@ func (s *LES) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key, bo
 
 // selectCandidates appends to s.cands the candidates of one token's score
 // vector for layer: its TopN best experts, or the smallest prefix (best first,
-// at most MaxCandidates) whose softmax probability reaches Threshold.
-func (s *LES) selectCandidates(scores []float32, layer int) {
+// at most MaxCandidates) whose softmax probability reaches Threshold. ci,
+// when not nil, is the vector's precomputed index: used when it covers the n
+// candidates asked for (same results, no scan of every score).
+func (s *LES) selectCandidates(scores []float32, ci *traces.CandidateIndex, layer int) {
 	if len(scores) > s.experts {
-		scores = scores[:s.experts]
+		scores, ci = scores[:s.experts], nil
 	}
 	n := s.p.TopN
 	if s.p.Threshold > 0 {
 		n = s.p.MaxCandidates
 	}
-	s.top = topIndices(s.top[:0], scores, n)
+	indexed := ci != nil && (len(ci.Top) >= n || ci.Complete)
+	if indexed {
+		s.top = append(s.top[:0], ci.Top[:min(n, len(ci.Top))]...)
+	} else {
+		s.top = traces.TopIndices(s.top[:0], scores, n)
+	}
 	if len(s.top) == 0 {
 		return
 	}
@@ -207,15 +219,17 @@ func (s *LES) selectCandidates(scores []float32, layer int) {
 		}
 		return
 	}
-	best := float64(scoreOf(scores, s.top[0]))
-	var sum float64
-	for i := range scores {
-		sum += exp(float64(scoreOf(scores, int32(i))) - best)
+	best := float64(traces.ScoreOf(scores, s.top[0]))
+	sum := 0.0
+	if indexed && ci.HasSum {
+		sum = ci.ExpSum
+	} else {
+		sum = traces.SoftmaxSum(scores, scores[s.top[0]])
 	}
 	var cum float64
 	for _, e := range s.top {
 		s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), scores[e]})
-		cum += exp(float64(scoreOf(scores, e))-best) / sum
+		cum += traces.ExpNaN0(float64(traces.ScoreOf(scores, e))-best) / sum
 		if cum >= s.p.Threshold {
 			break
 		}

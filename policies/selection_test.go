@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 	"testing"
+
+	"github.com/lessim/lessim/traces"
 )
 
 // topByFullSort is the obvious reference for topIndices.
@@ -36,9 +38,9 @@ func TestTopIndices(t *testing.T) {
 		{[]float32{1}, 0, nil},
 	}
 	for _, tc := range cases {
-		got := topIndices([]int32{99}, tc.scores, tc.n)
+		got := traces.TopIndices([]int32{99}, tc.scores, tc.n)
 		if got[0] != 99 || !slices.Equal(got[1:], tc.want) {
-			t.Errorf("topIndices(%v, %d) = %v, want [99] + %v", tc.scores, tc.n, got, tc.want)
+			t.Errorf("traces.TopIndices(%v, %d) = %v, want [99] + %v", tc.scores, tc.n, got, tc.want)
 		}
 	}
 }
@@ -52,9 +54,9 @@ func FuzzTopIndices(f *testing.F) {
 		for i := range scores {
 			scores[i] = math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:]))
 		}
-		got := topIndices(nil, scores, int(n))
+		got := traces.TopIndices(nil, scores, int(n))
 		if want := topByFullSort(scores, int(n)); !slices.Equal(got, want) {
-			t.Fatalf("topIndices(%v, %d) = %v, want %v", scores, n, got, want)
+			t.Fatalf("traces.TopIndices(%v, %d) = %v, want %v", scores, n, got, want)
 		}
 	})
 }

@@ -47,7 +47,9 @@ func BenchmarkSimulate(b *testing.B) {
 }
 
 // BenchmarkSimulateReference runs the embedded default: the reference model's
-// synthetic trace (2,000 tokens) on an iPhone profile with a 3 GiB cache.
+// synthetic trace (2,000 tokens, lookahead indexed as simulate does) on an
+// iPhone profile with a 3 GiB cache. "index" is the one-off cost of
+// traces.IndexLookahead per trace, shared by every run of a sweep.
 func BenchmarkSimulateReference(b *testing.B) {
 	m, err := devices.LookupModel("minicpm-v-4.7-35b-a3b", "")
 	if err != nil {
@@ -61,8 +63,25 @@ func BenchmarkSimulateReference(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	for _, name := range []string{"lru", "les", "oracle"} {
+	b.Run("index", func(b *testing.B) {
+		for b.Loop() {
+			traces.IndexLookahead(steps, 2*m.TopK, false)
+		}
+	})
+	plain := make([]traces.Step, len(steps))
+	for i := range steps {
+		plain[i] = traces.CloneStep(&steps[i])
+		for l := range plain[i].Layers {
+			plain[i].Layers[l].LookaheadIndex = nil
+		}
+	}
+	traces.IndexLookahead(steps, 2*m.TopK, false)
+	for _, name := range []string{"lru", "les", "les-unindexed", "oracle"} {
 		b.Run(name, func(b *testing.B) {
+			steps := steps
+			if name == "les-unindexed" {
+				name, steps = "les", plain
+			}
 			cfg := sim.Config{Model: m, Device: d, CacheBytes: 3 << 30, Layout: sim.LayoutPerExpert, CachedFirst: true, SpecBlock: 1}
 			p := policies.DefaultParams(m)
 			p.Trace = steps

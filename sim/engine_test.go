@@ -228,3 +228,25 @@ func TestCachedFirstNeverSlower(t *testing.T) {
 		t.Fatalf("compute order changed misses: %d vs %d", a.Misses, b.Misses)
 	}
 }
+
+// The candidate index is an optimization only: les gives the same result with
+// or without it, whether it covers the candidates asked for or not.
+func TestLookaheadIndexChangesNothing(t *testing.T) {
+	for _, p := range []policies.Params{
+		policies.DefaultParams(tinyModel()),
+		{Model: tinyModel(), Depth: 1, Prefetch: true, Threshold: 0.6},
+		{Model: tinyModel(), Depth: 1, Prefetch: true, TopN: 6},
+	} {
+		plain := run(t, baseConfig(20*mib), randomSteps(tinyModel(), 150, 21), "les", p)
+		for _, cap := range []int{1, 5, 64} {
+			steps := randomSteps(tinyModel(), 150, 21)
+			traces.IndexLookahead(steps, cap, cap != 5)
+			got := run(t, baseConfig(20*mib), steps, "les", p)
+			a, _ := json.Marshal(plain)
+			b, _ := json.Marshal(got)
+			if !bytes.Equal(a, b) {
+				t.Fatalf("threshold %g top-n %d, index cap %d: result differs\n%s\n%s", p.Threshold, p.TopN, cap, a, b)
+			}
+		}
+	}
+}

@@ -118,9 +118,11 @@ func (e *engine) lookahead(steps []traces.Step, i, j, l int, first int64) error 
 	la.Layer = l
 	la.Steps = la.Steps[:0]
 	la.Scores = la.Scores[:0]
+	la.Index = la.Index[:0]
 	for t := i; t < j; t++ {
 		la.Steps = append(la.Steps, int64(t))
 		la.Scores = append(la.Scores, steps[t].Layers[l].Lookahead)
+		la.Index = append(la.Index, steps[t].Layers[l].LookaheadIndex)
 	}
 	e.pfBuf = e.pol.Prefetch(la, e.view, e.pfBuf[:0])
 	for _, k := range e.pfBuf {

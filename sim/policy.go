@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/lessim/lessim/traces"
+
 // Key names one routed expert of one MoE layer: Layer*Experts + Expert.
 type Key int32
 
@@ -48,6 +50,9 @@ type Lookahead struct {
 	// Scores[t][d-1] are token t's router scores for MoE layer Layer+d, computed
 	// from Layer's router input (nil when the trace has none); len = experts.
 	Scores [][][]float32
+	// Index[t][d-1] are the precomputed best candidates of Scores[t][d-1]
+	// (traces.IndexLookahead); nil when the trace was not indexed.
+	Index [][]traces.CandidateIndex
 }
 
 // EventKind says what an Event reports.

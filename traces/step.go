@@ -41,6 +41,9 @@ type LayerStep struct {
 	// layer's router input (len = experts), for d = 1..depth; nil when absent.
 	// They are known at the moment this layer's router input is known.
 	Lookahead [][]float32
+	// LookaheadIndex[d-1] are Lookahead[d-1]'s best candidates, filled by
+	// IndexLookahead (derived, never stored; nil until indexed).
+	LookaheadIndex []CandidateIndex
 	// RouterInput is the router's input vector (the ffn_norm output, len = hidden),
 	// recorded only on request; nil otherwise.
 	RouterInput []float32

@@ -140,6 +140,9 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	} else if f.policy == "les" && !f.noPrefetch && !tr.hasLookahead() {
 		extraWarn = append(extraWarn, "trace has no lookahead scores, so les cannot prefetch (it behaves as ondemand): pass --predict-recall R to use a stated predictor")
 	}
+	// Index each lookahead vector's best candidates once, so policies need not
+	// rescan every expert's score at every layer (results are unchanged).
+	traces.IndexLookahead(tr.steps, max(2*m.TopK, f.topN, f.maxCand), f.threshold > 0)
 	ctx := f.contextTokens
 	if ctx == 0 {
 		ctx = longestSequence(tr.steps)
