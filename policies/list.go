@@ -45,6 +45,17 @@ func (r *recency) touch(k sim.Key) {
 }
 
 // remove takes k out of the list; absent keys are ignored.
+// observe applies an engine event: uses and admissions make k the most
+// recent; evictions drop it.
+func (r *recency) observe(ev sim.Event) {
+	switch ev.Kind {
+	case sim.Used, sim.Admitted:
+		r.touch(ev.Key)
+	case sim.Evicted:
+		r.remove(ev.Key)
+	}
+}
+
 func (r *recency) remove(k sim.Key) {
 	if !r.valid(k) || !r.in[k] {
 		return

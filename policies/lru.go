@@ -40,12 +40,7 @@ func (p *LRU) Prefetch(_ *sim.Lookahead, _ sim.CacheView, dst []sim.Key) []sim.K
 
 // Observe moves used and admitted keys to the most recent end and forgets evicted ones.
 func (p *LRU) Observe(ev sim.Event) {
-	switch ev.Kind {
-	case sim.Used, sim.Admitted:
-		p.list.touch(ev.Key)
-	case sim.Evicted:
-		p.list.remove(ev.Key)
-	}
+	p.list.observe(ev)
 }
 
 // Victim names the least recently used key that is Resident and not InUse

@@ -113,12 +113,7 @@ func (h *PinnedHot) Observe(ev sim.Event) {
 	if !h.list.valid(ev.Key) || h.pinned[ev.Key] {
 		return
 	}
-	switch ev.Kind {
-	case sim.Used, sim.Admitted:
-		h.list.touch(ev.Key)
-	case sim.Evicted:
-		h.list.remove(ev.Key)
-	}
+	h.list.observe(ev)
 }
 
 // Victim names the least recently used unpinned evictable key; failing that,

@@ -26,24 +26,28 @@ func BenchmarkSimulate(b *testing.B) {
 	m := bigModel()
 	steps := randomSteps(m, 500, 1)
 	for _, name := range []string{"lru", "les"} {
-		b.Run(name, func(b *testing.B) {
-			cfg := sim.Config{Model: m, Device: tinyDevice(), CacheBytes: 3 << 30, Layout: sim.LayoutPerExpert, CachedFirst: true, SpecBlock: 1}
-			p := policies.DefaultParams(m)
-			p.Trace = steps
-			b.ReportAllocs()
-			for b.Loop() {
-				pol, err := policies.New(name, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := sim.Run(cfg, steps, pol); err != nil {
-					b.Fatal(err)
-				}
-			}
-			sel := float64(len(steps) * len(m.Layers) * m.TopK)
-			b.ReportMetric(sel*float64(b.N)/b.Elapsed().Seconds(), "selections/s")
-		})
+		b.Run(name, func(b *testing.B) { benchRun(b, m, tinyDevice(), steps, name) })
 	}
+}
+
+// benchRun simulates steps with a fresh policy per iteration at a 3 GiB cache
+// and reports expert selections per second.
+func benchRun(b *testing.B, m *devices.ModelSpec, d *devices.Device, steps []traces.Step, policy string) {
+	cfg := sim.Config{Model: m, Device: d, CacheBytes: 3 << 30, Layout: sim.LayoutPerExpert, CachedFirst: true, SpecBlock: 1}
+	p := policies.DefaultParams(m)
+	p.Trace = steps
+	b.ReportAllocs()
+	for b.Loop() {
+		pol, err := policies.New(policy, p)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := sim.Run(cfg, steps, pol); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sel := float64(len(steps) * len(m.Layers) * m.TopK)
+	b.ReportMetric(sel*float64(b.N)/b.Elapsed().Seconds(), "selections/s")
 }
 
 // BenchmarkSimulateReference runs the embedded default: the reference model's
@@ -78,24 +82,11 @@ func BenchmarkSimulateReference(b *testing.B) {
 	traces.IndexLookahead(steps, 2*m.TopK, false)
 	for _, name := range []string{"lru", "les", "les-unindexed", "oracle"} {
 		b.Run(name, func(b *testing.B) {
-			steps := steps
+			policy, steps := name, steps
 			if name == "les-unindexed" {
-				name, steps = "les", plain
+				policy, steps = "les", plain
 			}
-			cfg := sim.Config{Model: m, Device: d, CacheBytes: 3 << 30, Layout: sim.LayoutPerExpert, CachedFirst: true, SpecBlock: 1}
-			p := policies.DefaultParams(m)
-			p.Trace = steps
-			for b.Loop() {
-				pol, err := policies.New(name, p)
-				if err != nil {
-					b.Fatal(err)
-				}
-				if _, err := sim.Run(cfg, steps, pol); err != nil {
-					b.Fatal(err)
-				}
-			}
-			sel := float64(len(steps) * len(m.Layers) * m.TopK)
-			b.ReportMetric(sel*float64(b.N)/b.Elapsed().Seconds(), "selections/s")
+			benchRun(b, m, d, steps, policy)
 		})
 	}
 }
