@@ -66,6 +66,8 @@ type Config struct {
 	// ContextTokens sizes the KV cache charged against the device's RAM; 0 means
 	// the longest sequence in the trace.
 	ContextTokens int
+	// KeepSeries records per-pass samples in Result.Series (for plots).
+	KeepSeries bool
 }
 
 // Validate reports every problem with c at once.

@@ -160,7 +160,7 @@ func (e *engine) run(steps []traces.Step) error {
 			j++
 		}
 		e.measuring = true
-		start, bytes0, reads0 := e.now, e.fl.bytesRead, e.fl.reads
+		start, bytes0, reads0, stall0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS
 		e.fl.advance(e.now)
 		busy0 := e.fl.busyNS
 		if err := e.pass(steps, i, j); err != nil {
@@ -177,6 +177,9 @@ func (e *engine) run(steps []traces.Step) error {
 		e.res.FlashBytes += e.fl.bytesRead - bytes0
 		for range accepted {
 			e.latencies = append(e.latencies, dt/int64(accepted))
+		}
+		if e.cfg.KeepSeries {
+			e.res.Series = append(e.res.Series, PassSample{StartNS: e.res.TimeNS - dt, TimeNS: dt, StallNS: e.res.StallNS - stall0, Accepted: accepted})
 		}
 		decode += int64(accepted)
 		i += accepted

@@ -59,6 +59,18 @@ type Result struct {
 	PrefillNS     int64 `json:"prefill_ns"`
 
 	Warnings []string `json:"warnings,omitempty"`
+
+	// Series holds one sample per decode pass when Config.KeepSeries is set.
+	Series []PassSample `json:"series,omitempty"`
+}
+
+// PassSample is one decode pass: when it started, how long it took, how much
+// of that the compute thread stalled, and how many tokens it emitted.
+type PassSample struct {
+	StartNS  int64 `json:"start_ns"`
+	TimeNS   int64 `json:"time_ns"`
+	StallNS  int64 `json:"stall_ns"`
+	Accepted int   `json:"accepted"`
 }
 
 // percentile is the nearest-rank percentile of sorted samples: the smallest

@@ -153,3 +153,16 @@ func TestModelSynthInspect(t *testing.T) {
 		t.Errorf("missing file: %q", got)
 	}
 }
+
+func TestSimulatePlot(t *testing.T) {
+	dir := t.TempDir()
+	out := runCLI(t, dir, "simulate", "--tokens", "200", "--cache", "3GiB", "--plot", "run.png")
+	if strings.Contains(out, "lessim: ") {
+		t.Fatal(out)
+	}
+	for _, f := range []string{"run.png", "run.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 1000 {
+			t.Errorf("%s: missing or empty (%v)", f, err)
+		}
+	}
+}

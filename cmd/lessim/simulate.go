@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -18,7 +19,7 @@ type simulateFlags struct {
 	model, variant, trace    string
 	device, deviceFile       string
 	policy, cache, layout    string
-	format                   string
+	format, plot             string
 	cachedFirst, prefill     bool
 	specBlock, contextTokens int
 	specAccept               float64
@@ -70,6 +71,7 @@ compute, with the chosen expert-scheduling policy, and prints the result.`,
 	fl.BoolVar(&f.noPrefetch, "no-prefetch", false, "les: disable prefetching (then les equals ondemand)")
 	fl.Float64Var(&f.pinFraction, "pin-fraction", 0, "pinned-hot: fraction of the cache pinned (0 = 0.5)")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	fl.StringVar(&f.plot, "plot", "", "also draw per-token time and stalls over the run to PREFIX.png and PREFIX.svg")
 	return cmd
 }
 
@@ -166,6 +168,7 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	cfg := sim.Config{
 		Model: m, Device: dev, CacheBytes: cache, Layout: layout, CachedFirst: f.cachedFirst,
 		SpecBlock: f.specBlock, SpecAccept: f.specAccept, Seed: f.seed, Prefill: f.prefill, ContextTokens: f.contextTokens,
+		KeepSeries: f.plot != "",
 	}
 	res, err := sim.Run(cfg, tr.steps, pol)
 	if err != nil {
@@ -173,6 +176,15 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	res.Warnings = append(res.Warnings, extraWarn...)
 	out := cmd.OutOrStdout()
+	if f.plot != "" {
+		title := fmt.Sprintf("%s on %s, %s, cache %s: %.2f tok/s", m.Name, dev.Name, f.policy, sim.FormatBytes(cache), res.TokensPerSec)
+		files, err := reports.WritePassPlot(res, title, reports.TrimPlotExt(f.plot))
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", strings.Join(files, ", "))
+		res.Series = nil // drawn, not printed
+	}
 	if f.format == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")

@@ -1,0 +1,90 @@
+package reports
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+
+	"github.com/lessim/lessim/sim"
+)
+
+// PlotFormats are the files WritePassPlot writes, by extension.
+var PlotFormats = []string{".png", ".svg"}
+
+// WritePassPlot draws each decode pass's time per emitted token and its
+// stalled part over the run (x: decode time in seconds, y: milliseconds),
+// with the p50 and p99 per-token latency as reference lines, to prefix.png and
+// prefix.svg. It needs Result.Series (sim.Config.KeepSeries) and returns the
+// files written.
+func WritePassPlot(r *sim.Result, title, prefix string) ([]string, error) {
+	if len(r.Series) == 0 {
+		return nil, fmt.Errorf("plot: the result has no per-pass series (set KeepSeries)")
+	}
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "decode time (s)"
+	p.Y.Label.Text = "per token (ms)"
+	total, stall := make(plotter.XYs, len(r.Series)), make(plotter.XYs, len(r.Series))
+	ymax := 0.0
+	for i, s := range r.Series {
+		x := float64(s.StartNS) / 1e9
+		a := float64(max(s.Accepted, 1))
+		total[i] = plotter.XY{X: x, Y: float64(s.TimeNS) / a / 1e6}
+		stall[i] = plotter.XY{X: x, Y: float64(s.StallNS) / a / 1e6}
+		ymax = max(ymax, total[i].Y)
+	}
+	lt, err := plotter.NewLine(total)
+	if err != nil {
+		return nil, err
+	}
+	lt.Color = plotColor(0)
+	ls, err := plotter.NewLine(stall)
+	if err != nil {
+		return nil, err
+	}
+	ls.Color = plotColor(1)
+	p.Add(lt, ls)
+	p.Legend.Add("time per token", lt)
+	p.Legend.Add("of which stalled on experts", ls)
+	xmax := float64(r.TimeNS) / 1e9
+	for i, q := range []struct {
+		name string
+		ns   int64
+	}{{"p50", r.LatencyP50NS}, {"p99", r.LatencyP99NS}} {
+		y := float64(q.ns) / 1e6
+		ref, err := plotter.NewLine(plotter.XYs{{X: 0, Y: y}, {X: xmax, Y: y}})
+		if err != nil {
+			return nil, err
+		}
+		ref.Color = plotColor(2 + i)
+		ref.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		p.Add(ref)
+		p.Legend.Add(fmt.Sprintf("%s %.1f ms", q.name, y), ref)
+	}
+	p.Legend.Top = true
+	// NB: explicit limits, or gonum/plot clips the top of the highest line.
+	p.X.Min, p.X.Max = 0, xmax
+	p.Y.Min, p.Y.Max = 0, ymax*1.25
+	p.Add(plotter.NewGrid())
+	var files []string
+	for _, ext := range PlotFormats {
+		path := prefix + ext
+		if err := p.Save(8*vg.Inch, 4*vg.Inch, path); err != nil {
+			return files, fmt.Errorf("plot %s: %w", filepath.Base(path), err)
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}
+
+// TrimPlotExt drops a .png or .svg a user gave on a plot prefix.
+func TrimPlotExt(prefix string) string {
+	for _, ext := range PlotFormats {
+		prefix = strings.TrimSuffix(prefix, ext)
+	}
+	return prefix
+}
