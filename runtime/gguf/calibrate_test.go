@@ -27,7 +27,7 @@ func TestCalibrateRecall(t *testing.T) {
 	settings := []setting{{0, 1, 0}, {0.5, 1, 0}, {0.7, 1, 0}, {0.9, 1, 0}, {1, 1, 0}, {0.7, 4, 0}, {0.9, 4, 0},
 		{0.7, 4, 0.97}, {0.9, 4, 0.97}}
 	if *calibrateShape == "default" {
-		settings = []setting{{0, 1, 0}, {0.7, 1, 0}, {0.9, 1, 0}, {1, 1, 0}, {0.7, 4, 0.97}, {0.9, 4, 0.97}}
+		settings = []setting{{0, 1, 0}, {0.7, 1, 0}, {0.9, 1, 0}, {1, 1, 0}, {0.7, 2, 0.97}, {0.7, 4, 0.97}, {0.9, 2, 0.97}, {0.9, 4, 0.97}}
 	}
 	if *calibrateOnly != "" {
 		settings = nil
