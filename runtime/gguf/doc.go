@@ -39,8 +39,10 @@
 // SynthMoE writes a qwen3moe model with random weights whose routing across layers is
 // correlated like a trained residual stream's: SynthOptions.RouterCorrelation sets how
 // well lookahead (layer l+1's router on layer l's router input) predicts layer l+1,
-// and SynthOptions.AttentionScale how much consecutive tokens share experts; their doc
-// gives the measured effect. Its bytes depend only on the options (one seeded PCG
+// and SynthOptions.AttentionScale with AttentionSharing how much consecutive tokens
+// share experts; the table on RouterCorrelation gives the measured effect, from the
+// reference pass and from llama.cpp itself (TrainedLikeSynthOptions is the preset
+// closest to trained models). Its bytes depend only on the options (one seeded PCG
 // stream per tensor chunk), and its data is generated in parallel while streaming to
 // disk. The tests measure routing with a plain float32 forward pass of the file
 // (forward_test.go), the same computation as llama.cpp's models/qwen3moe.cpp.
