@@ -29,6 +29,7 @@ type engine struct {
 
 	nE, nL int
 	cm     computeModel
+	times  timeTable
 	fl     *flash
 	rng    *rand.Rand
 
@@ -111,6 +112,7 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 		capacity:   cfg.CacheBytes,
 	}
 	e.view = cacheView{e}
+	e.times = newTimeTable(e)
 	e.fl.done = e.readDone
 	for i, l := range m.Layers {
 		e.layerBytes[i] = l.ExpertBytes

@@ -24,8 +24,7 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 	first := int64(i)
 	phase := steps[i].Phase
 	for l := 0; l < e.nL; l++ {
-		ls := &e.m.Layers[l]
-		e.compute(e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, tokens) + e.cm.over)
+		e.compute(e.denseTime(l, tokens))
 
 		// Moment 1 comes after the previous layer's experts are done: none is in use.
 		e.stamp++
@@ -99,7 +98,7 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 			return err
 		}
 	}
-	e.compute(e.cm.part(e.m.HeadBytes, e.m.HeadFLOPsPerToken, tokens))
+	e.compute(e.headTime(tokens))
 	return nil
 }
 
@@ -163,9 +162,8 @@ func (e *engine) lookahead(steps []traces.Step, i, j, l int, first int64) error 
 
 // computeExperts runs the routed experts of layer l for the current union.
 func (e *engine) computeExperts(l int) error {
-	ls := &e.m.Layers[l]
 	run := func(idx int) {
-		e.compute(e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, int(e.cnt[idx])))
+		e.compute(e.expertTime(l, int(e.cnt[idx])))
 	}
 	if !e.cfg.CachedFirst {
 		for idx, k := range e.union {
@@ -186,11 +184,12 @@ func (e *engine) computeExperts(l int) error {
 		progressed := false
 		for idx, k := range e.union {
 			if !e.done[idx] && e.state[k] == Resident {
+				// NB: no flash advance between experts: the compute order of
+				// resident experts does not change when the thread idles.
 				e.done[idx] = true
 				left--
 				progressed = true
 				run(idx)
-				e.fl.advance(e.now)
 			}
 		}
 		if progressed || left == 0 {

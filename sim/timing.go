@@ -42,3 +42,46 @@ func newComputeModel(d *devices.Device) computeModel {
 func (c computeModel) part(bytes, flopsPerToken int64, tokens int) Time {
 	return max(durationNS(float64(bytes), c.memRate), durationNS(float64(flopsPerToken)*float64(tokens), c.flops))
 }
+
+// timeTable caches one-token part times per layer (the common decode case).
+type timeTable struct {
+	dense, expert []Time
+	head          Time
+}
+
+func newTimeTable(e *engine) timeTable {
+	t := timeTable{dense: make([]Time, e.nL), expert: make([]Time, e.nL)}
+	for l := range e.m.Layers {
+		ls := &e.m.Layers[l]
+		t.dense[l] = e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, 1) + e.cm.over
+		t.expert[l] = e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, 1)
+	}
+	t.head = e.cm.part(e.m.HeadBytes, e.m.HeadFLOPsPerToken, 1)
+	return t
+}
+
+// denseTime is layer l's dense part for a pass of n tokens.
+func (e *engine) denseTime(l, n int) Time {
+	if n == 1 {
+		return e.times.dense[l]
+	}
+	ls := &e.m.Layers[l]
+	return e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, n) + e.cm.over
+}
+
+// expertTime is one routed expert of layer l used by n tokens of the pass.
+func (e *engine) expertTime(l, n int) Time {
+	if n == 1 {
+		return e.times.expert[l]
+	}
+	ls := &e.m.Layers[l]
+	return e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, n)
+}
+
+// headTime is the output head for a pass of n tokens.
+func (e *engine) headTime(n int) Time {
+	if n == 1 {
+		return e.times.head
+	}
+	return e.cm.part(e.m.HeadBytes, e.m.HeadFLOPsPerToken, n)
+}
