@@ -44,10 +44,11 @@ type LES struct {
 	usedPass  []uint32 // pass of each key's latest Used event
 	guard     []uint32 // pass in which each key was admitted by a prefetch (0: not)
 
-	mark  []uint32 // mark[k] == gen: k already considered in this Prefetch call
-	gen   uint32
-	top   []int32 // scratch: selected experts of one score vector
-	cands []candidate
+	mark     []uint32 // mark[k] == gen: k already considered in this Prefetch call
+	gen      uint32
+	top      []int32   // scratch: selected experts of one score vector
+	topScore []float32 // scratch: their scores
+	cands    []candidate
 }
 
 // candidate is one key a token's lookahead wants, with its score.
@@ -206,30 +207,37 @@ func (s *LES) selectCandidates(scores []float32, ci *traces.CandidateIndex, laye
 	}
 	indexed := ci != nil && (len(ci.Top) >= n || ci.Complete)
 	if indexed {
-		s.top = append(s.top[:0], ci.Top[:min(n, len(ci.Top))]...)
+		k := min(n, len(ci.Top))
+		s.top = append(s.top[:0], ci.Top[:k]...)
+		s.topScore = append(s.topScore[:0], ci.Score[:k]...)
 	} else {
 		s.top = traces.TopIndices(s.top[:0], scores, n)
+		s.topScore = s.topScore[:0]
+		for _, e := range s.top {
+			s.topScore = append(s.topScore, scores[e])
+		}
 	}
 	if len(s.top) == 0 {
 		return
 	}
 	if s.p.Threshold <= 0 {
-		for _, e := range s.top {
-			s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), scores[e]})
+		for i, e := range s.top {
+			s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), s.topScore[i]})
 		}
 		return
 	}
-	best := float64(traces.ScoreOf(scores, s.top[0]))
+	// NB: top scores are never NaN (TopIndices skips them), so they need no ScoreOf.
+	best := float64(s.topScore[0])
 	sum := 0.0
 	if indexed && ci.HasSum {
 		sum = ci.ExpSum
 	} else {
-		sum = traces.SoftmaxSum(scores, scores[s.top[0]])
+		sum = traces.SoftmaxSum(scores, s.topScore[0])
 	}
 	var cum float64
-	for _, e := range s.top {
-		s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), scores[e]})
-		cum += traces.ExpNaN0(float64(traces.ScoreOf(scores, e))-best) / sum
+	for i, e := range s.top {
+		s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), s.topScore[i]})
+		cum += traces.ExpNaN0(float64(s.topScore[i])-best) / sum
 		if cum >= s.p.Threshold {
 			break
 		}

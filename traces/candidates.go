@@ -75,6 +75,8 @@ type CandidateIndex struct {
 	// Top are the indices of the highest valid scores, best first, ties lower
 	// index first, as TopIndices returns them, at most the indexed count.
 	Top []int32
+	// Score are the scores of Top.
+	Score []float32
 	// Complete says Top holds every valid score of the vector.
 	Complete bool
 	// ExpSum is Σ ExpNaN0(ScoreOf(s) − best) over the whole vector, in index
@@ -107,6 +109,7 @@ func IndexLookahead(steps []Step, maxCands int, withSums bool) {
 		}
 	}
 	arena := make([]int32, 0, n*maxCands)
+	scoreArena := make([]float32, 0, n*maxCands)
 	index := make([]CandidateIndex, 0, n)
 	for i := range steps {
 		for l := range steps[i].Layers {
@@ -120,6 +123,10 @@ func IndexLookahead(steps []Step, maxCands int, withSums bool) {
 				from := len(arena)
 				arena = TopIndices(arena, sc, maxCands)
 				ci := CandidateIndex{Top: arena[from:len(arena):len(arena)]}
+				for _, e := range ci.Top {
+					scoreArena = append(scoreArena, sc[e])
+				}
+				ci.Score = scoreArena[from:len(scoreArena):len(scoreArena)]
 				valid := 0
 				for _, v := range sc {
 					if v == v && !math.IsInf(float64(v), -1) {
