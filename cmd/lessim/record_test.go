@@ -105,3 +105,25 @@ func readSteps(t *testing.T, path string) []traces.Step {
 	}
 	return steps
 }
+
+// The recorder is generic over MoE architectures: a synthetic olmoe records too.
+func TestRecordOLMoE(t *testing.T) {
+	dir := t.TempDir()
+	out := runCLI(t, dir, "model", "synth", "--arch", "olmoe", "--layers", "3", "--experts", "8", "--top-k", "2", "--hidden", "64",
+		"--expert-ffn", "32", "--heads", "2", "--heads-kv", "2", "--head-dim", "32", "--vocab", "300", "--out", "o.gguf")
+	if !strings.HasPrefix(out, "wrote o.gguf: olmoe") {
+		t.Fatalf("model synth: %s", out)
+	}
+	out = runCLI(t, dir, "record", "--model", "o.gguf", "--prompt", "Describe this receipt", "--tokens", "8", "--quiet", "--out", "o.parquet")
+	if !strings.Contains(out, "8 decode tokens × 3 MoE layers") {
+		t.Fatalf("record: %s", out)
+	}
+	steps := readSteps(t, filepath.Join(dir, "o.parquet"))
+	for i, s := range steps {
+		for l, ls := range s.Layers {
+			if s.Phase == traces.Decode && (len(ls.Experts) != 2 || (l < 2 && len(ls.Lookahead) != 1)) {
+				t.Fatalf("step %d layer %d: experts %v, %d lookahead vectors", i, l, ls.Experts, len(ls.Lookahead))
+			}
+		}
+	}
+}
