@@ -33,6 +33,9 @@ type flash struct {
 	xfers int    // active requests past their latency
 	seq   uint64 // submissions so far
 
+	nextT  Time  // earliest pending event (kept by rerate)
+	nextID int32 // its read, -1 when idle
+
 	rates map[int64][2]float64 // read size → (single, aggregate) bytes/ns
 
 	// done is called when a read completes, at time f.now.
@@ -85,6 +88,8 @@ func newFlash(f devices.Flash) *flash {
 		single:  f.SingleLane,
 		agg:     f.Aggregate,
 		rates:   make(map[int64][2]float64),
+		nextT:   math.MaxInt64,
+		nextID:  -1,
 	}
 }
 
@@ -165,32 +170,28 @@ func (f *flash) startReq(id int32) {
 }
 
 // rerate recomputes every transfer's rate and completion time after k
-// changed; f.now must be the current time.
+// changed, and the next event; f.now must be the current time. Every change
+// to the set of reads in service ends with a rerate.
 func (f *flash) rerate() {
 	k := float64(f.xfers)
-	for _, id := range f.active {
-		r := &f.reqs[id]
-		if !r.inXfer {
-			continue
-		}
-		r.rate = min(r.curve[0], float64(r.curve[1]/k))
-		r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
-	}
-}
-
-// nextEvent is the time of the earliest pending event, or MaxInt64 when idle.
-func (f *flash) nextEvent() (Time, int32) {
 	best, bestID := Time(math.MaxInt64), int32(-1)
 	var bestSeq uint64
 	for _, id := range f.active {
 		r := &f.reqs[id]
-		t := r.eta
-		if t < best || t == best && r.seq < bestSeq {
+		if r.inXfer {
+			r.rate = min(r.curve[0], float64(r.curve[1]/k))
+			r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
+		}
+		if t := r.eta; t < best || t == best && r.seq < bestSeq {
 			best, bestID, bestSeq = t, id, r.seq
 		}
 	}
-	return best, bestID
+	f.nextT, f.nextID = best, bestID
 }
+
+// nextEvent is the time and read of the earliest pending event (ties: the
+// read submitted first), or (MaxInt64, -1) when idle.
+func (f *flash) nextEvent() (Time, int32) { return f.nextT, f.nextID }
 
 // progress moves every transfer forward to time t (no event lies in between).
 func (f *flash) progress(t Time) {
