@@ -54,5 +54,30 @@
 //
 // # Synthetic traces, statistics and imports
 //
-// (Section maintained with synth*.go, stats*.go, import*.go and predict*.go.)
+// Synth generates a trace of any model shape, fully seeded: per layer a Zipf
+// popularity over a random permutation of experts whose exponent rises with
+// depth (early layers route almost uniformly, as recorded traces show),
+// previous-token reuse with a stated probability (default 0.45), and lookahead
+// scores whose top-k recalls a stated share of the next layer's experts
+// (default 0.807, minus 3.75 points per extra depth). The defaults come from the
+// public measurements cited in DESIGN.md; synth.go says which.
+//
+// ComputeStats measures the same statistics on any trace (formulas at the top
+// of stats.go): next-token reuse, reuse distance, per-layer popularity and
+// concentration, static hot-list recall, lookahead recall per depth and the
+// recorded hit rate, so a synthetic trace can be checked against a recorded one.
+//
+// ImportBMoE reads the route_trace v1 CSV of BigMoeOnEdge
+// (github.com/Helldez/BigMoeOnEdge, Apache-2.0), including its cache residency
+// flags. Replaying an import through a byte-budgeted LRU whose recency follows
+// each expert's last use in a batch reproduces every recorded flag.
+//
+// PredictLookahead adds lookahead scores to traces that have none, from a
+// stated predictor: each true next-layer expert scores high with probability
+// Recall, plus FalsePositives wrong experts on average, seeded. It is a model
+// of a predictor, not a measurement, and Meta.Info says so.
+//
+// IndexLookahead precomputes each lookahead vector's best candidates once per
+// trace (derived data, never stored), so policies need not rescan every score
+// at every layer of every simulated run.
 package traces
