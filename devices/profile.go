@@ -99,48 +99,34 @@ func IsAssumed(source string) bool {
 // kept and reported by Validate with the field path.
 func (q *Quantity) UnmarshalYAML(n *yaml.Node) error {
 	*q = Quantity{line: n.Line, set: true}
-	if n.Kind != yaml.MappingNode {
-		q.shape = fmt.Sprintf("want a mapping {value: ..., source: ...} (line %d)", n.Line)
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		switch k.Value {
-		case "value":
-			q.Value = scalar(k.Value, v, &q.shape)
-		case "source":
-			q.Source = scalar(k.Value, v, &q.shape)
-		default:
-			q.unknown = append(q.unknown, fmt.Sprintf("%s (line %d)", k.Value, k.Line))
-		}
-	}
+	decodeFields(n, "{value: ..., source: ...}", map[string]*string{"value": &q.Value, "source": &q.Source}, &q.shape, &q.unknown)
 	return nil
 }
 
-// UnmarshalYAML reads a {read, bandwidth, source} mapping; like Quantity's, it
-// never fails and leaves problems to Validate.
+// UnmarshalYAML reads a {read, lanes, bandwidth, source} mapping; like
+// Quantity's, it never fails and leaves problems to Validate.
 func (c *CurveSample) UnmarshalYAML(n *yaml.Node) error {
 	*c = CurveSample{line: n.Line}
+	decodeFields(n, "{read: ..., lanes: ..., bandwidth: ..., source: ...}",
+		map[string]*string{"read": &c.Read, "lanes": &c.Lanes, "bandwidth": &c.Bandwidth, "source": &c.Source}, &c.shape, &c.unknown)
+	return nil
+}
+
+// decodeFields reads a mapping of scalar fields into their strings, noting a
+// wrong shape in *shape and unknown keys in *unknown (with their lines).
+func decodeFields(n *yaml.Node, want string, fields map[string]*string, shape *string, unknown *[]string) {
 	if n.Kind != yaml.MappingNode {
-		c.shape = fmt.Sprintf("want a mapping {read: ..., lanes: ..., bandwidth: ..., source: ...} (line %d)", n.Line)
-		return nil
+		*shape = fmt.Sprintf("want a mapping %s (line %d)", want, n.Line)
+		return
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		switch k.Value {
-		case "read":
-			c.Read = scalar(k.Value, v, &c.shape)
-		case "lanes":
-			c.Lanes = scalar(k.Value, v, &c.shape)
-		case "bandwidth":
-			c.Bandwidth = scalar(k.Value, v, &c.shape)
-		case "source":
-			c.Source = scalar(k.Value, v, &c.shape)
-		default:
-			c.unknown = append(c.unknown, fmt.Sprintf("%s (line %d)", k.Value, k.Line))
+		if dst, ok := fields[k.Value]; ok {
+			*dst = scalar(k.Value, v, shape)
+		} else {
+			*unknown = append(*unknown, fmt.Sprintf("%s (line %d)", k.Value, k.Line))
 		}
 	}
-	return nil
 }
 
 // scalar returns a scalar node's text, or records a shape problem.
