@@ -121,7 +121,13 @@ func (f *flash) submit(key Key, bytes int64, demand bool) int32 {
 	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, remaining: float64(bytes), curve: f.rateFor(bytes)}
 	if len(f.active) < f.lanes {
 		f.startReq(id)
-		f.rerate()
+		if f.latency == 0 {
+			f.rerate() // a transfer began: every rate changes
+		} else if r.eta < f.nextT {
+			// NB: only the latency phase began, so no rate changed; ties keep
+			// the earlier read, which has the lower seq.
+			f.nextT, f.nextID = r.eta, id
+		}
 	} else if demand {
 		f.demQ.push(id)
 	} else {
