@@ -58,7 +58,7 @@ type engine struct {
 	cnt   []int32 // tokens of the pass using union[i]
 	last  []int32 // row (token-major, rank order) of union[i]'s last use in the pass
 	order []int32 // scratch: union indices in last-use order
-	done  []bool
+	pend  []int32 // scratch: union indices not yet computed
 	pfBuf []Key
 	la    Lookahead
 

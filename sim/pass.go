@@ -174,39 +174,46 @@ func (e *engine) computeExperts(l int) error {
 		}
 		return nil
 	}
-	e.done = e.done[:0]
-	for range e.union {
-		e.done = append(e.done, false)
+	// Pending experts in union order; each round computes those resident now
+	// and drops them, so later rounds scan only what is still loading.
+	e.pend = e.pend[:0]
+	for idx := range e.union {
+		e.pend = append(e.pend, int32(idx))
 	}
-	left := len(e.union)
-	for left > 0 {
+	for len(e.pend) > 0 {
 		e.fl.advance(e.now)
-		progressed := false
-		for idx, k := range e.union {
-			if !e.done[idx] && e.state[k] == Resident {
-				// NB: no flash advance between experts: the compute order of
-				// resident experts does not change when the thread idles.
-				e.done[idx] = true
-				left--
-				progressed = true
-				run(idx)
+		kept := e.pend[:0]
+		for _, idx := range e.pend {
+			// NB: no flash advance between experts: the compute order of
+			// resident experts does not change when the thread idles.
+			if e.state[e.union[idx]] == Resident {
+				run(int(idx))
+			} else {
+				kept = append(kept, idx)
 			}
 		}
-		if progressed || left == 0 {
+		progressed := len(kept) < len(e.pend)
+		e.pend = kept
+		if progressed || len(e.pend) == 0 {
 			continue
 		}
 		// Nothing resident: fault in the first synchronous miss, or wait for
 		// the next read to finish.
-		waited := false
-		for idx, k := range e.union {
-			if !e.done[idx] && e.syncLoad[k] {
-				e.faultIn(k)
-				waited = true
-				break
+		if e.cfg.Layout == LayoutGGUFMmap {
+			faulted := false
+			for _, idx := range e.pend {
+				if k := e.union[idx]; e.syncLoad[k] {
+					e.faultIn(k)
+					faulted = true
+					break
+				}
+			}
+			if faulted {
+				continue
 			}
 		}
-		if !waited && !e.waitAnyRead() {
-			return fmt.Errorf("internal: %d experts of layer %d never became resident", left, l)
+		if !e.waitAnyRead() {
+			return fmt.Errorf("internal: %d experts of layer %d never became resident", len(e.pend), l)
 		}
 	}
 	return nil
