@@ -8,8 +8,8 @@ import (
 // cacheView is the read-only face of the engine shown to policies.
 type cacheView struct{ e *engine }
 
-func (v cacheView) State(k Key) Residency       { return v.e.state[k] }
-func (v cacheView) InUse(k Key) bool            { return v.e.seen[k] == v.e.stamp }
+func (v cacheView) State(k Key) Residency       { return v.e.keys[k].state }
+func (v cacheView) InUse(k Key) bool            { return v.e.keys[k].seen == v.e.stamp }
 func (v cacheView) FreeBytes() int64            { return v.e.capacity - v.e.used }
 func (v cacheView) LoadingBytes() int64         { return v.e.loadingBytes }
 func (v cacheView) CapacityBytes() int64        { return v.e.capacity }
@@ -47,14 +47,14 @@ func (e *engine) makeRoom(need int64, prefetch bool, step int64) (bool, error) {
 }
 
 func (e *engine) checkVictim(v Key) error {
-	if v < 0 || int(v) >= len(e.state) {
+	if v < 0 || int(v) >= len(e.keys) {
 		return fmt.Errorf("policy %s chose victim %d: no such expert", e.pol.Name(), v)
 	}
 	l, x := v.Split(e.nE)
 	switch {
-	case e.state[v] != Resident:
+	case e.keys[v].state != Resident:
 		return fmt.Errorf("policy %s chose victim layer %d expert %d: not resident", e.pol.Name(), l, x)
-	case e.seen[v] == e.stamp:
+	case e.keys[v].seen == e.stamp:
 		return fmt.Errorf("policy %s chose victim layer %d expert %d: in use by the current layer", e.pol.Name(), l, x)
 	}
 	return nil
@@ -62,10 +62,10 @@ func (e *engine) checkVictim(v Key) error {
 
 func (e *engine) evict(k Key, step int64) {
 	b := e.keyBytes(k)
-	e.state[k] = Absent
+	e.keys[k].state = Absent
 	e.used -= b
-	if e.prefUnused[k] {
-		e.prefUnused[k] = false
+	if e.keys[k].prefUnused {
+		e.keys[k].prefUnused = false
 		if e.measuring {
 			e.res.WastedPrefetchBytes += b
 		}
@@ -80,7 +80,7 @@ func (e *engine) admit(k Key, prefetch bool, step int64) (bool, error) {
 		return false, err
 	}
 	b := e.keyBytes(k)
-	e.state[k] = Loading
+	e.keys[k].state = Loading
 	e.used += b
 	e.loadingBytes += b
 	e.res.PeakResidentBytes = max(e.res.PeakResidentBytes, e.used)
@@ -95,11 +95,11 @@ func (e *engine) startAsync(k Key, demand bool) {
 	l := int(k) / e.nE
 	if e.cfg.Layout == LayoutPerExpert {
 		e.keyReqs[k][0] = e.fl.submit(k, e.layerBytes[l], demand)
-		e.pending[k] = 1
+		e.keys[k].pending = 1
 		return
 	}
 	rs := e.regions[l]
-	e.pending[k] = int8(len(rs))
+	e.keys[k].pending = int8(len(rs))
 	for i, b := range rs {
 		e.keyReqs[k][i] = e.fl.submit(k, b, demand)
 	}
@@ -111,9 +111,9 @@ func (e *engine) readDone(id int32, r *flashReq) {
 		e.res.DemandQueueWaitNS += r.start - r.submit
 	}
 	if k := r.key; k >= 0 {
-		e.pending[k]--
-		if e.pending[k] == 0 && e.state[k] == Loading && !e.syncLoad[k] {
-			e.state[k] = Resident
+		e.keys[k].pending--
+		if e.keys[k].pending == 0 && e.keys[k].state == Loading && !e.keys[k].syncLoad {
+			e.keys[k].state = Resident
 			e.loadingBytes -= e.keyBytes(k)
 		}
 	}
@@ -128,10 +128,10 @@ func (e *engine) cancelQueuedPrefetch(step int64) bool {
 	q := &e.fl.preQ
 	for i := len(q.buf) - 1; i >= q.head; i-- {
 		k := e.fl.reqs[q.buf[i]].key
-		if k < 0 || e.state[k] != Loading || e.seen[k] == e.stamp {
+		if k < 0 || e.keys[k].state != Loading || e.keys[k].seen == e.stamp {
 			continue // not a pending prefetch, or needed by the current layer
 		}
-		n := int(e.pending[k])
+		n := int(e.keys[k].pending)
 		all := true
 		for j := 0; j < n; j++ {
 			if e.fl.started(e.keyReqs[k][j]) {
@@ -145,8 +145,8 @@ func (e *engine) cancelQueuedPrefetch(step int64) bool {
 			e.fl.cancelQueued(e.keyReqs[k][j])
 		}
 		b := e.keyBytes(k)
-		e.pending[k] = 0
-		e.state[k] = Absent
+		e.keys[k].pending = 0
+		e.keys[k].state = Absent
 		e.used -= b
 		e.loadingBytes -= b
 		e.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(k) / e.nE, Step: step})
@@ -181,12 +181,12 @@ func (e *engine) stallTo(t Time) {
 // waitResident stalls until k is resident, faulting it in on the compute
 // thread first if it is a pending synchronous (gguf-mmap) load.
 func (e *engine) waitResident(k Key) error {
-	if e.syncLoad[k] {
+	if e.keys[k].syncLoad {
 		e.faultIn(k)
 		return nil
 	}
 	e.fl.advance(e.now)
-	for e.state[k] != Resident {
+	for e.keys[k].state != Resident {
 		ev, id := e.fl.nextEvent()
 		if id < 0 {
 			l, x := k.Split(e.nE)
@@ -222,7 +222,7 @@ func (e *engine) faultIn(k Key) {
 			e.stallTo(e.fl.now)
 		}
 	}
-	e.syncLoad[k] = false
-	e.state[k] = Resident
+	e.keys[k].syncLoad = false
+	e.keys[k].state = Resident
 	e.loadingBytes -= e.keyBytes(k)
 }

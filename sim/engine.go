@@ -18,6 +18,18 @@ type UseRecord struct {
 	State  Residency // Resident = hit, Loading = in-flight hit, Absent = miss
 }
 
+// keyState is one expert's bookkeeping, kept together so that classifying,
+// admitting and evicting a key touches one cache line.
+type keyState struct {
+	seen       uint64 // == engine.stamp: in the current layer's union (in use)
+	requested  int64  // pass whose use of the key a policy's latest naming predicts
+	pos        int32  // index in the current union
+	state      Residency
+	pending    int8 // reads outstanding
+	syncLoad   bool // admitted, to be faulted in on the compute thread (gguf-mmap)
+	prefUnused bool // loaded by prefetch, not used since
+}
+
 // engine is one run's mutable state. Everything it needs comes from Config,
 // the steps and the policy; it reads no clock and no global randomness.
 type engine struct {
@@ -36,14 +48,8 @@ type engine struct {
 	layerBytes []int64 // bytes of one expert per layer
 	regions    [][]int64
 
-	state      []Residency
-	pending    []int8     // reads outstanding per key
-	keyReqs    [][3]int32 // async read ids per key (for cancelling queued prefetches)
-	syncLoad   []bool     // admitted, to be faulted in on the compute thread (gguf-mmap)
-	prefUnused []bool     // loaded by prefetch, not used since
-	requested  []int64    // pass in which a policy last named the key (+1)
-	seen       []uint64   // == curStamp: in the current layer's union (in use)
-	posOf      []int32
+	keys    []keyState // per expert key: the hot bookkeeping, one cache line
+	keyReqs [][3]int32 // async read ids per key (for cancelling queued prefetches)
 
 	capacity     int64
 	used         int64 // resident + loading
@@ -101,14 +107,8 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 		rng:        rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		layerBytes: make([]int64, nL),
 		regions:    make([][]int64, nL),
-		state:      make([]Residency, n),
-		pending:    make([]int8, n),
+		keys:       make([]keyState, n),
 		keyReqs:    make([][3]int32, n),
-		syncLoad:   make([]bool, n),
-		prefUnused: make([]bool, n),
-		requested:  make([]int64, n),
-		seen:       make([]uint64, n),
-		posOf:      make([]int32, n),
 		capacity:   cfg.CacheBytes,
 	}
 	e.view = cacheView{e}
@@ -224,8 +224,8 @@ func (e *engine) wrapUp(ctxTokens int) {
 		ctxTokens = e.cfg.ContextTokens
 	}
 	e.res.DeviceBudgetBytes = DeviceBudget(e.m, e.cfg.Device, ctxTokens)
-	for k, u := range e.prefUnused {
-		if u {
+	for k := range e.keys {
+		if e.keys[k].prefUnused {
 			e.res.WastedPrefetchBytes += e.layerBytes[k/e.nE]
 		}
 	}

@@ -40,13 +40,13 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 			for _, x := range steps[t].Layers[l].Experts {
 				k := Key(l*e.nE + int(x))
 				row++
-				if e.seen[k] == e.stamp {
-					e.cnt[e.posOf[k]]++
-					e.last[e.posOf[k]] = row
+				if e.keys[k].seen == e.stamp {
+					e.cnt[e.keys[k].pos]++
+					e.last[e.keys[k].pos] = row
 					continue
 				}
-				e.seen[k] = e.stamp
-				e.posOf[k] = int32(len(e.union))
+				e.keys[k].seen = e.stamp
+				e.keys[k].pos = int32(len(e.union))
 				e.union = append(e.union, k)
 				e.cnt = append(e.cnt, 1)
 				e.last = append(e.last, row)
@@ -54,13 +54,13 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 		}
 		e.fl.advance(e.now)
 		for _, k := range e.union {
-			st := e.state[k]
+			st := e.keys[k].state
 			if e.tap != nil {
 				e.tap(UseRecord{Pass: e.passNo - 1, Step: first, Phase: phase, Layer: l, Expert: int(k) % e.nE, State: st})
 			}
 			if e.measuring {
 				e.res.Uses++
-				if e.requested[k] == e.passNo {
+				if e.keys[k].requested == e.passNo {
 					e.res.PrefetchCovered++
 				}
 				switch st {
@@ -72,8 +72,8 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 					e.res.Misses++
 				}
 			}
-			if e.prefUnused[k] {
-				e.prefUnused[k] = false
+			if e.keys[k].prefUnused {
+				e.keys[k].prefUnused = false
 				if e.measuring {
 					e.res.PrefetchUseful++
 				}
@@ -87,7 +87,7 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 					return fmt.Errorf("internal: demand admission refused")
 				}
 				if e.cfg.Layout == LayoutGGUFMmap {
-					e.syncLoad[k] = true
+					e.keys[k].syncLoad = true
 				} else {
 					e.startAsync(k, true)
 				}
@@ -125,7 +125,7 @@ func (e *engine) lookahead(steps []traces.Step, i, j, l int, first int64) error 
 	}
 	e.pfBuf = e.pol.Prefetch(la, e.view, e.pfBuf[:0])
 	for _, k := range e.pfBuf {
-		if k < 0 || int(k) >= len(e.state) {
+		if k < 0 || int(k) >= len(e.keys) {
 			return fmt.Errorf("policy %s asked to prefetch expert key %d: no such expert", e.pol.Name(), k)
 		}
 		// A naming predicts the key's next use: later in this pass, or in the
@@ -134,13 +134,13 @@ func (e *engine) lookahead(steps []traces.Step, i, j, l int, first int64) error 
 		if int(k)/e.nE <= l {
 			target++
 		}
-		if e.requested[k] != target {
-			e.requested[k] = target
+		if e.keys[k].requested != target {
+			e.keys[k].requested = target
 			if e.measuring {
 				e.res.PrefetchRequested++
 			}
 		}
-		if e.state[k] != Absent {
+		if e.keys[k].state != Absent {
 			continue
 		}
 		ok, err := e.admit(k, true, first)
@@ -150,7 +150,7 @@ func (e *engine) lookahead(steps []traces.Step, i, j, l int, first int64) error 
 		if !ok {
 			break
 		}
-		e.prefUnused[k] = true
+		e.keys[k].prefUnused = true
 		if e.measuring {
 			e.res.PrefetchLoads++
 			e.res.PrefetchBytes += e.keyBytes(k)
@@ -186,7 +186,7 @@ func (e *engine) computeExperts(l int) error {
 		for _, idx := range e.pend {
 			// NB: no flash advance between experts: the compute order of
 			// resident experts does not change when the thread idles.
-			if e.state[e.union[idx]] == Resident {
+			if e.keys[e.union[idx]].state == Resident {
 				run(int(idx))
 			} else {
 				kept = append(kept, idx)
@@ -202,7 +202,7 @@ func (e *engine) computeExperts(l int) error {
 		if e.cfg.Layout == LayoutGGUFMmap {
 			faulted := false
 			for _, idx := range e.pend {
-				if k := e.union[idx]; e.syncLoad[k] {
+				if k := e.union[idx]; e.keys[k].syncLoad {
 					e.faultIn(k)
 					faulted = true
 					break
