@@ -129,8 +129,8 @@ func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []s
 			// NB: resident and loading candidates are named too (the engine
 			// skips them and they cost no bytes), so the engine's prefetch
 			// recall and precision measure the prediction itself.
-			if view.State(c.key) == sim.Absent {
-				if limit > 0 && asked+eb > room {
+			if limit > 0 && view.State(c.key) == sim.Absent {
+				if asked+eb > room {
 					return dst
 				}
 				asked += eb

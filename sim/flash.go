@@ -36,7 +36,7 @@ type flash struct {
 	nextT  Time  // earliest pending event (kept by rerate)
 	nextID int32 // its read, -1 when idle
 
-	rates map[int64][2]float64 // read size → (single, aggregate) bytes/ns
+	rates []sizeRate // read size → (single, aggregate) bytes/ns
 
 	// done is called when a read completes, at time f.now.
 	done func(id int32, r *flashReq)
@@ -87,20 +87,29 @@ func newFlash(f devices.Flash) *flash {
 		latency: f.LatencyNS,
 		single:  f.SingleLane,
 		agg:     f.Aggregate,
-		rates:   make(map[int64][2]float64),
 		nextT:   math.MaxInt64,
 		nextID:  -1,
 	}
 }
 
 // rateFor returns (single-lane, aggregate) bytes per ns for reads of size b.
+// A run reads only a few distinct sizes (one per layer size or region), so a
+// short slice searched linearly beats a map.
 func (f *flash) rateFor(b int64) [2]float64 {
-	r, ok := f.rates[b]
-	if !ok {
-		r = [2]float64{devices.Interp(f.single, b) / 1e9, devices.Interp(f.agg, b) / 1e9}
-		f.rates[b] = r
+	for i := range f.rates {
+		if f.rates[i].size == b {
+			return f.rates[i].rate
+		}
 	}
+	r := [2]float64{devices.Interp(f.single, b) / 1e9, devices.Interp(f.agg, b) / 1e9}
+	f.rates = append(f.rates, sizeRate{b, r})
 	return r
+}
+
+// sizeRate caches one read size's curve rates.
+type sizeRate struct {
+	size int64
+	rate [2]float64
 }
 
 // submit queues a read at time f.now and returns its id. The caller must have
