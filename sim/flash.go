@@ -48,20 +48,22 @@ type flash struct {
 }
 
 type flashReq struct {
-	seq       uint64 // submission order, the tie-break
-	key       Key    // expert the read belongs to, or -1
-	bytes     int64
-	demand    bool
-	submit    Time
-	start     Time       // lane acquired
-	xferStart Time       // latency over, transfer begins
+	// Hot: read at every event (kept within the first cache line).
+	eta       Time       // next event: latency end, or completion at the current rate
+	seq       uint64     // submission order, the tie-break
 	remaining float64    // bytes left to transfer
 	rate      float64    // current bytes/ns
 	curve     [2]float64 // (single-lane, aggregate) bytes/ns for this read's size
-	eta       Time       // next event: latency end, or completion at the current rate
 	inXfer    bool
 	sync      bool // the caller waits on this id and releases it itself
 	finished  bool
+	demand    bool
+
+	key       Key // expert the read belongs to, or -1
+	bytes     int64
+	submit    Time
+	start     Time // lane acquired
+	xferStart Time // latency over, transfer begins
 	finish    Time
 }
 
