@@ -33,6 +33,7 @@ type flash struct {
 	xfers int    // active requests past their latency
 	seq   uint64 // submissions so far
 
+	mark   Time  // time of the last rate change: remaining bytes are as of then
 	nextT  Time  // earliest pending event (kept by rerate)
 	nextID int32 // its read, -1 when idle
 
@@ -191,11 +192,15 @@ func (f *flash) startReq(id int32) {
 // to the set of reads in service ends with a rerate.
 func (f *flash) rerate() {
 	k := float64(f.xfers)
+	elapsed := float64(f.now - f.mark)
 	best, bestID := Time(math.MaxInt64), int32(-1)
 	var bestSeq uint64
 	for _, id := range f.active {
 		r := &f.reqs[id]
 		if r.inXfer {
+			// Bring remaining up to date at the old rate (0 for a transfer
+			// that has just begun), then set the new rate.
+			r.remaining -= float64(r.rate * elapsed)
 			r.rate = min(r.curve[0], float64(r.curve[1]/k))
 			r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
 		}
@@ -204,23 +209,20 @@ func (f *flash) rerate() {
 		}
 	}
 	f.nextT, f.nextID = best, bestID
+	f.mark = f.now
 }
 
 // nextEvent is the time and read of the earliest pending event (ties: the
 // read submitted first), or (MaxInt64, -1) when idle.
 func (f *flash) nextEvent() (Time, int32) { return f.nextT, f.nextID }
 
-// progress moves every transfer forward to time t (no event lies in between).
+// progress moves the clock to t (no event lies in between), counting busy
+// time. Transfers need no update: their completion times stay valid until the
+// rates change, and rerate brings remaining bytes up to date then.
 func (f *flash) progress(t Time) {
 	if dt := t - f.now; dt > 0 {
 		if f.xfers > 0 {
 			f.busyNS += dt
-		}
-		for _, id := range f.active {
-			r := &f.reqs[id]
-			if r.inXfer {
-				r.remaining -= float64(r.rate * float64(dt))
-			}
 		}
 		f.now = t
 	}
