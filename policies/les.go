@@ -105,6 +105,7 @@ func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []s
 			break
 		}
 		s.cands = s.cands[:0]
+		vectors := 0
 		for t, tok := range la.Scores {
 			if len(tok) >= d {
 				var ci *traces.CandidateIndex
@@ -112,14 +113,19 @@ func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []s
 					ci = &la.Index[t][d-1]
 				}
 				s.selectCandidates(tok[d-1], ci, layer)
+				vectors++
 			}
 		}
-		slices.SortFunc(s.cands, func(a, b candidate) int {
-			if c := cmp.Compare(b.score, a.score); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.key, b.key)
-		})
+		// NB: one vector's candidates are already best first, ties lower
+		// expert (= lower key) first: only a union of several needs sorting.
+		if vectors > 1 {
+			slices.SortFunc(s.cands, func(a, b candidate) int {
+				if c := cmp.Compare(b.score, a.score); c != 0 {
+					return c
+				}
+				return cmp.Compare(a.key, b.key)
+			})
+		}
 		eb := view.ExpertBytes(layer)
 		for _, c := range s.cands {
 			if s.mark[c.key] == s.gen {
