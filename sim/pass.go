@@ -224,13 +224,17 @@ func (e *engine) computeExperts(l int) error {
 // (for one token this is rank order). NB: this order, not first appearance,
 // is what reproduces BigMoeOnEdge's recorded residency on batched prefill.
 func (e *engine) observeUses(l int, first int64, rows int) {
+	if rows == len(e.union) { // every expert used once: union order is use order
+		for _, k := range e.union {
+			e.pol.Observe(Event{Kind: Used, Key: k, Layer: l, Step: first})
+		}
+		return
+	}
 	e.order = e.order[:0]
 	for idx := range e.union {
 		e.order = append(e.order, int32(idx))
 	}
-	if rows > len(e.union) { // some expert was used twice: reorder
-		slices.SortFunc(e.order, func(a, b int32) int { return cmp.Compare(e.last[a], e.last[b]) })
-	}
+	slices.SortFunc(e.order, func(a, b int32) int { return cmp.Compare(e.last[a], e.last[b]) })
 	for _, idx := range e.order {
 		e.pol.Observe(Event{Kind: Used, Key: e.union[idx], Layer: l, Step: first})
 	}
