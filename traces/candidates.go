@@ -77,7 +77,8 @@ type CandidateIndex struct {
 	Top []int32
 	// Score are the scores of Top.
 	Score []float32
-	// Complete says Top holds every valid score of the vector.
+	// Complete says Top holds every valid score of the vector (it may be
+	// false when exactly the indexed count of scores are valid).
 	Complete bool
 	// ExpSum is Σ ExpNaN0(ScoreOf(s) − best) over the whole vector, in index
 	// order, where best = the top score: the softmax denominator relative to
@@ -127,13 +128,8 @@ func IndexLookahead(steps []Step, maxCands int, withSums bool) {
 					scoreArena = append(scoreArena, sc[e])
 				}
 				ci.Score = scoreArena[from:len(scoreArena):len(scoreArena)]
-				valid := 0
-				for _, v := range sc {
-					if v == v && !math.IsInf(float64(v), -1) {
-						valid++
-					}
-				}
-				ci.Complete = len(ci.Top) == valid
+				// Fewer than maxCands candidates means every valid score is in.
+				ci.Complete = len(ci.Top) < maxCands
 				if withSums && len(ci.Top) > 0 {
 					ci.ExpSum, ci.HasSum = SoftmaxSum(sc, sc[ci.Top[0]]), true
 				}

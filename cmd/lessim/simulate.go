@@ -144,7 +144,7 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	// Index each lookahead vector's best candidates once, so policies need not
 	// rescan every expert's score at every layer (results are unchanged).
-	traces.IndexLookahead(tr.steps, max(2*m.TopK, f.topN, f.maxCand), f.threshold > 0)
+	traces.IndexLookahead(tr.steps, indexDepth(m, f), f.threshold > 0)
 	ctx := f.contextTokens
 	if ctx == 0 {
 		ctx = longestSequence(tr.steps)
@@ -215,4 +215,19 @@ func longestSequence(steps []traces.Step) int {
 		n = max(n, int(steps[i].Pos)+1)
 	}
 	return n
+}
+
+// indexDepth is how many candidates per lookahead vector les will ask for:
+// the threshold mode's cap, else top-n (both default from the model's top-k).
+func indexDepth(m *devices.ModelSpec, f *simulateFlags) int {
+	if f.threshold > 0 {
+		if f.maxCand > 0 {
+			return f.maxCand
+		}
+		return 2 * m.TopK
+	}
+	if f.topN > 0 {
+		return f.topN
+	}
+	return m.TopK
 }
