@@ -16,6 +16,10 @@
 //     reports a Used event per distinct expert (plus Admitted/Evicted events);
 //  3. space is needed: Victim names a Resident, not InUse expert, or declines.
 //
+// Prefetch names every key the policy predicts, resident or not: the engine
+// skips those already resident or loading, and counts the naming, so the
+// Result's prefetch recall and precision measure the prediction itself.
+//
 // It sees a read-only CacheView (residency, free, loading and capacity bytes,
 // per-layer expert sizes), never time, and never the future: the oracle and
 // pinned-hot get the trace through their constructor, by design. Capacity is in
