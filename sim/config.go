@@ -59,6 +59,12 @@ type Config struct {
 	SpecAccept float64
 	// Seed drives the acceptance model (the only randomness in the engine).
 	Seed uint64
+	// SpecFromTrace takes speculative passes from the trace instead of the
+	// acceptance model: decode tokens sharing a Pass were emitted by one
+	// verify pass, all accepted (SpecBlock and SpecAccept are then unused).
+	// Tokens a recording engine verified and rejected are not in traces, so
+	// their experts are not loaded.
+	SpecFromTrace bool
 
 	// Prefill simulates the trace's prefill passes first (they warm the cache);
 	// decode metrics never include them.

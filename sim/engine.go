@@ -156,9 +156,17 @@ func (e *engine) run(steps []traces.Step) error {
 			i = j
 			continue
 		}
-		// A decode pass verifies up to SpecBlock tokens of one sequence.
+		// A decode pass verifies up to SpecBlock tokens of one sequence, or
+		// with SpecFromTrace the tokens the recording engine emitted in one pass.
 		j := i + 1
-		for j < len(steps) && j-i < e.cfg.SpecBlock && steps[j].Phase == traces.Decode && steps[j].Seq == s.Seq {
+		for j < len(steps) && steps[j].Phase == traces.Decode && steps[j].Seq == s.Seq {
+			if e.cfg.SpecFromTrace {
+				if steps[j].Pass != s.Pass || s.Pass < 0 {
+					break
+				}
+			} else if j-i >= e.cfg.SpecBlock {
+				break
+			}
 			j++
 		}
 		e.measuring = true
@@ -171,7 +179,10 @@ func (e *engine) run(steps []traces.Step) error {
 		e.fl.advance(e.now)
 		e.res.FlashBusyNS += e.fl.busyNS - busy0
 		e.res.FlashReads += e.fl.reads - reads0
-		accepted := e.accepted(j - i)
+		accepted := j - i // recorded passes emitted every token they hold
+		if !e.cfg.SpecFromTrace {
+			accepted = e.accepted(j - i)
+		}
 		dt := e.now - start
 		e.res.Passes++
 		e.res.Tokens += int64(accepted)

@@ -250,3 +250,22 @@ func TestLookaheadIndexChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+// With SpecFromTrace, decode tokens sharing a recorded Pass form one verify
+// pass whose tokens are all accepted.
+func TestSpeculativePassesFromTrace(t *testing.T) {
+	steps := randomSteps(tinyModel(), 300, 17)
+	for i := range steps { // two tokens per recorded pass: 150 passes
+		steps[i].Pass = int32(i / 2)
+	}
+	cfg := baseConfig(40 * mib)
+	cfg.SpecFromTrace = true
+	r := run(t, cfg, steps, "lru", policies.DefaultParams(tinyModel()))
+	if r.Tokens != 300 || r.Passes != 150 || r.AcceptedPerPass != 2 {
+		t.Fatalf("tokens %d passes %d accepted/pass %g, want 300, 150, 2", r.Tokens, r.Passes, r.AcceptedPerPass)
+	}
+	one := run(t, baseConfig(40*mib), steps, "lru", policies.DefaultParams(tinyModel()))
+	if r.TokensPerSec <= one.TokensPerSec {
+		t.Errorf("two tokens per verify pass (%.1f tok/s) should beat one (%.1f tok/s)", r.TokensPerSec, one.TokensPerSec)
+	}
+}

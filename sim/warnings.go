@@ -30,7 +30,9 @@ func warnings(e *engine, ctxTokens int) []string {
 			FormatBytes(e.cfg.CacheBytes), FormatBytes(budget), FormatBytes(e.cfg.Device.RAMBytes), FormatBytes(e.cfg.Device.ReserveBytes),
 			FormatBytes(e.m.NonExpertBytes), ctxTokens, FormatBytes(e.m.KVBytesPerToken*int64(ctxTokens))))
 	}
-	if e.cfg.SpecBlock > 1 && r.Passes > 0 {
+	if e.cfg.SpecFromTrace && r.Passes > 0 {
+		w = append(w, "speculative passes from the trace: rejected drafts are not recorded, so their experts are not loaded")
+	} else if e.cfg.SpecBlock > 1 && r.Passes > 0 {
 		w = append(w, fmt.Sprintf("speculative decoding: verify blocks use the trace's next %d tokens' experts; rejected drafts are assumed to route like the trace", e.cfg.SpecBlock))
 	}
 	return w

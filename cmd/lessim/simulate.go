@@ -29,7 +29,7 @@ type simulateFlags struct {
 	topN, depth, maxCand     int
 	threshold, pinFraction   float64
 	maxInflight              string
-	noPrefetch               bool
+	noPrefetch, specTrace    bool
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -59,6 +59,7 @@ compute, with the chosen expert-scheduling policy, and prints the result.`,
 	fl.BoolVar(&f.cachedFirst, "cached-first", true, "compute resident experts first while misses load (false = rank order, stock llama.cpp)")
 	fl.IntVar(&f.specBlock, "spec-block", 1, "tokens verified per pass by speculative decoding (1 = off)")
 	fl.Float64Var(&f.specAccept, "spec-accept", 0.7, "probability each draft token is accepted (geometric model)")
+	fl.BoolVar(&f.specTrace, "spec-from-trace", false, "take speculative passes from the trace: decode tokens sharing a recorded pass were verified together and all accepted")
 	fl.BoolVar(&f.prefill, "prefill", false, "simulate the trace's prefill passes first (warms the cache; never in decode metrics)")
 	fl.IntVar(&f.contextTokens, "context", 0, "context tokens charged to the KV cache (0 = longest sequence in the trace)")
 	fl.Float64Var(&f.predictRecall, "predict-recall", 0, "for traces without lookahead scores: a stated predictor of this recall (0 = none)")
@@ -168,7 +169,7 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	cfg := sim.Config{
 		Model: m, Device: dev, CacheBytes: cache, Layout: layout, CachedFirst: f.cachedFirst,
 		SpecBlock: f.specBlock, SpecAccept: f.specAccept, Seed: f.seed, Prefill: f.prefill, ContextTokens: f.contextTokens,
-		KeepSeries: f.plot != "",
+		KeepSeries: f.plot != "", SpecFromTrace: f.specTrace,
 	}
 	res, err := sim.Run(cfg, tr.steps, pol)
 	if err != nil {
