@@ -135,7 +135,6 @@ func (e *engine) run(steps []traces.Step) error {
 		return err
 	}
 	maxPos := 0
-	var decode int64
 	for i := 0; i < len(steps); {
 		s := &steps[i]
 		maxPos = max(maxPos, int(s.Pos)+1)
@@ -194,7 +193,6 @@ func (e *engine) run(steps []traces.Step) error {
 		if e.cfg.KeepSeries {
 			e.res.Series = append(e.res.Series, PassSample{StartNS: e.res.TimeNS - dt, TimeNS: dt, StallNS: e.res.StallNS - stall0, Accepted: accepted})
 		}
-		decode += int64(accepted)
 		i += accepted
 	}
 	e.wrapUp(maxPos)

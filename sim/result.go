@@ -92,8 +92,9 @@ func ratio(a, b int64) float64 {
 }
 
 // finish derives the ratio fields from the counters.
+// It sorts latencies in place.
 func (r *Result) finish(latencies []int64) {
-	s := slices.Clone(latencies)
+	s := latencies
 	slices.Sort(s)
 	r.LatencyP50NS = percentile(s, 50)
 	r.LatencyP90NS = percentile(s, 90)

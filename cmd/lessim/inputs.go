@@ -14,11 +14,6 @@ const (
 	defaultDevice = "iphone-17-pro-max"
 )
 
-// loadModel resolves a built-in model spec by name and quant variant.
-func loadModel(name, variant string) (*devices.ModelSpec, error) {
-	return devices.LookupModel(name, variant)
-}
-
 // loadDevice resolves --device-file (a user profile) or --device (embedded).
 func loadDevice(name, file string) (*devices.Device, error) {
 	var p *devices.Profile
@@ -64,16 +59,4 @@ func synthTrace(m *devices.ModelSpec, o traces.SynthOptions) (*traceInput, error
 	label := fmt.Sprintf("synthetic, %d decode tokens, seed %d (skew %.2f, reuse %.3f, lookahead recall %.3f, depth %d)",
 		o.Tokens*max(o.Sequences, 1), o.Seed, o.Skew, o.Reuse, o.LookaheadRecall, o.LookaheadDepth)
 	return &traceInput{meta: meta, steps: steps, label: label}, nil
-}
-
-// hasLookahead reports whether any step carries lookahead scores.
-func (t *traceInput) hasLookahead() bool {
-	for i := range t.steps {
-		for _, l := range t.steps[i].Layers {
-			if len(l.Lookahead) > 0 {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -83,26 +83,26 @@ type simulateOutput struct {
 }
 
 type simulateInputs struct {
-	Trace       string             `json:"trace"`
-	Model       *devices.ModelSpec `json:"-"`
-	ModelName   string             `json:"model"`
-	Variant     string             `json:"variant"`
-	Device      *devices.Device    `json:"device"`
-	Policy      string             `json:"policy"`
-	CacheBytes  int64              `json:"cache_bytes"`
-	Layout      string             `json:"layout"`
-	CachedFirst bool               `json:"cached_first"`
-	SpecBlock   int                `json:"spec_block"`
-	SpecAccept  float64            `json:"spec_accept"`
-	Seed        uint64             `json:"seed"`
+	Trace       string          `json:"trace"`
+	ModelName   string          `json:"model"`
+	Variant     string          `json:"variant"`
+	Device      *devices.Device `json:"device"`
+	Policy      string          `json:"policy"`
+	CacheBytes  int64           `json:"cache_bytes"`
+	Layout      string          `json:"layout"`
+	CachedFirst bool            `json:"cached_first"`
+	SpecBlock   int             `json:"spec_block"`
+	SpecAccept  float64         `json:"spec_accept"`
+	Seed        uint64          `json:"seed"`
 }
 
 func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	if f.format != "text" && f.format != "json" {
 		return fmt.Errorf("unknown format %q (valid: json, text)", f.format)
 	}
-	if _, err := policies.New(f.policy, policies.Params{}); err != nil && policies.Describe(f.policy) == "" {
-		return err // an unknown name: fail before any work
+	if policies.Describe(f.policy) == "" { // an unknown name: fail before any work
+		_, err := policies.New(f.policy, policies.Params{})
+		return err
 	}
 	layout, err := sim.ParseLayout(f.layout)
 	if err != nil {
@@ -120,7 +120,7 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 		}
 		m = &tr.meta.Model
 	} else {
-		if m, err = loadModel(f.model, f.variant); err != nil {
+		if m, err = devices.LookupModel(f.model, f.variant); err != nil {
 			return err
 		}
 		o := traces.DefaultSynthOptions()
@@ -140,7 +140,7 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 		}
 		tr.meta, tr.steps = meta, steps
 		tr.label += fmt.Sprintf("; lookahead from a stated predictor (recall %.3f, %.1f false positives, seed %d)", f.predictRecall, f.predictFP, f.seed)
-	} else if f.policy == "les" && !f.noPrefetch && !tr.hasLookahead() {
+	} else if f.policy == "les" && !f.noPrefetch && tr.meta.LookaheadDepth == 0 {
 		extraWarn = append(extraWarn, "trace has no lookahead scores, so les cannot prefetch (it behaves as ondemand): pass --predict-recall R to use a stated predictor")
 	}
 	// Index each lookahead vector's best candidates once, so policies need not

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -32,7 +33,7 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			m, err := loadModel(model, variant)
+			m, err := devices.LookupModel(model, variant)
 			if err != nil {
 				return err
 			}
