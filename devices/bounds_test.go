@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -468,5 +469,51 @@ func TestWorstCaseConversions(t *testing.T) {
 				t.Errorf("ReadNS(%d, %d) = %d on the slowest device: not in (0, %.4g]", read, k, ns, worst["flash read (largest expert, all lanes busy)"])
 			}
 		}
+	}
+}
+
+// boundsDoc is docs/profile-bounds.md, which lists the bounds table.
+const boundsDoc = "../docs/profile-bounds.md"
+
+// boundsMarkdown renders the table of Bounds as docs/profile-bounds.md lists it.
+func boundsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| Field | Min | Max | Unit | Also | Why |\n|---|---|---|---|---|---|\n")
+	for _, r := range Bounds() {
+		also := ""
+		switch {
+		case r.PowerOfTwo:
+			also = "power of two"
+		case r.Whole:
+			also = "whole"
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s | %s |\n", r.Field, r.Min, r.Max, r.Unit, also, r.Reason)
+	}
+	return b.String()
+}
+
+// TestBoundsDoc checks that docs/profile-bounds.md lists exactly the bounds
+// table (-rewrite regenerates the table between its markers).
+func TestBoundsDoc(t *testing.T) {
+	data, err := os.ReadFile(boundsDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const begin, end = "-rewrite` -->\n", "<!-- end of bounds table -->"
+	doc := string(data)
+	i, j := strings.Index(doc, begin), strings.Index(doc, end)
+	if i < 0 || j < i {
+		t.Fatalf("%s lacks the table markers", boundsDoc)
+	}
+	i += len(begin)
+	want := boundsMarkdown()
+	if *rewrite {
+		if err := os.WriteFile(boundsDoc, []byte(doc[:i]+want+doc[j:]), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if got := doc[i:j]; got != want {
+		t.Errorf("%s's table differs from devices.Bounds() (run go test ./devices -run TestBoundsDoc -rewrite and read the diff):\n got:\n%s\nwant:\n%s", boundsDoc, got, want)
 	}
 }
