@@ -35,6 +35,20 @@
 // range, reserve >= ram, empty or unsorted curves — one per line as
 // "file: field.path: reason".
 //
+// # Bounds
+//
+// Every profile number, and every count, size and FLOP figure of a model
+// spec, must lie within a plausible range: Bounds returns the one table
+// (field, range, reason) that validation, the tests and
+// docs/profile-bounds.md all read. A value outside is refused naming the
+// field, the value as written, the range and the reason, so a unit typo such
+// as "75.8 B/s" cannot pass. NaN and infinities are refused at parse time.
+// The ranges also keep time exact: at their slowest rates and largest sizes,
+// one conversion of bytes or FLOPs into nanoseconds stays below 2^53 ns.
+// What validation accepts but finds suspicious (a flash curve whose
+// throughput falls as reads grow) is listed by Profile.Warnings and
+// Device.Warnings, for results to show.
+//
 // # Flash model
 //
 // At most flash.lanes reads are in flight (the engine's queue depth). A read
