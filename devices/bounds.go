@@ -87,7 +87,7 @@ var boundTable = []Bound{
 	{Field: "memory.efficiency", Kind: Dimensionless, Min: "0.01", Max: "1", Unit: "of peak",
 		Reason: "a fraction of peak bandwidth: above 1 is impossible; decode kernels reach 30-90%, and below 1% memory would not be the bottleneck this model assumes"},
 	// Profile: compute.
-	{Field: "compute.flops", Kind: Throughput, Min: "1 GFLOPS", Max: "10000 TFLOPS",
+	{Field: "compute.flops", Kind: Throughput, Min: "1 GFLOPS", Max: "10 PFLOPS",
 		Reason: "one in-order embedded core sustains about 1 GFLOPS; the largest accelerators reach a few PFLOPS dense (about 4.5 PFLOPS FP8 on a B200)"},
 	{Field: "compute.layer_overhead", Kind: Duration, Min: "0 ns", Max: "100 ms",
 		Reason: "dispatch and synchronisation cost microseconds per layer; 100 ms per layer would spend seconds per token before any work"},

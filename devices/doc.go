@@ -13,7 +13,7 @@
 // where value is a plain number ("4", "0.6", "60%") for dimensionless fields
 // or a number with a unit for everything else — sizes B, KB, MB, GB, TB (powers
 // of 1000) and KiB, MiB, GiB, TiB (powers of 1024); rates the same followed by
-// "/s"; durations ns, us (or µs), ms, s; compute FLOPS, GFLOPS, TFLOPS. A
+// "/s"; durations ns, us (or µs), ms, s; compute FLOPS, GFLOPS, TFLOPS, PFLOPS. A
 // dimensioned value without a unit is an error, so no number is read in the
 // wrong unit. Profile.Device resolves the profile into a Device in SI base
 // units: bytes, bytes per second, nanoseconds, FLOP/s.

@@ -49,8 +49,8 @@ var durationUnits = []unitFactor{
 }
 
 var flopsUnits = []unitFactor{
-	{"FLOPS", 1}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12},
-	{"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12},
+	{"FLOPS", 1}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15},
+	{"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
 }
 
 type unitFactor struct {
