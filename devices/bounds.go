@@ -69,8 +69,9 @@ func (b Bound) check(v float64, text string) string {
 	return fmt.Sprintf("%s is outside %s: %s", strings.TrimSpace(text), b.RangeText(), b.Reason)
 }
 
-// Names of the ranges of values derived from a profile rather than written in
-// it: each flash curve point's transfer rate once the latency is removed.
+// transferRateField names the one bound on a value derived from a profile
+// rather than written in it: each flash curve point's transfer rate once the
+// latency is removed.
 const transferRateField = "flash.*[].transfer_rate"
 
 // boundTable is the one table of plausible ranges. Each reason cites a device
