@@ -82,7 +82,7 @@ func outside(b Bound) (below, above string) {
 	return f(lo - step(lo)), f(hi + step(hi))
 }
 
-// scalarCase maps a profile bound to the boundsProfile keys it is tested
+// boundCases maps a profile bound to the boundsProfile keys it is tested
 // through, and the other values it needs to be tested alone.
 var boundCases = map[string]struct {
 	keys  []string          // boundsProfile keys that take the value
