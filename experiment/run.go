@@ -1,0 +1,68 @@
+package experiment
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/sim"
+)
+
+// Outcome is one run: the resolved spec that produced it, its hash, and the
+// result (whose warnings include the plan's).
+type Outcome struct {
+	Spec       Spec
+	Hash       string
+	TraceLabel string
+	Model      *devices.ModelSpec
+	Device     *devices.Device
+	Result     *sim.Result
+}
+
+// Run simulates the plan. Each call builds a fresh policy, so a plan may run
+// more than once (and plans sharing Inputs may run concurrently).
+func (p *Plan) Run() (*Outcome, error) {
+	p.mu.Lock()
+	pol := p.pol
+	p.pol = nil
+	p.mu.Unlock()
+	if pol == nil {
+		var err error
+		if pol, err = policies.New(p.Spec.Policy.Name, p.Params); err != nil {
+			return nil, err
+		}
+	}
+	res, err := sim.Run(p.Config, p.Steps, pol)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkFinite(res); err != nil {
+		return nil, err
+	}
+	res.Warnings = append(res.Warnings, p.Warnings...)
+	return &Outcome{Spec: p.Spec, Hash: p.Spec.Hash(), TraceLabel: p.TraceLabel, Model: p.Model, Device: p.Device, Result: res}, nil
+}
+
+// Run resolves s with fresh Inputs and runs it.
+func Run(s Spec) (*Outcome, error) {
+	var in Inputs
+	p, err := in.Resolve(s)
+	if err != nil {
+		return nil, err
+	}
+	return p.Run()
+}
+
+// checkFinite refuses a result with a NaN or infinite number: no run may
+// end in a number that is not one (inputs are checked, so this is a bug).
+func checkFinite(r *sim.Result) error {
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Float64 && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+			return fmt.Errorf("result %s is %v: a bug in lessim, please report it with the spec", v.Type().Field(i).Name, f.Float())
+		}
+	}
+	return nil
+}
