@@ -28,9 +28,16 @@ type CheckOptions struct {
 	Model string
 	// Calibrate includes the calibrate request (it may take minutes on a device).
 	Calibrate bool
+	// CancelWithin is how soon the agent must confirm a cancel (default
+	// DefaultCancelWithin).
+	CancelWithin time.Duration
 	// Client are the client options (timeouts, usbmuxd address).
 	Client Options
 }
+
+// DefaultCancelWithin is how soon an agent must confirm a cancel: time to
+// finish the decode pass in progress, and no more.
+const DefaultCancelWithin = 2 * time.Second
 
 // Check outcomes.
 const (
@@ -56,6 +63,9 @@ func Check(ctx context.Context, target, token string, o CheckOptions, report fun
 		o.Spec = json.RawMessage(DefaultCheckSpec)
 	}
 	o.Client = o.Client.withDefaults()
+	if o.CancelWithin <= 0 {
+		o.CancelWithin = DefaultCancelWithin
+	}
 	k := &checker{target: target, token: token, o: o}
 	var out []CheckResult
 	add := func(name string, f func(context.Context) (string, error)) {
@@ -363,7 +373,12 @@ func (k *checker) loadModel(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	info, err := c.LoadModel(ctx, k.o.Model)
+	var info ModelInfo
+	err = k.whenFree(func() error {
+		var err error
+		info, err = c.LoadModel(ctx, k.o.Model)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
@@ -379,7 +394,7 @@ func (k *checker) loadUnknown(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	if _, err := c.LoadModel(ctx, "no-such-model-for-lessim-check"); !errors.Is(err, ErrRefused) {
+	if err := k.whenFree(func() error { _, err := c.LoadModel(ctx, "no-such-model-for-lessim-check"); return err }); !errors.Is(err, ErrRefused) {
 		return "", fmt.Errorf("got %v, want error %s", err, CodeInvalidSpec)
 	}
 	if err := c.Ping(ctx); err != nil {
@@ -401,7 +416,7 @@ func (k *checker) invalidSpec(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	if _, err := c.Run(ctx, bad, nil); !errors.Is(err, ErrRefused) {
+	if err := k.whenFree(func() error { _, err := c.Run(ctx, bad, nil); return err }); !errors.Is(err, ErrRefused) {
 		return "", fmt.Errorf("a spec with an unknown field: got %v, want error %s", err, CodeInvalidSpec)
 	}
 	if err := c.Ping(ctx); err != nil {
@@ -418,7 +433,13 @@ func (k *checker) run(ctx context.Context) (string, error) {
 	defer c.Close()
 	var samples []TokenSample
 	start := time.Now()
-	res, err := c.Run(ctx, k.o.Spec, func(s TokenSample) error { samples = append(samples, s); return nil })
+	var res *sim.Result
+	err = k.whenFree(func() error {
+		samples = samples[:0]
+		var err error
+		res, err = c.Run(ctx, k.o.Spec, func(s TokenSample) error { samples = append(samples, s); return nil })
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
@@ -512,6 +533,30 @@ func ratio(a, b int64) float64 {
 // startRun starts the check's run on a raw connection and waits for its
 // first token.
 func (k *checker) startRun(ctx context.Context, id uint64) (*wire, error) {
+	var w *wire
+	err := k.whenFree(func() error {
+		var err error
+		w, err = k.tryRun(ctx, id)
+		return err
+	})
+	return w, err
+}
+
+// whenFree calls f until it is not refused as busy (a previous check's
+// cancelled request may still be stopping), for at most the silence limit.
+func (k *checker) whenFree(f func() error) error {
+	deadline := time.Now().Add(k.o.Client.Silence)
+	for {
+		err := f()
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tryRun starts the check's run on a new raw connection.
+func (k *checker) tryRun(ctx context.Context, id uint64) (*wire, error) {
 	w, err := k.raw(ctx)
 	if err != nil {
 		return nil, err
@@ -622,6 +667,9 @@ func (k *checker) busySameAndCancel(ctx context.Context) (string, error) {
 		break
 	}
 	took := time.Since(start)
+	if took > k.o.CancelWithin {
+		return "", fmt.Errorf("cancel confirmed after %v, more than %v: the engine does not stop when cancelled", took.Round(time.Millisecond), k.o.CancelWithin)
+	}
 	if err := w.send(TypePing, 3, nil); err != nil {
 		return "", err
 	}
@@ -658,7 +706,7 @@ func (k *checker) disconnect(ctx context.Context) (string, error) {
 	start := time.Now()
 	deadline := start.Add(k.o.Client.Silence)
 	for {
-		w, err := k.startRun(ctx, 1)
+		w, err := k.tryRun(ctx, 1)
 		if err == nil {
 			w.nc.Close()
 			return fmt.Sprintf("a new run streamed %v after the disconnect", time.Since(start).Round(time.Millisecond)), nil
@@ -679,11 +727,12 @@ func (k *checker) calibrate(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer c.Close()
-	y, err := c.Calibrate(ctx, nil)
-	for deadline := time.Now().Add(k.o.Client.Silence); errors.Is(err, ErrBusy) && time.Now().Before(deadline); {
-		time.Sleep(20 * time.Millisecond) // the previous check's cancelled run may still be stopping
+	var y []byte
+	err = k.whenFree(func() error {
+		var err error
 		y, err = c.Calibrate(ctx, nil)
-	}
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
