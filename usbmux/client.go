@@ -158,16 +158,17 @@ func (c *Conn) Listen(ctx context.Context) error {
 
 // Next waits for the next event after Listen, until ctx is done.
 func (c *Conn) Next(ctx context.Context) (Event, error) {
-	c.nc.SetReadDeadline(time.Time{})
-	if dl, ok := ctx.Deadline(); ok {
-		c.nc.SetReadDeadline(dl)
-	}
+	dl, hasDeadline := ctx.Deadline()
+	c.nc.SetReadDeadline(dl) // the zero time (no deadline) when ctx has none
 	stop := context.AfterFunc(ctx, func() { c.nc.SetReadDeadline(time.Now()) })
 	defer stop()
 	h, b, err := ReadPacket(c.nc)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Event{}, ctx.Err()
+		}
+		if hasDeadline && !time.Now().Before(dl) {
+			return Event{}, context.DeadlineExceeded // the socket's deadline fired just before ctx's
 		}
 		return Event{}, fmt.Errorf("usbmuxd events: %w", err)
 	}

@@ -33,6 +33,7 @@ func TestAgentGolden(t *testing.T) {
 	}{
 		{"devices-usb", []string{"devices", "usb"}},
 		{"devices-usb-json", []string{"devices", "usb", "--format", "json"}},
+		{"devices-usb-watch", []string{"devices", "usb", "--watch", "300ms"}},
 		{"err-agent-remote", []string{"agent", "--listen", "0.0.0.0:7070"}},
 		{"err-agent-playback", []string{"agent", "--playback", "-1"}},
 		{"err-agent-check-target", []string{"agent", "check", "http://127.0.0.1:7070", "--token", "x"}},
