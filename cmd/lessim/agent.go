@@ -17,6 +17,11 @@ import (
 	"github.com/lessim/lessim/devices"
 )
 
+// newLiveEngine, when set by a build with the llama.cpp runtime (a
+// llamacpp-tagged file's init), serves a GGUF model with the live engine;
+// otherwise the agent serves the simulator.
+var newLiveEngine func(ggufPath string) (agent.Engine, error)
+
 // tokenEnv holds an agent token for `lessim agent` (instead of a fresh one)
 // and for clients (instead of --token).
 const tokenEnv = "LESSIM_AGENT_TOKEN"
@@ -51,7 +56,7 @@ as 'lessim simulate'. The llama.cpp live engine plugs into the same place.`,
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --listen address (anyone on the network with the token may run)")
 	fl.StringVar(&f.device, "device", defaultDevice, "device profile the simulator engine simulates (see `lessim devices list`)")
 	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML (overrides --device)")
-	fl.StringVar(&f.model, "model", "", "model to load at start: a built-in model spec for the simulator engine (NAME or NAME:VARIANT)")
+	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
 	fl.Float64Var(&f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
 	cmd.AddCommand(newAgentCheckCmd())
 	return cmd
@@ -70,21 +75,11 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 	} else if !agent.ValidToken(token) {
 		return fmt.Errorf("$%s: a token is 32 hex characters", tokenEnv)
 	}
-	p, err := agentProfile(f.device, f.deviceFile)
-	if err != nil {
-		return err
-	}
-	eng, err := agent.NewSimEngine(p, version)
-	if err != nil {
-		return err
-	}
-	eng.Playback = f.playback
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if f.model != "" {
-		if _, err := eng.LoadModel(ctx, f.model); err != nil {
-			return err
-		}
+	eng, err := agentEngine(ctx, f)
+	if err != nil {
+		return err
 	}
 	ln, err := agent.Listen(f.listen, f.allowRemote)
 	if err != nil {
@@ -93,7 +88,7 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 	srv := &agent.Server{Engine: eng, Token: token, Agent: "lessim " + version, Log: cmd.ErrOrStderr()}
 	facts := eng.Facts()
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "lessim agent: serving %s %s (%s) on tcp://%s\n", facts.Engine, version, facts.Kind+" "+facts.Model, ln.Addr())
+	fmt.Fprintf(out, "lessim agent: serving %s %s (%s) on tcp://%s\n", facts.Engine, facts.EngineVersion, facts.Kind+" "+facts.Model, ln.Addr())
 	fmt.Fprintf(out, "token: %s\n", token)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return err
@@ -102,6 +97,32 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 	fmt.Fprintf(cmd.ErrOrStderr(), "lessim agent: stopped after %d connections, %d requests (%d completed, %d cancelled, %d failed)\n",
 		st.Connections, st.Requests, st.Completed, st.Cancelled, st.Failed)
 	return nil
+}
+
+// agentEngine is the engine to serve: the live engine for a GGUF --model
+// (when built in), else the simulator of --device with --model loaded.
+func agentEngine(ctx context.Context, f *agentFlags) (agent.Engine, error) {
+	if strings.HasSuffix(f.model, ".gguf") {
+		if newLiveEngine == nil {
+			return nil, fmt.Errorf("--model %s: serving a GGUF needs the live engine, which this build does not have; without it the agent serves the simulator (pass a built-in model, see `lessim models list`)", f.model)
+		}
+		return newLiveEngine(f.model)
+	}
+	p, err := agentProfile(f.device, f.deviceFile)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := agent.NewSimEngine(p, version)
+	if err != nil {
+		return nil, err
+	}
+	eng.Playback = f.playback
+	if f.model != "" {
+		if _, err := eng.LoadModel(ctx, f.model); err != nil {
+			return nil, err
+		}
+	}
+	return eng, nil
 }
 
 // agentProfile reads --device-file, else the embedded --device profile.

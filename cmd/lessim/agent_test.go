@@ -36,6 +36,7 @@ func TestAgentGolden(t *testing.T) {
 		{"devices-usb-watch", []string{"devices", "usb", "--watch", "300ms"}},
 		{"err-agent-remote", []string{"agent", "--listen", "0.0.0.0:7070"}},
 		{"err-agent-playback", []string{"agent", "--playback", "-1"}},
+		{"err-agent-unknown-model", []string{"agent", "--listen", "127.0.0.1:0", "--model", "gpt-5"}},
 		{"err-agent-check-target", []string{"agent", "check", "http://127.0.0.1:7070", "--token", "x"}},
 		{"err-agent-check-token", []string{"agent", "check", "tcp://127.0.0.1:7070"}},
 	} {
