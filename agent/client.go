@@ -195,6 +195,9 @@ func (c *Client) do(ctx context.Context, typ string, payload any, onItem func(*M
 		c.nc.SetReadDeadline(time.Now().Add(c.o.Silence))
 		m, err := ReadFrame(c.nc, c.o.MaxFrameBytes)
 		if err != nil {
+			if itemErr != nil {
+				return nil, c.broken(itemErr)
+			}
 			if isTimeout(err) {
 				return nil, c.broken(fmt.Errorf("%w: %s sent nothing for %v during %s %d", ErrSilent, c.target, c.o.Silence, typ, id))
 			}
@@ -230,7 +233,10 @@ func (c *Client) do(ctx context.Context, typ string, payload any, onItem func(*M
 			}
 			if itemErr == nil {
 				if err := onItem(m); err != nil {
-					itemErr = err
+					if errors.Is(err, ErrBadAgent) {
+						return nil, c.broken(err) // do not wait on an agent that broke the protocol
+					}
+					itemErr = err // the caller's emit failed: cancel, then drain to the end
 					cancel()
 				}
 			}
@@ -305,13 +311,13 @@ func (c *Client) Run(ctx context.Context, spec json.RawMessage, emit func(TokenS
 	onItem := func(m *Message) error {
 		var s TokenSample
 		if err := decodeStrict(m.Payload, &s); err != nil {
-			return c.brokenLater(fmt.Errorf("%w: token: %v", ErrBadAgent, err))
+			return fmt.Errorf("%w: token: %v", ErrBadAgent, err)
 		}
 		if err := s.Validate(); err != nil {
-			return c.brokenLater(fmt.Errorf("%w: token: %v", ErrBadAgent, err))
+			return fmt.Errorf("%w: token: %v", ErrBadAgent, err)
 		}
 		if s.Pass != next {
-			return c.brokenLater(fmt.Errorf("%w: token for pass %d, expected %d", ErrBadAgent, s.Pass, next))
+			return fmt.Errorf("%w: token for pass %d, expected %d", ErrBadAgent, s.Pass, next)
 		}
 		next++
 		if emit == nil {
@@ -337,13 +343,6 @@ func (c *Client) Run(ctx context.Context, spec json.RawMessage, emit func(TokenS
 		return nil, fmt.Errorf("%w: result has %d passes, the agent streamed %d", ErrBadAgent, res.Passes, next)
 	}
 	return &res, nil
-}
-
-// brokenLater records err as the connection's failure without closing it
-// yet (the request still drains); it returns err.
-func (c *Client) brokenLater(err error) error {
-	c.err = fmt.Errorf("connection to %s unusable after: %w", c.target, err)
-	return err
 }
 
 // RunRemote dials target, runs spec there (see Client.Run) and hangs up. It
