@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -23,7 +24,13 @@ func FuzzReadFrame(f *testing.F) {
 	f.Add([]byte{0, 0, 0, 3, '{', '}'})
 	const limit = 1024
 	f.Fuzz(func(t *testing.T, data []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		m, err := ReadFrame(bytes.NewReader(data), limit)
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > uint64(64*len(data)+64<<10) {
+			t.Fatalf("reading %d bytes allocated %d bytes", len(data), got)
+		}
 		if err != nil {
 			var pe *ProtocolError
 			if !errors.As(err, &pe) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {

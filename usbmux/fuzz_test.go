@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"runtime"
 	"testing"
 
 	"howett.net/plist"
@@ -34,7 +35,15 @@ func FuzzDecodeReply(f *testing.F) {
 	f.Add([]byte("bplist00"))
 	f.Add([]byte("<plist><dict><key>Number</key><string>x</string></dict></plist>"))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
 		rep, err := decodeReply(body)
+		runtime.ReadMemStats(&after)
+		// Decoding may cost a multiple of its input, never an amount the input
+		// merely announces (a count or length field).
+		if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(256*len(body)+1<<20); got > limit {
+			t.Fatalf("decoding %d bytes allocated %d bytes", len(body), got)
+		}
 		if err != nil {
 			if !errors.Is(err, ErrPacket) {
 				t.Fatalf("error not marked ErrPacket: %v", err)
