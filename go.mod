@@ -11,6 +11,7 @@ require (
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/term v0.45.0
 	gonum.org/v1/plot v0.17.0
+	howett.net/plist v1.0.1
 )
 
 require (

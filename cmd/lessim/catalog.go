@@ -61,6 +61,7 @@ func newDevicesCmd() *cobra.Command {
 	}
 	show.Flags().BoolVar(&asYAML, "yaml", false, "print the profile as YAML (a starting point for --device-file)")
 	cmd.AddCommand(show)
+	cmd.AddCommand(newDevicesUSBCmd())
 	return cmd
 }
 

@@ -1,0 +1,748 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"time"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/sim"
+)
+
+// DefaultCheckSpec is the run `lessim agent check` asks for unless told
+// otherwise: short, with the fields every engine's spec has.
+const DefaultCheckSpec = `{"policy": "les", "cache": "25%", "tokens": 16}`
+
+// CheckOptions configure a conformance check.
+type CheckOptions struct {
+	// Spec is a short run the agent's engine accepts (default
+	// DefaultCheckSpec); it must last long enough (a few passes, a second or
+	// more) for the busy and cancel probes.
+	Spec json.RawMessage
+	// Model, when set, is loaded first (and checked).
+	Model string
+	// Calibrate includes the calibrate request (it may take minutes on a device).
+	Calibrate bool
+	// CancelWithin is how soon the agent must confirm a cancel (default
+	// DefaultCancelWithin).
+	CancelWithin time.Duration
+	// Client are the client options (timeouts, usbmuxd address).
+	Client Options
+}
+
+// DefaultCancelWithin is how soon an agent must confirm a cancel: time to
+// finish the decode pass in progress, and no more.
+const DefaultCancelWithin = 2 * time.Second
+
+// Check outcomes.
+const (
+	CheckPass = "PASS"
+	CheckFail = "FAIL"
+	CheckSkip = "SKIP"
+)
+
+// CheckResult is one conformance check's outcome.
+type CheckResult struct {
+	Name    string
+	Outcome string // CheckPass, CheckFail or CheckSkip
+	Detail  string
+}
+
+// Check runs the conformance checks against the agent at target: every
+// message type, the error paths (token, version, garbage, unknown type,
+// oversize frame, invalid spec), busy, cancel, disconnect mid-run, and the
+// units and sanity of the measurements. report (if set) gets each result as
+// it is known. A check that cannot decide says SKIP and why.
+func Check(ctx context.Context, target, token string, o CheckOptions, report func(CheckResult)) []CheckResult {
+	if len(o.Spec) == 0 {
+		o.Spec = json.RawMessage(DefaultCheckSpec)
+	}
+	o.Client = o.Client.withDefaults()
+	if o.CancelWithin <= 0 {
+		o.CancelWithin = DefaultCancelWithin
+	}
+	k := &checker{target: target, token: token, o: o}
+	var out []CheckResult
+	add := func(name string, f func(context.Context) (string, error)) {
+		r := CheckResult{Name: name, Outcome: CheckPass}
+		detail, err := f(ctx)
+		var skip skipError
+		switch {
+		case errors.As(err, &skip):
+			r.Outcome, detail = CheckSkip, string(skip)
+		case err != nil:
+			r.Outcome, detail = CheckFail, err.Error()
+		}
+		r.Detail = detail
+		out = append(out, r)
+		if report != nil {
+			report(r)
+		}
+	}
+	add("handshake", k.handshake)
+	if k.welcome == nil {
+		return out // nothing else can work
+	}
+	add("device facts", k.facts)
+	add("ping", k.ping)
+	add("wrong token refused", k.wrongToken)
+	add("version mismatch refused", k.versionMismatch)
+	add("garbage frame", k.fatalFrame(rawBody("this is not JSON"), CodeBadFrame))
+	add("unknown message type", k.fatalFrame(rawBody(`{"type":"frobnicate","id":1}`), CodeUnknownType))
+	add("oversize frame", k.oversize)
+	add("silent client cut at handshake timeout", k.silentClient)
+	if o.Model != "" {
+		add("load_model", k.loadModel)
+	}
+	add("load_model of an unknown model refused", k.loadUnknown)
+	add("invalid spec refused", k.invalidSpec)
+	add("run: stream and result", k.run)
+	add("busy: second connection", k.busyOther)
+	add("busy: same connection, then cancel", k.busySameAndCancel)
+	add("cancel of no running request", k.cancelUnknown)
+	add("disconnect mid-run frees the engine", k.disconnect)
+	if o.Calibrate {
+		add("calibrate", k.calibrate)
+	}
+	return out
+}
+
+// skipError marks a check that could not decide.
+type skipError string
+
+func (s skipError) Error() string { return string(s) }
+
+type checker struct {
+	target, token string
+	o             CheckOptions
+	welcome       *Welcome
+}
+
+func (k *checker) dial(ctx context.Context) (*Client, error) {
+	return DialWith(ctx, k.target, k.token, k.o.Client)
+}
+
+func (k *checker) handshake(ctx context.Context) (string, error) {
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	w := c.Welcome()
+	k.welcome = &w
+	for _, want := range []string{CapRun, CapCancel} {
+		found := false
+		for _, c := range w.Capabilities {
+			found = found || c == want
+		}
+		if !found {
+			return "", fmt.Errorf("capability %s missing from %v", want, w.Capabilities)
+		}
+	}
+	return fmt.Sprintf("protocol %d, %s, capabilities %v", w.ProtocolVersion, w.Agent, w.Capabilities), nil
+}
+
+func (k *checker) facts(context.Context) (string, error) {
+	d := k.welcome.Device
+	if d.Model == "" || d.OS == "" || d.Engine == "" || d.EngineVersion == "" {
+		return "", fmt.Errorf("model, os, engine and engine_version must be set: %+v", d)
+	}
+	if d.PageBytes < 4096 {
+		return "", fmt.Errorf("page_bytes %d below 4 KiB", d.PageBytes)
+	}
+	if d.RAMBytes < 1<<28 || d.RAMBytes > 1<<44 {
+		return "", fmt.Errorf("ram_bytes %d outside 256 MiB to 16 TiB: a unit mistake?", d.RAMBytes)
+	}
+	return fmt.Sprintf("%s %s, %s, %s RAM, %s pages, %s %s", d.Kind, d.Model, d.OS, sim.FormatBytes(d.RAMBytes), sim.FormatBytes(d.PageBytes), d.Engine, d.EngineVersion), nil
+}
+
+func (k *checker) ping(ctx context.Context) (string, error) {
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	start := time.Now()
+	if err := c.Ping(ctx); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("pong in %v", time.Since(start).Round(time.Microsecond)), nil
+}
+
+// wire is a raw connection for probes that break the rules.
+type wire struct {
+	nc    net.Conn
+	limit int
+	wait  time.Duration
+}
+
+func (k *checker) raw(ctx context.Context) (*wire, error) {
+	t, err := ParseTarget(k.target)
+	if err != nil {
+		return nil, err
+	}
+	dctx, cancel := context.WithTimeout(ctx, k.o.Client.DialTimeout)
+	defer cancel()
+	nc, err := t.dial(dctx, k.o.Client.Usbmux)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	}
+	return &wire{nc: nc, limit: k.o.Client.MaxFrameBytes, wait: k.o.Client.Silence}, nil
+}
+
+func (w *wire) sendRaw(b []byte) error {
+	w.nc.SetWriteDeadline(time.Now().Add(w.wait))
+	_, err := w.nc.Write(b)
+	return err
+}
+
+func (w *wire) send(typ string, id uint64, payload any) error {
+	var raw json.RawMessage
+	if payload != nil {
+		b, _ := json.Marshal(payload)
+		raw = b
+	}
+	w.nc.SetWriteDeadline(time.Now().Add(w.wait))
+	return WriteFrame(w.nc, &Message{Type: typ, ID: id, Payload: raw}, w.limit)
+}
+
+// next reads the next frame that is not a heartbeat.
+func (w *wire) next() (*Message, error) {
+	for {
+		w.nc.SetReadDeadline(time.Now().Add(w.wait))
+		m, err := ReadFrame(w.nc, w.limit)
+		if err != nil {
+			return nil, readErr(err)
+		}
+		if m.Type != TypeHeartbeat {
+			return m, nil
+		}
+	}
+}
+
+func (w *wire) hello(token string) error {
+	if err := w.send(TypeHello, 0, Hello{ProtocolVersion: ProtocolVersion, Token: token, Client: "lessim agent check"}); err != nil {
+		return err
+	}
+	m, err := w.next()
+	if err != nil {
+		return err
+	}
+	if m.Type != TypeWelcome {
+		return fmt.Errorf("hello answered with %s", m.Type)
+	}
+	return nil
+}
+
+// expectError reads frames until the one for id: it must be an error with
+// code. Token frames of a running request are skipped.
+func (w *wire) expectError(id uint64, code string) error {
+	for {
+		m, err := w.next()
+		if err != nil {
+			return fmt.Errorf("waiting for error %s: %w", code, err)
+		}
+		if m.ID != id {
+			continue
+		}
+		if m.Type == TypeToken {
+			continue
+		}
+		if m.Type != TypeError {
+			return fmt.Errorf("expected error %s, got %s", code, m.Type)
+		}
+		var p ErrorPayload
+		if err := json.Unmarshal(m.Payload, &p); err != nil || p.Code != code {
+			return fmt.Errorf("expected error %s, got %s", code, m.Payload)
+		}
+		return nil
+	}
+}
+
+// expectClosed waits for the agent to close the connection.
+func (w *wire) expectClosed() error {
+	w.nc.SetReadDeadline(time.Now().Add(w.wait))
+	_, err := io.Copy(io.Discard, w.nc)
+	if isTimeout(err) {
+		return fmt.Errorf("the agent kept the connection open after a fatal error")
+	}
+	return nil
+}
+
+// fatal expects an error frame with code for id, then the connection's end.
+func (w *wire) fatal(id uint64, code string) (string, error) {
+	if err := w.expectError(id, code); err != nil {
+		return "", err
+	}
+	if err := w.expectClosed(); err != nil {
+		return "", err
+	}
+	return "error " + code + ", connection closed", nil
+}
+
+func (k *checker) wrongToken(ctx context.Context) (string, error) {
+	w, err := k.raw(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer w.nc.Close()
+	other, err := NewToken()
+	if err != nil {
+		return "", err
+	}
+	if err := w.send(TypeHello, 0, Hello{ProtocolVersion: ProtocolVersion, Token: other, Client: "check"}); err != nil {
+		return "", err
+	}
+	return w.fatal(0, CodeAuth)
+}
+
+func (k *checker) versionMismatch(ctx context.Context) (string, error) {
+	w, err := k.raw(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer w.nc.Close()
+	if err := w.send(TypeHello, 0, Hello{ProtocolVersion: ProtocolVersion + 1000, Token: k.token, Client: "check"}); err != nil {
+		return "", err
+	}
+	return w.fatal(0, CodeVersion)
+}
+
+func rawBody(body string) []byte {
+	b := make([]byte, headerBytes+len(body))
+	b[0], b[1], b[2], b[3] = byte(len(body)>>24), byte(len(body)>>16), byte(len(body)>>8), byte(len(body))
+	copy(b[headerBytes:], body)
+	return b
+}
+
+// fatalFrame sends raw bytes after a valid hello and expects a fatal error.
+func (k *checker) fatalFrame(b []byte, code string) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		w, err := k.raw(ctx)
+		if err != nil {
+			return "", err
+		}
+		defer w.nc.Close()
+		if err := w.hello(k.token); err != nil {
+			return "", err
+		}
+		if err := w.sendRaw(b); err != nil {
+			return "", err
+		}
+		return w.fatal(0, code)
+	}
+}
+
+// oversize announces a frame one byte above the agent's limit and never
+// sends the body: the agent must refuse on the header alone.
+func (k *checker) oversize(ctx context.Context) (string, error) {
+	n := uint32(k.welcome.Limits.MaxFrameBytes + 1)
+	d, err := k.fatalFrame([]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}, CodeTooLarge)(ctx)
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%s (announced %d bytes, sent none)", d, n), nil
+}
+
+func (k *checker) silentClient(ctx context.Context) (string, error) {
+	hs := time.Duration(k.welcome.Limits.HandshakeTimeoutNS)
+	if hs > 30*time.Second {
+		return "", skipError(fmt.Sprintf("handshake timeout %v is too long to wait for", hs))
+	}
+	w, err := k.raw(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer w.nc.Close()
+	w.wait = hs + 5*time.Second
+	start := time.Now()
+	if _, err := w.fatal(0, CodeTimeout); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("error timeout after %v (limit %v), connection closed", time.Since(start).Round(time.Millisecond), hs), nil
+}
+
+func (k *checker) loadModel(ctx context.Context) (string, error) {
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	var info ModelInfo
+	err = k.whenFree(func() error {
+		var err error
+		info, err = c.LoadModel(ctx, k.o.Model)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if info.Layers < 1 || info.Experts < 2 || info.TopK < 1 || info.TopK > info.Experts || info.TotalExpertBytes <= 0 {
+		return "", fmt.Errorf("implausible model info %+v", info)
+	}
+	return fmt.Sprintf("%s: %d MoE layers × %d experts, top-%d, %s of experts", info.Name, info.Layers, info.Experts, info.TopK, sim.FormatBytes(info.TotalExpertBytes)), nil
+}
+
+func (k *checker) loadUnknown(ctx context.Context) (string, error) {
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if err := k.whenFree(func() error { _, err := c.LoadModel(ctx, "no-such-model-for-lessim-check"); return err }); !errors.Is(err, ErrRefused) {
+		return "", fmt.Errorf("got %v, want error %s", err, CodeInvalidSpec)
+	}
+	if err := c.Ping(ctx); err != nil {
+		return "", fmt.Errorf("connection unusable after the refusal: %w", err)
+	}
+	return "error invalid_spec, connection still usable", nil
+}
+
+// invalidSpec adds a field no spec has: engines refuse what they would ignore.
+func (k *checker) invalidSpec(ctx context.Context) (string, error) {
+	var m map[string]any
+	if err := json.Unmarshal(k.o.Spec, &m); err != nil {
+		return "", fmt.Errorf("the check's spec: %v", err)
+	}
+	m["no_such_field_lessim_check"] = true
+	bad, _ := json.Marshal(m)
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if err := k.whenFree(func() error { _, err := c.Run(ctx, bad, nil); return err }); !errors.Is(err, ErrRefused) {
+		return "", fmt.Errorf("a spec with an unknown field: got %v, want error %s", err, CodeInvalidSpec)
+	}
+	if err := c.Ping(ctx); err != nil {
+		return "", fmt.Errorf("connection unusable after the refusal: %w", err)
+	}
+	return "error invalid_spec, connection still usable", nil
+}
+
+func (k *checker) run(ctx context.Context) (string, error) {
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	var samples []TokenSample
+	start := time.Now()
+	var res *sim.Result
+	err = k.whenFree(func() error {
+		samples = samples[:0]
+		var err error
+		res, err = c.Run(ctx, k.o.Spec, func(s TokenSample) error { samples = append(samples, s); return nil })
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := CheckRun(samples, res); err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("%d passes, %d tokens, %.2f tok/s, hit rate %.3f, %d samples valid, %v wall", res.Passes, res.Tokens, res.TokensPerSec, res.HitRate, len(samples), time.Since(start).Round(time.Millisecond)), nil
+}
+
+// CheckRun checks a run's samples against each other and its Result: units
+// and ranges, passes in order without overlap, counts and sums that agree,
+// ratios that match their counters.
+func CheckRun(samples []TokenSample, r *sim.Result) error {
+	if r == nil {
+		return errors.New("no result")
+	}
+	if len(samples) == 0 || int64(len(samples)) != r.Passes {
+		return fmt.Errorf("%d samples for %d passes", len(samples), r.Passes)
+	}
+	var tokens, sumTime, sumStall int64
+	var end int64
+	for i, s := range samples {
+		if err := s.Validate(); err != nil {
+			return err
+		}
+		if s.Pass != int64(i) {
+			return fmt.Errorf("sample %d is pass %d", i, s.Pass)
+		}
+		if s.StartNS < end {
+			return fmt.Errorf("pass %d starts at %d ns, before pass %d ended (%d ns)", i, s.StartNS, i-1, end)
+		}
+		end = s.StartNS + s.TimeNS
+		tokens += int64(s.Tokens)
+		sumTime += s.TimeNS
+		sumStall += s.StallNS
+	}
+	if tokens != r.Tokens {
+		return fmt.Errorf("samples carry %d tokens, the result %d", tokens, r.Tokens)
+	}
+	if samples[0].StartNS != 0 {
+		return fmt.Errorf("the first pass starts at %d ns, not 0 (start_ns counts from the first pass)", samples[0].StartNS)
+	}
+	if slack := r.TimeNS/100 + int64(time.Millisecond); end < r.TimeNS-slack || end > r.TimeNS+slack || sumTime > end {
+		return fmt.Errorf("the last pass ends at %d ns (passes take %d ns in all); the result's time_ns is %d: they must agree within 1%% + 1 ms",
+			end, sumTime, r.TimeNS)
+	}
+	if sumStall > r.StallNS+r.StallNS/100+int64(time.Microsecond) {
+		return fmt.Errorf("passes stall %d ns, above the result's stall_ns %d", sumStall, r.StallNS)
+	}
+	if r.TimeNS <= 0 || r.StallNS < 0 || r.StallNS > r.TimeNS || r.ComputeNS < 0 || r.FlashBytes < 0 || r.FlashReads < 0 || r.PeakResidentBytes < 0 {
+		return fmt.Errorf("result: time_ns %d, stall_ns %d, compute_ns %d, flash_bytes %d, flash_reads %d, peak_resident_bytes %d out of range",
+			r.TimeNS, r.StallNS, r.ComputeNS, r.FlashBytes, r.FlashReads, r.PeakResidentBytes)
+	}
+	if r.Hits < 0 || r.InflightHits < 0 || r.Misses < 0 || r.Hits+r.InflightHits+r.Misses != r.Uses {
+		return fmt.Errorf("result: hits %d + inflight_hits %d + misses %d != uses %d", r.Hits, r.InflightHits, r.Misses, r.Uses)
+	}
+	if !(r.LatencyP50NS <= r.LatencyP90NS && r.LatencyP90NS <= r.LatencyP99NS && r.LatencyP99NS <= r.LatencyMaxNS && r.LatencyMaxNS <= r.TimeNS) {
+		return fmt.Errorf("result: latency percentiles %d ≤ %d ≤ %d ≤ %d ≤ time_ns %d do not hold", r.LatencyP50NS, r.LatencyP90NS, r.LatencyP99NS, r.LatencyMaxNS, r.TimeNS)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"tokens_per_sec", r.TokensPerSec, float64(r.Tokens) * 1e9 / float64(r.TimeNS)},
+		{"hit_rate", r.HitRate, ratio(r.Hits, r.Uses)},
+		{"accepted_per_pass", r.AcceptedPerPass, ratio(r.Tokens, r.Passes)},
+		{"flash_bytes_per_token", r.FlashBytesPerToken, ratio(r.FlashBytes, r.Tokens)},
+	} {
+		if math.IsNaN(f.got) || math.Abs(f.got-f.want) > 1e-6*math.Max(1, math.Abs(f.want)) {
+			return fmt.Errorf("result: %s %g, its counters give %g", f.name, f.got, f.want)
+		}
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"hit_rate", r.HitRate}, {"prefetch_recall", r.PrefetchRecall}, {"prefetch_precision", r.PrefetchPrecision}} {
+		if f.v < 0 || f.v > 1 {
+			return fmt.Errorf("result: %s %g outside [0,1]", f.name, f.v)
+		}
+	}
+	return nil
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// startRun starts the check's run on a raw connection and waits for its
+// first token.
+func (k *checker) startRun(ctx context.Context, id uint64) (*wire, error) {
+	var w *wire
+	err := k.whenFree(func() error {
+		var err error
+		w, err = k.tryRun(ctx, id)
+		return err
+	})
+	return w, err
+}
+
+// whenFree calls f until it is not refused as busy (a previous check's
+// cancelled request may still be stopping), for at most the silence limit.
+func (k *checker) whenFree(f func() error) error {
+	deadline := time.Now().Add(k.o.Client.Silence)
+	for {
+		err := f()
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// tryRun starts the check's run on a new raw connection.
+func (k *checker) tryRun(ctx context.Context, id uint64) (*wire, error) {
+	w, err := k.raw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.hello(k.token); err != nil {
+		w.nc.Close()
+		return nil, err
+	}
+	if err := w.send(TypeRun, id, Run{Spec: k.o.Spec}); err != nil {
+		w.nc.Close()
+		return nil, err
+	}
+	m, err := w.next()
+	if err != nil {
+		w.nc.Close()
+		return nil, err
+	}
+	if m.Type == TypeBusy && m.ID == id {
+		w.nc.Close()
+		return nil, &RemoteError{Code: CodeBusy, Message: string(m.Payload)}
+	}
+	if m.Type != TypeToken || m.ID != id {
+		w.nc.Close()
+		return nil, fmt.Errorf("expected the run's first token, got %s %s", m.Type, clip(string(m.Payload), 200))
+	}
+	return w, nil
+}
+
+// stillRunning reports whether the run on w has not ended yet, reading no
+// further than the next frame of id (a token means it is still going).
+func (w *wire) stillRunning(id uint64) bool {
+	m, err := w.next()
+	return err == nil && m.ID == id && m.Type == TypeToken
+}
+
+func (k *checker) busyOther(ctx context.Context) (string, error) {
+	a, err := k.startRun(ctx, 1)
+	if err != nil {
+		return "", err
+	}
+	defer a.nc.Close()
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	_, err = c.Run(ctx, k.o.Spec, nil)
+	if !a.stillRunning(1) && !errors.Is(err, ErrBusy) {
+		return "", skipError("the first run ended before the probe: give --spec a longer run")
+	}
+	if !errors.Is(err, ErrBusy) {
+		return "", fmt.Errorf("a second connection's run during a run: got %v, want busy", err)
+	}
+	if err := c.Ping(ctx); err != nil {
+		return "", fmt.Errorf("connection unusable after busy: %w", err)
+	}
+	return "busy: " + err.(*RemoteError).Message, nil
+}
+
+func (k *checker) busySameAndCancel(ctx context.Context) (string, error) {
+	w, err := k.startRun(ctx, 1)
+	if err != nil {
+		return "", err
+	}
+	defer w.nc.Close()
+	if err := w.send(TypeRun, 2, Run{Spec: k.o.Spec}); err != nil {
+		return "", err
+	}
+	ended := false
+	for {
+		m, err := w.next()
+		if err != nil {
+			return "", err
+		}
+		if m.ID == 1 && m.Type != TypeToken {
+			ended = true // the run finished first; busy must still have come for 2
+			continue
+		}
+		if m.ID == 2 {
+			if m.Type != TypeBusy {
+				return "", fmt.Errorf("a second run on a busy connection: got %s, want busy", m.Type)
+			}
+			break
+		}
+	}
+	if ended {
+		return "", skipError("busy answered, but the run ended before cancel could be probed: give --spec a longer run")
+	}
+	start := time.Now()
+	if err := w.send(TypeCancel, 1, nil); err != nil {
+		return "", err
+	}
+	for {
+		m, err := w.next()
+		if err != nil {
+			return "", err
+		}
+		if m.ID != 1 || m.Type == TypeToken {
+			continue
+		}
+		if m.Type == TypeResult {
+			return "", skipError("busy answered, but the run finished before the cancel arrived: give --spec a longer run")
+		}
+		var p ErrorPayload
+		if m.Type != TypeError || json.Unmarshal(m.Payload, &p) != nil || p.Code != CodeCancelled {
+			return "", fmt.Errorf("after cancel: got %s %s, want error cancelled", m.Type, clip(string(m.Payload), 200))
+		}
+		break
+	}
+	took := time.Since(start)
+	if took > k.o.CancelWithin {
+		return "", fmt.Errorf("cancel confirmed after %v, more than %v: the engine does not stop when cancelled", took.Round(time.Millisecond), k.o.CancelWithin)
+	}
+	if err := w.send(TypePing, 3, nil); err != nil {
+		return "", err
+	}
+	if m, err := w.next(); err != nil || m.Type != TypePong || m.ID != 3 {
+		return "", fmt.Errorf("connection unusable after cancel: %v", err)
+	}
+	return fmt.Sprintf("busy for the second run; cancel confirmed in %v; connection still usable", took.Round(time.Microsecond)), nil
+}
+
+func (k *checker) cancelUnknown(ctx context.Context) (string, error) {
+	w, err := k.raw(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer w.nc.Close()
+	if err := w.hello(k.token); err != nil {
+		return "", err
+	}
+	if err := w.send(TypeCancel, 99, nil); err != nil {
+		return "", err
+	}
+	if err := w.expectError(99, CodeNoSuchRun); err != nil {
+		return "", err
+	}
+	return "error no_such_run, connection still usable", nil
+}
+
+func (k *checker) disconnect(ctx context.Context) (string, error) {
+	w, err := k.startRun(ctx, 1)
+	if err != nil {
+		return "", err
+	}
+	w.nc.Close()
+	start := time.Now()
+	deadline := start.Add(k.o.Client.Silence)
+	for {
+		w, err := k.tryRun(ctx, 1)
+		if err == nil {
+			w.nc.Close()
+			return fmt.Sprintf("a new run streamed %v after the disconnect", time.Since(start).Round(time.Millisecond)), nil
+		}
+		if !errors.Is(err, ErrBusy) {
+			return "", err
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("still busy %v after the client disconnected", k.o.Client.Silence)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func (k *checker) calibrate(ctx context.Context) (string, error) {
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	var y []byte
+	err = k.whenFree(func() error {
+		var err error
+		y, err = c.Calibrate(ctx, nil)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	p, err := devices.ParseProfile(y, "calibration")
+	if err != nil {
+		return "", err
+	}
+	d, err := p.Device()
+	if err != nil {
+		return "", err
+	}
+	return fmt.Sprintf("profile %q: %s RAM, %d flash lanes", p.Name, sim.FormatBytes(d.RAMBytes), d.Flash.Lanes), nil
+}

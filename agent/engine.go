@@ -1,0 +1,45 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/lessim/lessim/sim"
+)
+
+// Engine is what an agent serves: the device's inference engine. The server
+// calls at most one of LoadModel, Calibrate and Run at a time, and cancels
+// the context when the client cancels or disconnects; an engine must then
+// return promptly and leave nothing running.
+type Engine interface {
+	// Facts describes the device. It is called once per connection and must
+	// not block.
+	Facts() DeviceFacts
+	// LoadModel loads the named model (the engine decides what names it
+	// accepts) and makes it the model later runs use.
+	LoadModel(ctx context.Context, model string) (ModelInfo, error)
+	// Calibrate measures the device and returns a device profile as YAML.
+	// options is engine-defined JSON (nil for the defaults).
+	Calibrate(ctx context.Context, options json.RawMessage) (profileYAML []byte, err error)
+	// Run runs the experiment spec (JSON, validated by the engine), calling
+	// emit once per decode pass in pass order, and returns the run's Result.
+	// An error from emit ends the run with that error.
+	Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error)
+}
+
+// ErrInvalidSpec marks an engine error caused by the request itself (a spec,
+// model name or option the engine refuses): wrap it so the client sees code
+// invalid_spec rather than engine.
+var ErrInvalidSpec = errors.New("invalid request")
+
+// errorCode classifies an engine error for an error frame.
+func errorCode(err error) string {
+	switch {
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return CodeCancelled
+	case errors.Is(err, ErrInvalidSpec):
+		return CodeInvalidSpec
+	}
+	return CodeEngine
+}

@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"runtime"
+	"testing"
+	"time"
+)
+
+// FuzzReadFrame: any bytes give a message or an error, never a panic, and
+// nothing longer than the limit is accepted (the length is checked before
+// the body is allocated). A decoded message survives a write/read round trip.
+func FuzzReadFrame(f *testing.F) {
+	for _, s := range []string{`{"type":"hello","id":0,"payload":{"protocol_version":1,"token":"x","client":"y"}}`,
+		`{"type":"run","id":9,"payload":{"spec":{"tokens":4}}}`, `{"type":"ping","id":1}`, `[]`, ``, `{"type":"nope"}`} {
+		f.Add(rawFrame(s))
+	}
+	f.Add([]byte{0xff, 0xff, 0xff, 0xff, '{'})
+	f.Add([]byte{0, 0, 0, 3, '{', '}'})
+	const limit = 1024
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		m, err := ReadFrame(bytes.NewReader(data), limit)
+		runtime.ReadMemStats(&after)
+		if got := after.TotalAlloc - before.TotalAlloc; got > uint64(64*len(data)+64<<10) {
+			t.Fatalf("reading %d bytes allocated %d bytes", len(data), got)
+		}
+		if err != nil {
+			var pe *ProtocolError
+			if !errors.As(err, &pe) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Fatalf("unexpected error kind: %v", err)
+			}
+			return
+		}
+		if len(data) < 4 || int(uint32(data[0])<<24|uint32(data[1])<<16|uint32(data[2])<<8|uint32(data[3])) > limit {
+			t.Fatalf("accepted a frame above the limit")
+		}
+		var buf bytes.Buffer
+		if err := WriteFrame(&buf, m, limit+64); err != nil {
+			t.Fatal(err)
+		}
+		m2, err := ReadFrame(&buf, limit+64)
+		if err != nil || m2.Type != m.Type || m2.ID != m.ID {
+			t.Fatalf("round trip: %v %+v %+v", err, m, m2)
+		}
+	})
+}
+
+// FuzzServeConn: a server connection fed arbitrary bytes (after an optional
+// valid hello) neither panics nor hangs: it answers and closes, or waits for
+// more input until the client closes.
+func FuzzServeConn(f *testing.F) {
+	f.Add(false, rawFrame(`{"type":"ping","id":1}`))
+	f.Add(true, rawFrame(`{"type":"ping","id":1}`))
+	f.Add(true, rawFrame(`{"type":"run","id":2,"payload":{"spec":{"model":"qwen3-30b-a3b","tokens":1}}}`))
+	f.Add(true, rawFrame(`{"type":"load_model","id":2,"payload":{"model":"qwen3-30b-a3b"}}`))
+	f.Add(true, rawFrame(`{"type":"calibrate","id":2,"payload":{}}`))
+	f.Add(true, rawFrame(`{"type":"cancel","id":2}`))
+	f.Add(true, []byte{0, 0, 0, 1, '{'})
+	e := newTestEngine(f, 0)
+	tok, _ := NewToken()
+	f.Fuzz(func(t *testing.T, handshake bool, data []byte) {
+		lim := fastLimits()
+		lim.HandshakeTimeout, lim.FrameTimeout = time.Second, time.Second
+		srv := &Server{Engine: e, Token: tok, Limits: lim}
+		client, server := net.Pipe()
+		done := make(chan struct{})
+		go func() { defer close(done); srv.serveConn(context.Background(), server) }()
+		go io.Copy(io.Discard, client) // the server's replies
+		if handshake {
+			b, _ := json.Marshal(Message{Type: TypeHello, Payload: json.RawMessage(`{"protocol_version":1,"token":"` + tok + `","client":"fuzz"}`)})
+			client.Write(rawFrame(string(b)))
+		}
+		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
+		client.Write(data)
+		client.Close()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatal("connection handler still running 10 s after the client closed")
+		}
+	})
+}

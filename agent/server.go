@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"sync"
+	"time"
+)
+
+// maxConns bounds the connections an agent holds at once; more get an error
+// frame and are closed.
+const maxConns = 32
+
+// Server is an agent: it serves one Engine over the protocol to clients
+// holding its token, one request at a time.
+type Server struct {
+	// Engine is what the agent runs; nothing else is reachable over the wire.
+	Engine Engine
+	// Token is the secret every connection's hello must carry (NewToken).
+	Token string
+	// Limits bound each connection; the zero value means DefaultLimits.
+	Limits Limits
+	// Agent names the implementation in the welcome, e.g. "lessim 0.1.0".
+	Agent string
+	// Log, when set, gets one line per connection event.
+	Log io.Writer
+
+	mu      sync.Mutex
+	running string // what holds the engine, "" when free
+	stats   Stats
+	conns   sync.WaitGroup
+	logMu   sync.Mutex
+}
+
+// Stats count what a server has done; Active and Running say what it is
+// doing now.
+type Stats struct {
+	Connections int64 // accepted
+	Active      int   // open now
+	Requests    int64 // load_model, calibrate and run requests started
+	Completed   int64
+	Cancelled   int64 // by cancel, disconnect or shutdown
+	Failed      int64
+	Running     bool // a request holds the engine
+}
+
+// Stats returns a snapshot of the server's counters.
+func (s *Server) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.stats
+	st.Running = s.running != ""
+	return st
+}
+
+func (s *Server) limits() Limits {
+	if s.Limits == (Limits{}) {
+		return DefaultLimits()
+	}
+	return s.Limits
+}
+
+func (s *Server) check() error {
+	if s.Engine == nil {
+		return errors.New("agent: no engine")
+	}
+	if !ValidToken(s.Token) {
+		return errors.New("agent: the token must be 32 hex characters (NewToken)")
+	}
+	return s.limits().Validate()
+}
+
+// Serve accepts connections on ln until ctx is done, then closes ln, cancels
+// every running request, closes every connection and returns once all of
+// them are gone.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	if err := s.check(); err != nil {
+		ln.Close()
+		return err
+	}
+	stop := context.AfterFunc(ctx, func() { ln.Close() })
+	defer stop()
+	defer s.conns.Wait()
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			ln.Close()
+			return err
+		}
+		s.mu.Lock()
+		s.stats.Connections++
+		full := s.stats.Active >= maxConns
+		if !full {
+			s.stats.Active++
+		}
+		s.mu.Unlock()
+		if full {
+			nc.SetWriteDeadline(time.Now().Add(s.limits().FrameTimeout))
+			WriteFrame(nc, errorMessage(0, CodeBusy, fmt.Sprintf("the agent holds %d connections already", maxConns)), 0)
+			nc.Close()
+			continue
+		}
+		s.conns.Add(1)
+		go func() {
+			defer s.conns.Done()
+			s.serveConn(ctx, nc)
+			s.mu.Lock()
+			s.stats.Active--
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// acquire takes the engine for one request, or says who holds it.
+func (s *Server) acquire(what string) (holder string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != "" {
+		return s.running, false
+	}
+	s.running = what
+	s.stats.Requests++
+	return "", true
+}
+
+// release frees the engine and counts how the request ended.
+func (s *Server) release(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.running = ""
+	switch {
+	case err == nil:
+		s.stats.Completed++
+	case errorCode(err) == CodeCancelled:
+		s.stats.Cancelled++
+	default:
+		s.stats.Failed++
+	}
+}
+
+func (s *Server) logf(format string, a ...any) {
+	if s.Log == nil {
+		return
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	fmt.Fprintf(s.Log, format+"\n", a...)
+}
+
+func errorMessage(id uint64, code, msg string) *Message {
+	b, _ := json.Marshal(ErrorPayload{Code: code, Message: msg})
+	return &Message{Type: TypeError, ID: id, Payload: b}
+}
+
+// isTimeout reports a deadline error from a net.Conn.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}

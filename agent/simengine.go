@@ -1,0 +1,147 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/sim"
+)
+
+// SimEngine is an Engine that runs lessim's simulator: the device it
+// "is" is a device profile, a run is a simulation of a synthetic trace and
+// each decode pass of the result is streamed as a TokenSample. It is the
+// simulator served over the wire (what `lessim agent` serves until a live
+// engine is built in), not a stand-in: its results equal `lessim simulate`.
+// The llama.cpp live engine plugs into the same Engine interface.
+type SimEngine struct {
+	profile *devices.Profile
+	dev     *devices.Device
+	version string
+
+	// Playback > 0 paces the stream: each sample is sent when the simulated
+	// device would have finished that pass, with simulated time divided by
+	// Playback (1 = the device's own speed). 0 sends as fast as possible.
+	Playback float64
+
+	mu    sync.Mutex
+	model string // loaded model: the default of runs that name none
+}
+
+var _ Engine = (*SimEngine)(nil)
+
+// NewSimEngine returns an engine simulating the device profile p, reporting
+// version as its engine version.
+func NewSimEngine(p *devices.Profile, version string) (*SimEngine, error) {
+	d, err := p.Device()
+	if err != nil {
+		return nil, err
+	}
+	return &SimEngine{profile: p, dev: d, version: version}, nil
+}
+
+// Facts describes the simulated device.
+func (e *SimEngine) Facts() DeviceFacts {
+	page := e.dev.Flash.PageBytes
+	if page <= 0 || page&(page-1) != 0 {
+		page = 4096
+	}
+	return DeviceFacts{
+		Kind: KindSimulated, Model: e.dev.Name, OS: "simulated (" + clip(e.profile.Description, 200) + ")",
+		CPU:      fmt.Sprintf("simulated, %.3g TFLOP/s sustained", e.dev.ComputeFLOPS/1e12),
+		RAMBytes: e.dev.RAMBytes, PageBytes: page,
+		Engine: "lessim-sim", EngineVersion: e.version,
+	}
+}
+
+// LoadModel selects a built-in model spec, "NAME" or "NAME:VARIANT", as the
+// default model of later runs.
+func (e *SimEngine) LoadModel(ctx context.Context, model string) (ModelInfo, error) {
+	name, variant, _ := strings.Cut(model, ":")
+	m, err := devices.LookupModel(name, variant)
+	if err != nil {
+		return ModelInfo{}, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return ModelInfo{}, err
+	}
+	e.mu.Lock()
+	e.model = name
+	e.mu.Unlock()
+	return ModelInfo{Name: m.Name + " (" + m.Variant + ")", Arch: m.Arch, Layers: len(m.Layers), Experts: m.Experts, TopK: m.TopK,
+		TotalExpertBytes: m.TotalExpertBytes()}, nil
+}
+
+// Calibrate returns the simulated device's profile: for a simulated device
+// the profile is the calibration. It takes no options.
+func (e *SimEngine) Calibrate(ctx context.Context, options json.RawMessage) ([]byte, error) {
+	if len(options) > 0 {
+		var v struct{}
+		if err := decodeStrict(options, &v); err != nil {
+			return nil, fmt.Errorf("%w: the simulator's calibration takes no options: %v", ErrInvalidSpec, err)
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return e.profile.YAML()
+}
+
+// Run simulates spec (see simSpec for its fields), emits one sample per
+// decode pass (paced by Playback) and returns the Result without its
+// per-pass series (the samples carry it).
+func (e *SimEngine) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
+	e.mu.Lock()
+	model := e.model
+	e.mu.Unlock()
+	r, err := decodeSimSpec(spec, e.dev, model)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res, err := sim.Run(r.cfg, r.steps, r.pol)
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	for i, p := range res.Series {
+		if err := e.pace(ctx, start, p.StartNS+p.TimeNS); err != nil {
+			return nil, err
+		}
+		if err := emit(TokenSample{Pass: int64(i), Tokens: p.Accepted, StartNS: p.StartNS, TimeNS: p.TimeNS, StallNS: p.StallNS}); err != nil {
+			return nil, err
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	res.Series = nil
+	return res, nil
+}
+
+// pace waits until simulated time simNS (scaled by Playback) has passed
+// since start.
+func (e *SimEngine) pace(ctx context.Context, start time.Time, simNS int64) error {
+	if e.Playback <= 0 || math.IsNaN(e.Playback) || math.IsInf(e.Playback, 0) {
+		return ctx.Err()
+	}
+	wait := time.Until(start.Add(time.Duration(float64(simNS) / e.Playback)))
+	if wait <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/agent"
+	"github.com/lessim/lessim/devices"
+)
+
+// newLiveEngine, when set by a build with the llama.cpp runtime (a
+// llamacpp-tagged file's init), serves a GGUF model with the live engine;
+// otherwise the agent serves the simulator.
+var newLiveEngine func(ggufPath string) (agent.Engine, error)
+
+// tokenEnv holds an agent token for `lessim agent` (instead of a fresh one)
+// and for clients (instead of --token).
+const tokenEnv = "LESSIM_AGENT_TOKEN"
+
+type agentFlags struct {
+	listen, device, deviceFile, model string
+	allowRemote                       bool
+	playback                          float64
+}
+
+func newAgentCmd() *cobra.Command {
+	var f agentFlags
+	cmd := &cobra.Command{
+		Use:   "agent",
+		Short: "Serve runs to lessim clients over the device-agent protocol (or check an agent)",
+		Long: `agent serves this machine's engine over the device-agent protocol
+(docs/agent-protocol.md) until interrupted. It prints the address and a fresh
+128-bit token (or uses $` + tokenEnv + `); every connection must present it.
+It listens on loopback unless --allow-remote.
+
+The engine served today is lessim's simulator (SimEngine): a run simulates a
+synthetic trace of a built-in model on the --device profile, streams one
+measurement per decode pass (paced by --playback) and returns the same Result
+as 'lessim simulate'. The llama.cpp live engine plugs into the same place.`,
+		Example: `  lessim agent --listen 127.0.0.1:7070 --model qwen3-30b-a3b
+  lessim agent check tcp://127.0.0.1:7070 --token 0123…`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return serveAgent(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:7070", "HOST:PORT to listen on (port 0 picks a free one)")
+	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --listen address (anyone on the network with the token may run)")
+	fl.StringVar(&f.device, "device", defaultDevice, "device profile the simulator engine simulates (see `lessim devices list`)")
+	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML (overrides --device)")
+	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
+	fl.Float64Var(&f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
+	cmd.AddCommand(newAgentCheckCmd())
+	return cmd
+}
+
+func serveAgent(cmd *cobra.Command, f *agentFlags) error {
+	if f.playback < 0 || f.playback != f.playback {
+		return fmt.Errorf("--playback %g: must be >= 0", f.playback)
+	}
+	token := os.Getenv(tokenEnv)
+	if token == "" {
+		var err error
+		if token, err = agent.NewToken(); err != nil {
+			return err
+		}
+	} else if !agent.ValidToken(token) {
+		return fmt.Errorf("$%s: a token is 32 hex characters", tokenEnv)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	eng, err := agentEngine(ctx, f)
+	if err != nil {
+		return err
+	}
+	ln, err := agent.Listen(f.listen, f.allowRemote)
+	if err != nil {
+		return err
+	}
+	srv := &agent.Server{Engine: eng, Token: token, Agent: "lessim " + version, Log: cmd.ErrOrStderr()}
+	facts := eng.Facts()
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "lessim agent: serving %s %s (%s) on tcp://%s\n", facts.Engine, facts.EngineVersion, facts.Kind+" "+facts.Model, ln.Addr())
+	fmt.Fprintf(out, "token: %s\n", token)
+	if err := srv.Serve(ctx, ln); err != nil {
+		return err
+	}
+	st := srv.Stats()
+	fmt.Fprintf(cmd.ErrOrStderr(), "lessim agent: stopped after %d connections, %d requests (%d completed, %d cancelled, %d failed)\n",
+		st.Connections, st.Requests, st.Completed, st.Cancelled, st.Failed)
+	return nil
+}
+
+// agentEngine is the engine to serve: the live engine for a GGUF --model
+// (when built in), else the simulator of --device with --model loaded.
+func agentEngine(ctx context.Context, f *agentFlags) (agent.Engine, error) {
+	if strings.HasSuffix(f.model, ".gguf") {
+		if newLiveEngine == nil {
+			return nil, fmt.Errorf("--model %s: serving a GGUF needs the live engine, which this build does not have; without it the agent serves the simulator (pass a built-in model, see `lessim models list`)", f.model)
+		}
+		return newLiveEngine(f.model)
+	}
+	p, err := agentProfile(f.device, f.deviceFile)
+	if err != nil {
+		return nil, err
+	}
+	eng, err := agent.NewSimEngine(p, version)
+	if err != nil {
+		return nil, err
+	}
+	eng.Playback = f.playback
+	if f.model != "" {
+		if _, err := eng.LoadModel(ctx, f.model); err != nil {
+			return nil, err
+		}
+	}
+	return eng, nil
+}
+
+// agentProfile reads --device-file, else the embedded --device profile.
+func agentProfile(name, file string) (*devices.Profile, error) {
+	if file != "" {
+		return devices.ParseProfileFile(file)
+	}
+	return devices.LoadProfile(name)
+}
+
+type checkFlags struct {
+	token, spec, model string
+	calibrate          bool
+	timeout            time.Duration
+}
+
+func newAgentCheckCmd() *cobra.Command {
+	var f checkFlags
+	cmd := &cobra.Command{
+		Use:   "check TARGET",
+		Short: "Check an agent's conformance to the device-agent protocol",
+		Long: `check runs the conformance checks against the agent at TARGET
+(tcp://HOST:PORT or usb://UDID:PORT): handshake and device facts, every
+message type, the error paths (wrong token, version mismatch, garbage,
+unknown type, oversize frame, silent client, invalid spec), busy, cancel,
+disconnect mid-run, and the units and sanity of the streamed measurements
+against the result. It prints PASS, FAIL or SKIP per check and fails if any
+check fails.`,
+		Example: `  lessim agent check tcp://127.0.0.1:7070 --token 0123… --model qwen3-30b-a3b
+  lessim agent check usb://00008130-001A2B3C4D5E6F70:7070 --token 0123… --spec run.json --calibrate`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error { return checkAgent(cmd, args[0], &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.token, "token", "", "the agent's token (default $"+tokenEnv+")")
+	fl.StringVar(&f.spec, "spec", "", "JSON file with the run to use (default: "+agent.DefaultCheckSpec+")")
+	fl.StringVar(&f.model, "model", "", "load this model first (and check load_model)")
+	fl.BoolVar(&f.calibrate, "calibrate", false, "also check calibrate (it may take minutes on a device)")
+	fl.DurationVar(&f.timeout, "silence", 15*time.Second, "longest the agent may stay silent during a request")
+	return cmd
+}
+
+// clientToken is --token, else $LESSIM_AGENT_TOKEN.
+func clientToken(flag string) (string, error) {
+	if flag == "" {
+		flag = os.Getenv(tokenEnv)
+	}
+	if flag == "" {
+		return "", fmt.Errorf("no token: pass --token (the agent prints it at start) or set $%s", tokenEnv)
+	}
+	return flag, nil
+}
+
+func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {
+	if _, err := agent.ParseTarget(target); err != nil {
+		return err
+	}
+	token, err := clientToken(f.token)
+	if err != nil {
+		return err
+	}
+	o := agent.CheckOptions{Model: f.model, Calibrate: f.calibrate, Client: agent.Options{Silence: f.timeout}}
+	if f.spec != "" {
+		b, err := os.ReadFile(f.spec)
+		if err != nil {
+			return err
+		}
+		if !json.Valid(b) {
+			return fmt.Errorf("%s: not JSON", f.spec)
+		}
+		o.Spec = b
+	}
+	out := cmd.OutOrStdout()
+	fmt.Fprintf(out, "checking the agent at %s (protocol version %d)\n", target, agent.ProtocolVersion)
+	counts := map[string]int{}
+	agent.Check(cmd.Context(), target, token, o, func(r agent.CheckResult) {
+		counts[r.Outcome]++
+		fmt.Fprintf(out, "%s  %s: %s\n", r.Outcome, r.Name, oneLine(r.Detail))
+	})
+	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", counts[agent.CheckPass], counts[agent.CheckFail], counts[agent.CheckSkip])
+	if counts[agent.CheckFail] > 0 {
+		return errors.New("the agent does not conform")
+	}
+	return nil
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
