@@ -1,0 +1,197 @@
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/traces"
+)
+
+// LoadedTrace is a trace in memory: its metadata, every step (policies such as
+// oracle read the future) and, for a file, the SHA-256 of its bytes.
+type LoadedTrace struct {
+	Meta   traces.Meta
+	Steps  []traces.Step
+	SHA256 string // hex; "" for generated traces
+}
+
+// Inputs loads what specs refer to and keeps it, so that many runs (a sweep)
+// share one copy of each trace: a file is read once, a synthetic trace or a
+// stated predictor's scores are generated once, and each candidate index
+// (traces.IndexLookahead) is built once. Steps handed out are shared and
+// must not be modified. Inputs is safe for concurrent use; the zero value
+// reads files with ReadTraceFile and devices with LoadDevice.
+type Inputs struct {
+	// ReadTrace reads a trace file; nil means ReadTraceFile.
+	ReadTrace func(path string) (*LoadedTrace, error)
+	// LoadDevice resolves an embedded profile name or a profile file; nil
+	// means LoadDevice.
+	LoadDevice func(name, file string) (*devices.Device, error)
+
+	mu      sync.Mutex
+	entries map[string]*entry
+}
+
+// entry is one trace as loaded or generated, with its candidate indexes.
+type entry struct {
+	key     string
+	tr      *LoadedTrace
+	indexed map[indexKey][]traces.Step
+}
+
+// indexKey is one traces.IndexLookahead configuration.
+type indexKey struct {
+	n        int
+	withSums bool
+}
+
+// ReadTraceFile reads a Parquet trace fully and digests its bytes.
+func ReadTraceFile(path string) (*LoadedTrace, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	_, err = io.Copy(h, f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	r, err := traces.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	steps, err := traces.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	return &LoadedTrace{Meta: r.Meta(), Steps: steps, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// LoadDevice resolves a profile file (when file is set) or an embedded
+// profile name into a device.
+func LoadDevice(name, file string) (*devices.Device, error) {
+	var p *devices.Profile
+	var err error
+	if file != "" {
+		p, err = devices.ParseProfileFile(file)
+	} else {
+		p, err = devices.LoadProfile(name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return p.Device()
+}
+
+func (in *Inputs) device(d Device) (*devices.Device, error) {
+	if in.LoadDevice != nil {
+		return in.LoadDevice(d.Name, d.File)
+	}
+	return LoadDevice(d.Name, d.File)
+}
+
+// get returns the entry called key, making it with make on first use.
+// NB: the lock is held while loading, so concurrent runs wait for one load
+// instead of loading the same trace twice.
+func (in *Inputs) get(key string, make func() (*LoadedTrace, error)) (*entry, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if e, ok := in.entries[key]; ok {
+		return e, nil
+	}
+	tr, err := make()
+	if err != nil {
+		return nil, err
+	}
+	if in.entries == nil {
+		in.entries = map[string]*entry{}
+	}
+	e := &entry{key: key, tr: tr, indexed: map[indexKey][]traces.Step{}}
+	in.entries[key] = e
+	return e, nil
+}
+
+// file is the trace at path.
+func (in *Inputs) file(path string) (*entry, error) {
+	return in.get("file\x00"+path, func() (*LoadedTrace, error) {
+		if in.ReadTrace != nil {
+			return in.ReadTrace(path)
+		}
+		return ReadTraceFile(path)
+	})
+}
+
+// synthetic is the synthetic trace of m with y.
+func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic) (*entry, error) {
+	key, _ := json.Marshal(y)
+	return in.get("synth\x00"+m.Name+"\x00"+m.Variant+"\x00"+string(key), func() (*LoadedTrace, error) {
+		o := traces.DefaultSynthOptions()
+		o.Tokens, o.PromptTokens, o.Sequences = y.Tokens, y.PromptTokens, y.Sequences
+		o.Skew, o.Reuse, o.LookaheadRecall = y.Skew, y.Reuse, y.LookaheadRecall
+		o.LookaheadDepth, o.DepthPenalty, o.Seed = y.LookaheadDepth, y.DepthPenalty, y.Seed
+		meta, steps, err := traces.Synth(m, o)
+		if err != nil {
+			return nil, err
+		}
+		return &LoadedTrace{Meta: meta, Steps: steps}, nil
+	})
+}
+
+// predicted is base with lookahead scores from the stated predictor p.
+func (in *Inputs) predicted(b *entry, p Predictor) (*entry, error) {
+	key, _ := json.Marshal(p)
+	base := b.tr
+	return in.get("predict\x00"+b.key+"\x00"+string(key), func() (*LoadedTrace, error) {
+		o := traces.DefaultPredictOptions()
+		o.Recall, o.FalsePositives, o.DepthPenalty, o.Depth, o.Seed = p.Recall, p.FalsePositives, p.DepthPenalty, p.Depth, p.Seed
+		meta, steps, err := traces.PredictLookahead(base.Meta, base.Steps, o)
+		if err != nil {
+			return nil, err
+		}
+		return &LoadedTrace{Meta: meta, Steps: steps, SHA256: base.SHA256}, nil
+	})
+}
+
+// index returns e's steps with a candidate index of n per lookahead vector.
+// The first index is built in place; another configuration indexes a copy
+// of the steps' layers (the vectors themselves stay shared).
+func (in *Inputs) index(e *entry, n int, withSums bool) []traces.Step {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	k := indexKey{n, withSums}
+	if s, ok := e.indexed[k]; ok {
+		return s
+	}
+	steps := e.tr.Steps
+	if len(e.indexed) > 0 {
+		steps = copyLayers(steps)
+	}
+	traces.IndexLookahead(steps, n, withSums)
+	e.indexed[k] = steps
+	return steps
+}
+
+// copyLayers copies steps and their LayerStep values (not the slices they hold).
+func copyLayers(steps []traces.Step) []traces.Step {
+	n := 0
+	for i := range steps {
+		n += len(steps[i].Layers)
+	}
+	out := make([]traces.Step, len(steps))
+	layers := make([]traces.LayerStep, 0, n)
+	for i, st := range steps {
+		out[i] = st
+		from := len(layers)
+		layers = append(layers, st.Layers...)
+		out[i].Layers = layers[from:len(layers):len(layers)]
+	}
+	return out
+}

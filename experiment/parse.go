@@ -1,0 +1,150 @@
+package experiment
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Parse reads a spec from JSON: either a bare spec or a result as `simulate
+// --format json` prints it ({"spec": ..., "spec_hash": ..., "result": ...}),
+// whose spec is taken (and its spec_hash checked). Unknown fields are
+// refused. Absent fields take their defaults: a missing group is the
+// default's (DefaultSpec) where the spec needs one, and a synthetic,
+// predictor or speculative group starts from DefaultSynthetic,
+// DefaultPredictor or DefaultSpeculative. Parse does not Validate.
+func Parse(data []byte) (Spec, error) {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(data, &top); err != nil {
+		return Spec{}, fmt.Errorf("spec: %w", jsonError(data, err))
+	}
+	if top == nil {
+		return Spec{}, errors.New("spec: want a JSON object, got null")
+	}
+	raw, wrapped := top["spec"]
+	if !wrapped {
+		if _, ok := top["inputs"]; ok {
+			return Spec{}, errors.New("spec: this result has no \"spec\" (written by lessim before specs existed): rerun it to get one")
+		}
+		return parseSpec(data)
+	}
+	for k := range top {
+		if k != "spec" && k != "spec_hash" && k != "result" {
+			return Spec{}, fmt.Errorf("spec: unknown field %q beside \"spec\" (want spec, spec_hash, result)", k)
+		}
+	}
+	s, err := parseSpec(raw)
+	if err != nil {
+		return Spec{}, err
+	}
+	if h, ok := top["spec_hash"]; ok {
+		var want string
+		if err := json.Unmarshal(h, &want); err != nil {
+			return Spec{}, fmt.Errorf("spec_hash: %w", err)
+		}
+		if got := s.Hash(); got != want {
+			return Spec{}, fmt.Errorf("spec_hash %s does not match the spec (its hash is %s): the spec was edited; remove spec_hash to run the edited spec", want, got)
+		}
+	}
+	return s, nil
+}
+
+// parseSpec decodes a bare spec strictly and fills absent groups.
+func parseSpec(data []byte) (Spec, error) {
+	// NB: cached_first's zero (false) is meaningful, so it starts true and
+	// stays true when absent; every other absent field is zero, filled below.
+	s := Spec{CachedFirst: true}
+	if err := strictDecode(data, &s); err != nil {
+		return Spec{}, fmt.Errorf("spec: %w", err)
+	}
+	def := DefaultSpec()
+	if s.Version == 0 {
+		s.Version = Version
+	}
+	if s.Trace.Path == "" && s.Trace.Synthetic == nil {
+		s.Trace.Synthetic = def.Trace.Synthetic
+	}
+	if s.Model == nil && s.Trace.Path == "" {
+		s.Model = def.Model
+	}
+	if s.Device == (Device{}) {
+		s.Device = def.Device
+	}
+	if s.Policy.Name == "" {
+		s.Policy.Name = def.Policy.Name
+	}
+	if s.Cache == (Cache{}) {
+		s.Cache = def.Cache
+	}
+	if s.Layout == "" {
+		s.Layout = def.Layout
+	}
+	return s, nil
+}
+
+// strictDecode decodes one JSON value into v, refusing unknown fields and
+// trailing data.
+func strictDecode(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return jsonError(data, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("trailing data after the JSON value")
+	}
+	return nil
+}
+
+// jsonError adds the line and column to a JSON syntax error.
+func jsonError(data []byte, err error) error {
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		line, col := position(data, se.Offset)
+		return fmt.Errorf("line %d, column %d: %w", line, col, err)
+	}
+	return err
+}
+
+// position is the 1-based line and column of byte offset off in data.
+func position(data []byte, off int64) (line, col int) {
+	off = min(max(off, 0), int64(len(data)))
+	line = 1 + bytes.Count(data[:off], []byte{'\n'})
+	col = int(off) - bytes.LastIndexByte(data[:off], '\n')
+	return line, col
+}
+
+// UnmarshalJSON decodes a synthetic group over DefaultSynthetic.
+func (s *Synthetic) UnmarshalJSON(b []byte) error {
+	type plain Synthetic
+	p := plain(DefaultSynthetic())
+	if err := strictDecode(b, &p); err != nil {
+		return fmt.Errorf("trace.synthetic: %w", err)
+	}
+	*s = Synthetic(p)
+	return nil
+}
+
+// UnmarshalJSON decodes a predictor group over DefaultPredictor.
+func (p *Predictor) UnmarshalJSON(b []byte) error {
+	type plain Predictor
+	q := plain(DefaultPredictor())
+	if err := strictDecode(b, &q); err != nil {
+		return fmt.Errorf("predictor: %w", err)
+	}
+	*p = Predictor(q)
+	return nil
+}
+
+// UnmarshalJSON decodes a speculative group over DefaultSpeculative.
+func (sp *Speculative) UnmarshalJSON(b []byte) error {
+	type plain Speculative
+	q := plain(DefaultSpeculative())
+	if err := strictDecode(b, &q); err != nil {
+		return fmt.Errorf("speculative: %w", err)
+	}
+	*sp = Speculative(q)
+	return nil
+}

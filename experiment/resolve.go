@@ -1,0 +1,289 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
+)
+
+// Plan is a resolved spec with everything sim.Run needs, checked and ready:
+// a run can no longer fail for a reason the spec or its inputs hold.
+type Plan struct {
+	// Spec is the resolved spec: every default filled, the device profile
+	// inline, the trace file's digest, the cache in bytes.
+	Spec Spec
+	// Model and Device are the resolved model spec and device.
+	Model  *devices.ModelSpec
+	Device *devices.Device
+	// Meta and Steps are the trace as the policy and engine see it (after a
+	// stated predictor; candidate-indexed). Steps are shared: do not modify.
+	Meta  traces.Meta
+	Steps []traces.Step
+	// TraceLabel says where the trace came from, for people.
+	TraceLabel string
+	// Params are the policy's parameters; Config the engine's. Set
+	// Config.KeepSeries to keep per-pass samples (it changes no number, so
+	// it is not part of the spec).
+	Params policies.Params
+	Config sim.Config
+	// Warnings are what a reader of the result should know about the inputs;
+	// Run appends them to the Result's.
+	Warnings []string
+
+	mu  sync.Mutex
+	pol sim.Policy // built while resolving (to check it), used by the first Run
+}
+
+// Resolve checks s, loads or generates its trace and device through in, and
+// returns the plan of its run. Every problem that can be known before the
+// run is an error here, so a run never fails late.
+func (in *Inputs) Resolve(s Spec) (*Plan, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	r := s.clone()
+	p := &Plan{}
+	dev, err := in.resolveDevice(&r)
+	if err != nil {
+		return nil, err
+	}
+	e, err := in.resolveTrace(&r, p)
+	if err != nil {
+		return nil, err
+	}
+	m := &e.tr.Meta.Model
+	p.Model, p.Device, p.Meta = m, dev, e.tr.Meta
+	if err := resolvePolicy(&r, p); err != nil {
+		return nil, err
+	}
+	n, sums := indexDepth(&r, m)
+	p.Steps = in.index(e, n, sums)
+	ctx := r.ContextTokens
+	if ctx == 0 {
+		ctx = longestSequence(p.Steps)
+	}
+	cache, err := resolveCache(&r, m, dev, ctx)
+	if err != nil {
+		return nil, err
+	}
+	p.Warnings = append(p.Warnings, traceWarnings(&r, p.Steps)...)
+	p.Params = params(&r, m, p.Steps)
+	p.Config = sim.Config{
+		Model: m, Device: dev, CacheBytes: cache, Layout: sim.Layout(r.Layout), CachedFirst: r.CachedFirst,
+		SpecBlock: 1, SpecFromTrace: r.SpecFromTrace, Prefill: r.Prefill, ContextTokens: r.ContextTokens,
+	}
+	if sp := r.Speculative; sp != nil {
+		p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
+	}
+	if err := p.Config.Validate(); err != nil {
+		return nil, err
+	}
+	if p.pol, err = policies.New(r.Policy.Name, p.Params); err != nil {
+		return nil, err
+	}
+	p.Spec = r
+	return p, nil
+}
+
+// clone copies s deeply enough that resolving it never writes through to s.
+func (s Spec) clone() Spec {
+	r := s
+	if s.Model != nil {
+		m := *s.Model
+		r.Model = &m
+	}
+	if s.Trace.Synthetic != nil {
+		y := *s.Trace.Synthetic
+		r.Trace.Synthetic = &y
+	}
+	if s.Predictor != nil {
+		q := *s.Predictor
+		r.Predictor = &q
+	}
+	if s.Policy.LES != nil {
+		l := *s.Policy.LES
+		r.Policy.LES = &l
+	}
+	if s.Policy.PinnedHot != nil {
+		h := *s.Policy.PinnedHot
+		r.Policy.PinnedHot = &h
+	}
+	if s.Speculative != nil {
+		sp := *s.Speculative
+		r.Speculative = &sp
+	}
+	return r
+}
+
+// resolveDevice loads the device unless the spec carries its profile.
+func (in *Inputs) resolveDevice(r *Spec) (*devices.Device, error) {
+	if r.Device.Profile != nil {
+		return r.Device.Profile, nil
+	}
+	d, err := in.device(r.Device)
+	if err != nil {
+		return nil, err
+	}
+	if errs := checkDevice(d); len(errs) > 0 {
+		return nil, fmt.Errorf("device %s: %w", d.Name, errors.Join(errs...))
+	}
+	r.Device.Profile = d
+	return d, nil
+}
+
+// resolveTrace loads or generates the trace (and the stated predictor's
+// scores) and fills the spec's digest and model variant.
+func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
+	var e *entry
+	var err error
+	if t := &r.Trace; t.Path != "" {
+		if e, err = in.file(t.Path); err != nil {
+			return nil, err
+		}
+		if t.SHA256 != "" && t.SHA256 != e.tr.SHA256 {
+			return nil, fmt.Errorf("trace %s: its bytes changed since the spec was written (sha256 %s, spec says %s)", t.Path, e.tr.SHA256, t.SHA256)
+		}
+		t.SHA256 = e.tr.SHA256
+		p.TraceLabel = t.Path
+	} else {
+		m, err := devices.LookupModel(r.Model.Name, r.Model.Variant)
+		if err != nil {
+			return nil, err
+		}
+		r.Model.Variant = m.Variant
+		y := *t.Synthetic
+		if e, err = in.synthetic(m, y); err != nil {
+			return nil, err
+		}
+		p.TraceLabel = fmt.Sprintf("synthetic, %d decode tokens, seed %d (skew %.2f, reuse %.3f, lookahead recall %.3f, depth %d)",
+			y.Tokens*max(y.Sequences, 1), y.Seed, y.Skew, y.Reuse, y.LookaheadRecall, y.LookaheadDepth)
+	}
+	if q := r.Predictor; q != nil {
+		if d := e.tr.Meta.LookaheadDepth; d > 0 {
+			return nil, fmt.Errorf("predictor: does not apply: trace %s already carries lookahead scores (depth %d); a stated predictor is for traces without them", p.TraceLabel, d)
+		}
+		if e, err = in.predicted(e, *q); err != nil {
+			return nil, err
+		}
+		p.TraceLabel += fmt.Sprintf("; lookahead from a stated predictor (recall %.3f, %.1f false positives, seed %d)", q.Recall, q.FalsePositives, q.Seed)
+	}
+	return e, nil
+}
+
+// resolvePolicy fills the policy's defaults and checks les's depth against
+// the trace's lookahead.
+func resolvePolicy(r *Spec, p *Plan) error {
+	m := &p.Meta.Model
+	switch r.Policy.Name {
+	case "les":
+		if r.Policy.LES == nil {
+			r.Policy.LES = &LES{}
+		}
+		l := r.Policy.LES
+		if l.NoPrefetch {
+			return nil
+		}
+		l.Depth = max(l.Depth, 1)
+		if l.Threshold > 0 {
+			if l.MaxCandidates == 0 {
+				l.MaxCandidates = 2 * m.TopK
+			}
+		} else if l.TopN == 0 {
+			l.TopN = m.TopK
+		}
+		have := p.Meta.LookaheadDepth
+		switch {
+		case have == 0 && l.Depth == 1:
+			p.Warnings = append(p.Warnings, "trace has no lookahead scores, so les cannot prefetch (it behaves as ondemand): pass --predict-recall R to use a stated predictor")
+		case l.Depth > have:
+			return fmt.Errorf("policy.les.depth %d: the trace carries lookahead scores to depth %d only (a stated predictor of that depth, --predict-recall, provides more for a trace without scores)", l.Depth, have)
+		}
+	case "pinned-hot":
+		if r.Policy.PinnedHot == nil {
+			r.Policy.PinnedHot = &PinnedHot{}
+		}
+		if r.Policy.PinnedHot.PinFraction == 0 {
+			r.Policy.PinnedHot.PinFraction = 0.5
+		}
+	}
+	return nil
+}
+
+// params are the policy's parameters for a resolved spec.
+func params(r *Spec, m *devices.ModelSpec, steps []traces.Step) policies.Params {
+	p := policies.DefaultParams(m)
+	p.Trace = steps
+	if l := r.Policy.LES; l != nil {
+		p.TopN, p.Threshold, p.MaxCandidates, p.Depth = l.TopN, l.Threshold, l.MaxCandidates, l.Depth
+		p.MaxInflightBytes, p.Prefetch = l.MaxInflightBytes, !l.NoPrefetch
+	}
+	if h := r.Policy.PinnedHot; h != nil {
+		p.PinFraction = h.PinFraction
+	}
+	return p
+}
+
+// indexDepth is how many candidates per lookahead vector les asks for (the
+// threshold mode's cap, else top-n) and whether it needs softmax sums.
+func indexDepth(r *Spec, m *devices.ModelSpec) (int, bool) {
+	if l := r.Policy.LES; l != nil && !l.NoPrefetch {
+		if l.Threshold > 0 {
+			return l.MaxCandidates, true
+		}
+		return l.TopN, false
+	}
+	return m.TopK, false
+}
+
+// resolveCache turns the cache size into bytes; size and bytes must agree.
+func resolveCache(r *Spec, m *devices.ModelSpec, d *devices.Device, ctx int) (int64, error) {
+	c := &r.Cache
+	if c.Size == "" {
+		return c.Bytes, nil
+	}
+	b, err := sim.ResolveCache(c.Size, m, d, ctx)
+	if err != nil {
+		return 0, err
+	}
+	if c.Bytes != 0 && c.Bytes != b {
+		return 0, fmt.Errorf("cache: size %q is %d bytes here but cache.bytes says %d (the device, model or context changed?): remove one of them", c.Size, b, c.Bytes)
+	}
+	c.Bytes = b
+	return b, nil
+}
+
+// longestSequence is the longest sequence in steps (positions + 1).
+func longestSequence(steps []traces.Step) int {
+	n := 0
+	for i := range steps {
+		n = max(n, int(steps[i].Pos)+1)
+	}
+	return n
+}
+
+// traceWarnings names settings the trace gives nothing to work on.
+func traceWarnings(r *Spec, steps []traces.Step) []string {
+	var w []string
+	prefill, multi := 0, false
+	size := map[int32]int{}
+	for i := range steps {
+		if steps[i].Phase == traces.Prefill {
+			prefill++
+		} else if r.SpecFromTrace && steps[i].Pass >= 0 {
+			size[steps[i].Pass]++
+			multi = multi || size[steps[i].Pass] > 1
+		}
+	}
+	if r.Prefill && prefill == 0 {
+		w = append(w, "prefill: the trace has no prefill tokens, so --prefill changes nothing")
+	}
+	if r.SpecFromTrace && !multi {
+		w = append(w, "spec-from-trace: no decode pass of the trace verified more than one token, so there is no speculative decoding to replay")
+	}
+	return w
+}

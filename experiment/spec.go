@@ -1,0 +1,187 @@
+package experiment
+
+import "github.com/lessim/lessim/devices"
+
+// Version is the spec format version this package reads and writes.
+const Version = 1
+
+// Defaults of a run: the published LES target (MiniCPM-V 4.7 on an iPhone 17
+// Pro Max) on a synthetic trace, policy les, cache sized by the device.
+const (
+	DefaultModel  = "minicpm-v-4.7-35b-a3b"
+	DefaultDevice = "iphone-17-pro-max"
+	DefaultPolicy = "les"
+	DefaultCache  = "auto"
+	DefaultLayout = "per-expert"
+)
+
+// Spec is one experiment: everything that decides a run's numbers, as one
+// serializable value. A group that does not apply is absent (nil or zero), so
+// a valid spec never carries a setting that would be ignored; Validate
+// refuses one that does, with the reason.
+//
+// Zero leaf values mean "the default" only where a field says so; Resolve
+// fills every default, so a resolved spec states each value explicitly and
+// resolving it again changes nothing.
+type Spec struct {
+	// Version is the format version (Version).
+	Version int `json:"version"`
+	// Model names a built-in model; it is required for synthetic traces and
+	// absent with a trace file, whose metadata holds the model.
+	Model *Model `json:"model,omitempty"`
+	// Trace is the routing trace: a file or synthetic settings.
+	Trace Trace `json:"trace"`
+	// Predictor is a stated lookahead predictor for a trace file without
+	// lookahead scores (nil = none).
+	Predictor *Predictor `json:"predictor,omitempty"`
+	// Device is the device profile.
+	Device Device `json:"device"`
+	// Policy is the scheduling policy and its parameters.
+	Policy Policy `json:"policy"`
+	// Cache is the expert cache size.
+	Cache Cache `json:"cache"`
+	// Layout is how experts are stored: per-expert or gguf-mmap.
+	Layout string `json:"layout"`
+	// CachedFirst computes resident experts first while misses load (false =
+	// rank order, stock llama.cpp).
+	CachedFirst bool `json:"cached_first"`
+	// Speculative is block speculative decoding with a geometric acceptance
+	// model (nil = off).
+	Speculative *Speculative `json:"speculative,omitempty"`
+	// SpecFromTrace takes speculative passes from a trace file's recorded
+	// passes instead (excludes Speculative).
+	SpecFromTrace bool `json:"spec_from_trace,omitempty"`
+	// Prefill simulates the trace's prefill passes first.
+	Prefill bool `json:"prefill,omitempty"`
+	// ContextTokens charged to the KV cache; 0 = the trace's longest sequence.
+	ContextTokens int `json:"context_tokens,omitempty"`
+}
+
+// Model is a built-in model spec (see devices.LookupModel).
+type Model struct {
+	Name string `json:"name"`
+	// Variant is the quant variant; "" means the model's default.
+	Variant string `json:"variant,omitempty"`
+}
+
+// Trace is a trace file (Path, with its content digest) or a synthetic trace
+// (Synthetic); exactly one.
+type Trace struct {
+	// Path is a Parquet trace, relative to the working directory.
+	Path string `json:"path,omitempty"`
+	// SHA256 is the hex SHA-256 of the file's bytes. Resolve fills it; when
+	// set, a file whose bytes differ is refused.
+	SHA256 string `json:"sha256,omitempty"`
+	// Synthetic generates the trace (traces.Synth) from Model.
+	Synthetic *Synthetic `json:"synthetic,omitempty"`
+}
+
+// Synthetic are traces.SynthOptions (see there for the routing model). A
+// synthetic group read from JSON starts from DefaultSynthetic, so absent
+// fields keep their defaults.
+type Synthetic struct {
+	Tokens          int     `json:"tokens"`
+	PromptTokens    int     `json:"prompt_tokens"`
+	Sequences       int     `json:"sequences"`
+	Skew            float64 `json:"skew"`
+	Reuse           float64 `json:"reuse"`
+	LookaheadRecall float64 `json:"lookahead_recall"`
+	LookaheadDepth  int     `json:"lookahead_depth"`
+	DepthPenalty    float64 `json:"depth_penalty"`
+	// Seed is the trace's own seed.
+	Seed uint64 `json:"seed"`
+}
+
+// Predictor are traces.PredictOptions (see there for the model). A predictor
+// group read from JSON starts from DefaultPredictor.
+type Predictor struct {
+	Recall         float64 `json:"recall"`
+	FalsePositives float64 `json:"false_positives"`
+	DepthPenalty   float64 `json:"depth_penalty"`
+	Depth          int     `json:"depth"`
+	// Seed is the predictor's own seed.
+	Seed uint64 `json:"seed"`
+}
+
+// Device is an embedded profile (Name) or a profile file (File); Profile is
+// the resolved device. When Profile is set it is used as is and Name/File
+// only say where it came from, so a resolved spec reproduces its run even if
+// the file or the embedded profile changes later.
+type Device struct {
+	Name    string          `json:"name,omitempty"`
+	File    string          `json:"file,omitempty"`
+	Profile *devices.Device `json:"profile,omitempty"`
+}
+
+// Policy is a registered policy (policies.Names) and the parameters that
+// apply to it: LES only with les, PinnedHot only with pinned-hot.
+type Policy struct {
+	Name      string     `json:"name"`
+	LES       *LES       `json:"les,omitempty"`
+	PinnedHot *PinnedHot `json:"pinned_hot,omitempty"`
+}
+
+// LES are les's parameters (policies.Params). Zero means the default:
+// TopN the model's top-k (top-n mode), MaxCandidates 2 × top-k (threshold
+// mode), Depth 1. With NoPrefetch no other field applies.
+type LES struct {
+	TopN             int     `json:"top_n,omitempty"`
+	Threshold        float64 `json:"threshold,omitempty"`
+	MaxCandidates    int     `json:"max_candidates,omitempty"`
+	Depth            int     `json:"depth,omitempty"`
+	MaxInflightBytes int64   `json:"max_inflight_bytes,omitempty"`
+	NoPrefetch       bool    `json:"no_prefetch,omitempty"`
+}
+
+// PinnedHot are pinned-hot's parameters; PinFraction 0 means 0.5.
+type PinnedHot struct {
+	PinFraction float64 `json:"pin_fraction,omitempty"`
+}
+
+// Cache is the expert cache size as the user wrote it (Size: "3GiB", "40%",
+// "auto"; see sim.ResolveCache) and in bytes. Resolve fills Bytes; when both
+// are set they must agree.
+type Cache struct {
+	Size  string `json:"size,omitempty"`
+	Bytes int64  `json:"bytes,omitempty"`
+}
+
+// Speculative is block speculative decoding: Block tokens verified per pass
+// (≥ 2), each draft accepted with probability Accept given the previous one
+// was, drawn from AcceptSeed.
+type Speculative struct {
+	Block      int     `json:"block"`
+	Accept     float64 `json:"accept"`
+	AcceptSeed uint64  `json:"accept_seed"`
+}
+
+// DefaultSpec is simulate with no flags: a 2,000-token synthetic trace of
+// DefaultModel (seed 1) on DefaultDevice, les, cache auto, per-expert layout,
+// cached experts first.
+func DefaultSpec() Spec {
+	syn := DefaultSynthetic()
+	return Spec{
+		Version:     Version,
+		Model:       &Model{Name: DefaultModel},
+		Trace:       Trace{Synthetic: &syn},
+		Device:      Device{Name: DefaultDevice},
+		Policy:      Policy{Name: DefaultPolicy},
+		Cache:       Cache{Size: DefaultCache},
+		Layout:      DefaultLayout,
+		CachedFirst: true,
+	}
+}
+
+// DefaultSynthetic is traces.DefaultSynthOptions as a Synthetic.
+func DefaultSynthetic() Synthetic {
+	return Synthetic{Tokens: 2000, Sequences: 1, Skew: 1.3, Reuse: 0.45,
+		LookaheadRecall: 0.807, LookaheadDepth: 1, DepthPenalty: 0.0375, Seed: 1}
+}
+
+// DefaultPredictor is traces.DefaultPredictOptions as a Predictor.
+func DefaultPredictor() Predictor {
+	return Predictor{Recall: 0.807, FalsePositives: 1.5, DepthPenalty: 0.0375, Depth: 1, Seed: 1}
+}
+
+// DefaultSpeculative is a 4-token block with acceptance 0.7, seed 1.
+func DefaultSpeculative() Speculative { return Speculative{Block: 4, Accept: 0.7, AcceptSeed: 1} }

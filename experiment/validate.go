@@ -1,0 +1,238 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"regexp"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/sim"
+)
+
+// problems collects every problem with a spec, each prefixed by its field.
+type problems []error
+
+func (ps *problems) add(field, format string, a ...any) {
+	*ps = append(*ps, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, a...)))
+}
+
+// finite reports whether v is a finite number.
+func finite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// unit checks v is finite and in [lo, hi].
+func (ps *problems) unit(field string, v, lo, hi float64) {
+	if !finite(v) || v < lo || v > hi {
+		ps.add(field, "must be a finite number in [%g, %g] (got %v)", lo, hi, v)
+	}
+}
+
+var hexDigest = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Validate reports every problem with s at once: ranges, non-finite numbers,
+// and settings that do not apply to the rest of the spec (each with the
+// reason). It needs no files; Resolve checks what needs the trace or device.
+func (s *Spec) Validate() error {
+	var ps problems
+	if s.Version != Version {
+		ps.add("version", "this lessim reads spec version %d (got %d)", Version, s.Version)
+	}
+	s.validateTrace(&ps)
+	s.validatePredictor(&ps)
+	s.validateDevice(&ps)
+	s.validatePolicy(&ps)
+	if s.Cache.Size == "" && s.Cache.Bytes <= 0 {
+		ps.add("cache", "needs a size (e.g. 3GiB, 40%%, auto) or bytes > 0")
+	}
+	if s.Cache.Bytes < 0 {
+		ps.add("cache.bytes", "must be >= 0 (got %d)", s.Cache.Bytes)
+	}
+	if _, err := sim.ParseLayout(s.Layout); err != nil {
+		ps.add("layout", "%v", err)
+	}
+	if sp := s.Speculative; sp != nil {
+		if sp.Block < 2 {
+			ps.add("speculative.block", "must be >= 2 (got %d); omit the speculative group for no speculative decoding", sp.Block)
+		}
+		ps.unit("speculative.accept", sp.Accept, 0, 1)
+		if s.SpecFromTrace {
+			ps.add("speculative", "does not apply with spec_from_trace: passes come from the trace, all accepted")
+		}
+	}
+	if s.SpecFromTrace && s.Trace.Path == "" {
+		ps.add("spec_from_trace", "needs a trace file: a synthetic trace has one decode token per pass")
+	}
+	if s.Prefill && s.Trace.Synthetic != nil && s.Trace.Synthetic.PromptTokens == 0 {
+		ps.add("prefill", "the synthetic trace has no prefill (prompt_tokens 0)")
+	}
+	if s.ContextTokens < 0 {
+		ps.add("context_tokens", "must be >= 0 (got %d)", s.ContextTokens)
+	}
+	return errors.Join(ps...)
+}
+
+func (s *Spec) validateTrace(ps *problems) {
+	t := &s.Trace
+	switch {
+	case t.Path != "" && t.Synthetic != nil:
+		ps.add("trace", "a file (path) and synthetic settings exclude each other")
+	case t.Path == "" && t.Synthetic == nil:
+		ps.add("trace", "needs a path or synthetic settings")
+	}
+	if t.SHA256 != "" && t.Path == "" {
+		ps.add("trace.sha256", "applies only to a trace file")
+	} else if t.SHA256 != "" && !hexDigest.MatchString(t.SHA256) {
+		ps.add("trace.sha256", "must be 64 lowercase hex digits (got %q)", t.SHA256)
+	}
+	if t.Path != "" && s.Model != nil {
+		ps.add("model", "does not apply with a trace file: the trace's metadata holds the model")
+	}
+	if t.Synthetic != nil && (s.Model == nil || s.Model.Name == "") {
+		ps.add("model", "a synthetic trace needs a model name (see `lessim models list`)")
+	}
+	if y := t.Synthetic; y != nil {
+		if y.Tokens < 0 || y.PromptTokens < 0 || y.Tokens+y.PromptTokens < 1 {
+			ps.add("trace.synthetic", "tokens (%d) and prompt_tokens (%d) must be >= 0, together >= 1", y.Tokens, y.PromptTokens)
+		}
+		if y.Sequences < 1 {
+			ps.add("trace.synthetic.sequences", "must be >= 1 (got %d)", y.Sequences)
+		}
+		if !finite(y.Skew) || y.Skew < 0 {
+			ps.add("trace.synthetic.skew", "must be a finite number >= 0 (got %v)", y.Skew)
+		}
+		ps.unit("trace.synthetic.reuse", y.Reuse, 0, 1)
+		ps.unit("trace.synthetic.lookahead_recall", y.LookaheadRecall, 0, 1)
+		ps.unit("trace.synthetic.depth_penalty", y.DepthPenalty, 0, 1)
+		if y.LookaheadDepth < 0 {
+			ps.add("trace.synthetic.lookahead_depth", "must be >= 0 (got %d)", y.LookaheadDepth)
+		}
+	}
+}
+
+func (s *Spec) validatePredictor(ps *problems) {
+	p := s.Predictor
+	if p == nil {
+		return
+	}
+	if y := s.Trace.Synthetic; y != nil && y.LookaheadDepth > 0 {
+		ps.add("predictor", "does not apply: the synthetic trace carries its own lookahead scores (lookahead_recall %v); a stated predictor is for traces without them", y.LookaheadRecall)
+	}
+	if !finite(p.Recall) || p.Recall <= 0 || p.Recall > 1 {
+		ps.add("predictor.recall", "must be a finite number in (0, 1] (got %v)", p.Recall)
+	}
+	if !finite(p.FalsePositives) || p.FalsePositives < 0 {
+		ps.add("predictor.false_positives", "must be a finite number >= 0 (got %v)", p.FalsePositives)
+	}
+	ps.unit("predictor.depth_penalty", p.DepthPenalty, 0, 1)
+	if p.Depth < 1 {
+		ps.add("predictor.depth", "must be >= 1 (got %d)", p.Depth)
+	}
+}
+
+func (s *Spec) validateDevice(ps *problems) {
+	d := &s.Device
+	if d.Name != "" && d.File != "" {
+		ps.add("device", "an embedded name (%s) and a file (%s) exclude each other", d.Name, d.File)
+	}
+	if d.Name == "" && d.File == "" && d.Profile == nil {
+		ps.add("device", "needs a name, a file or a profile")
+	}
+	if d.Profile != nil {
+		if d.Name != "" && d.Profile.Name != d.Name {
+			ps.add("device.profile.name", "%q differs from device.name %q", d.Profile.Name, d.Name)
+		}
+		for _, err := range checkDevice(d.Profile) {
+			ps.add("device.profile", "%v", err)
+		}
+	}
+}
+
+// checkDevice refuses a resolved device that no profile could produce:
+// missing fields, non-finite or non-positive rates. (Physical plausibility
+// is the profile validation's job, in devices.)
+func checkDevice(d *devices.Device) []error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	pos := func(name string, v float64) {
+		if !finite(v) || v <= 0 {
+			bad("%s must be a finite number > 0 (got %v)", name, v)
+		}
+	}
+	if d.Name == "" {
+		bad("name: missing")
+	}
+	if d.RAMBytes <= 0 || d.ReserveBytes < 0 || d.ReserveBytes >= d.RAMBytes {
+		bad("ram_bytes (%d) must be > 0 and reserve_bytes (%d) in [0, ram_bytes)", d.RAMBytes, d.ReserveBytes)
+	}
+	pos("mem_bandwidth", d.MemBandwidth)
+	if !finite(d.MemEfficiency) || d.MemEfficiency <= 0 || d.MemEfficiency > 1 {
+		bad("mem_efficiency must be in (0, 1] (got %v)", d.MemEfficiency)
+	}
+	pos("compute_flops", d.ComputeFLOPS)
+	f := &d.Flash
+	if d.LayerOverhead < 0 || f.LatencyNS < 0 || f.FaultNS < 0 || f.PageBytes < 0 || f.ReadAheadBytes < 0 {
+		bad("layer_overhead_ns, flash latency_ns, fault_ns, page_bytes and read_ahead_bytes must be >= 0")
+	}
+	if f.Lanes < 1 {
+		bad("flash.lanes must be >= 1 (got %d)", f.Lanes)
+	}
+	for _, nc := range []struct {
+		name string
+		c    []devices.CurvePoint
+	}{{"flash.single_lane", f.SingleLane}, {"flash.aggregate", f.Aggregate}} {
+		name, c := nc.name, nc.c
+		if len(c) == 0 {
+			bad("%s: missing", name)
+		}
+		for i, p := range c {
+			if p.ReadBytes <= 0 || (i > 0 && p.ReadBytes <= c[i-1].ReadBytes) {
+				bad("%s[%d]: read_bytes must be > 0 and increasing (got %d)", name, i, p.ReadBytes)
+			}
+			pos(fmt.Sprintf("%s[%d].bytes_per_sec", name, i), p.BytesPerSec)
+		}
+	}
+	return errs
+}
+
+func (s *Spec) validatePolicy(ps *problems) {
+	p := &s.Policy
+	if policies.Describe(p.Name) == "" {
+		_, err := policies.New(p.Name, policies.Params{})
+		ps.add("policy.name", "%v", err)
+	}
+	if p.LES != nil && p.Name != "les" {
+		ps.add("policy.les", "applies only to policy les (policy is %s)", p.Name)
+	}
+	if p.PinnedHot != nil && p.Name != "pinned-hot" {
+		ps.add("policy.pinned_hot", "applies only to policy pinned-hot (policy is %s)", p.Name)
+	}
+	if l := p.LES; l != nil {
+		if l.NoPrefetch && (l.TopN != 0 || l.Threshold != 0 || l.MaxCandidates != 0 || l.Depth != 0 || l.MaxInflightBytes != 0) {
+			ps.add("policy.les", "with no_prefetch, top_n, threshold, max_candidates, depth and max_inflight_bytes do not apply (nothing is prefetched)")
+		}
+		if l.TopN < 0 {
+			ps.add("policy.les.top_n", "must be >= 0 (got %d)", l.TopN)
+		}
+		ps.unit("policy.les.threshold", l.Threshold, 0, 1)
+		if l.TopN > 0 && l.Threshold > 0 {
+			ps.add("policy.les.top_n", "does not apply with threshold: threshold mode picks candidates by cumulative probability (cap them with max_candidates)")
+		}
+		if l.MaxCandidates < 0 {
+			ps.add("policy.les.max_candidates", "must be >= 0 (got %d)", l.MaxCandidates)
+		} else if l.MaxCandidates > 0 && l.Threshold == 0 {
+			ps.add("policy.les.max_candidates", "applies only with threshold (it caps a threshold candidate set; top-n mode takes top_n)")
+		}
+		if l.Depth < 0 {
+			ps.add("policy.les.depth", "must be >= 0 (got %d)", l.Depth)
+		}
+		if l.MaxInflightBytes < 0 {
+			ps.add("policy.les.max_inflight_bytes", "must be >= 0 (got %d)", l.MaxInflightBytes)
+		}
+	}
+	if h := p.PinnedHot; h != nil && h.PinFraction != 0 {
+		if !finite(h.PinFraction) || h.PinFraction <= 0 || h.PinFraction > 1 {
+			ps.add("policy.pinned_hot.pin_fraction", "must be a finite number in (0, 1] (got %v)", h.PinFraction)
+		}
+	}
+}
