@@ -102,8 +102,10 @@ func prepareFolder(dir string, want Manifest, config []byte) (done map[string]bo
 		if len(parts) > 0 {
 			return nil, fmt.Errorf("results folder %s has %d result parts but no %s: refusing to add to results of unknown origin (use a new --out folder)", dir, len(parts), ManifestFile)
 		}
-		if err := writeAtomic(filepath.Join(dir, ConfigFile), config); err != nil {
-			return nil, err
+		if config != nil {
+			if err := writeAtomic(filepath.Join(dir, ConfigFile), config); err != nil {
+				return nil, err
+			}
 		}
 		js, _ := json.MarshalIndent(want, "", "  ")
 		if err := writeAtomic(filepath.Join(dir, ManifestFile), append(js, '\n')); err != nil {
