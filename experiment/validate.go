@@ -49,7 +49,7 @@ func (s *Spec) Validate() error {
 		ps.add("cache.bytes", "must be >= 0 (got %d)", s.Cache.Bytes)
 	}
 	if _, err := sim.ParseLayout(s.Layout); err != nil {
-		ps.add("layout", "%v", err)
+		ps = append(ps, err)
 	}
 	if sp := s.Speculative; sp != nil {
 		if sp.Block < 2 {
@@ -199,7 +199,7 @@ func (s *Spec) validatePolicy(ps *problems) {
 	p := &s.Policy
 	if policies.Describe(p.Name) == "" {
 		_, err := policies.New(p.Name, policies.Params{})
-		ps.add("policy.name", "%v", err)
+		*ps = append(*ps, err)
 	}
 	if p.LES != nil && p.Name != "les" {
 		ps.add("policy.les", "applies only to policy les (policy is %s)", p.Name)

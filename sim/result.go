@@ -10,6 +10,14 @@ import (
 //
 // All times are nanoseconds, sizes bytes. Decode metrics exclude prefill.
 type Result struct {
+	// Source says how the numbers were obtained: SourceSimulated (sim.Run)
+	// or SourceMeasured (a live run of the real engine).
+	Source string `json:"source"`
+	// Unmeasured names the JSON fields a measured run could not measure (they
+	// hold zero); empty for simulated runs, whose every field is computed. A
+	// report joining prediction and measurement skips these fields.
+	Unmeasured []string `json:"unmeasured,omitempty"`
+
 	Policy string `json:"policy"`
 	Model  string `json:"model"`
 	Device string `json:"device"`
@@ -64,6 +72,12 @@ type Result struct {
 	Series []PassSample `json:"series,omitempty"`
 }
 
+// Sources of a Result.
+const (
+	SourceSimulated = "simulated"
+	SourceMeasured  = "measured"
+)
+
 // PassSample is one decode pass: when it started, how long it took, how much
 // of that the compute thread stalled, and how many tokens it emitted.
 type PassSample struct {
@@ -93,7 +107,9 @@ func ratio(a, b int64) float64 {
 
 // finish derives the ratio fields from the counters.
 // It sorts latencies in place.
+// It marks r as simulated.
 func (r *Result) finish(latencies []int64) {
+	r.Source = SourceSimulated
 	s := latencies
 	slices.Sort(s)
 	r.LatencyP50NS = percentile(s, 50)

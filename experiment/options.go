@@ -1,0 +1,380 @@
+package experiment
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/lessim/lessim/devices"
+)
+
+// Option is one named setting of a run: simulate's flag of the same name, and
+// the name sweeps and ablations use for an axis. Its rules are data here, so
+// every command refuses a setting that does not apply, for the same reason.
+type Option struct {
+	Name    string // flag name, e.g. "top-n"
+	Kind    Kind   // how its value is written
+	Default string // the value DefaultSpec has, as written
+	Usage   string // one line of help
+
+	apply   func(s *Spec, v any) error
+	applies func(s *Spec, set func(name string) bool) string // "" = applies, else why not
+}
+
+// Kind is how an option's value is written.
+type Kind string
+
+// Kinds of option values. Numbers must be finite: NaN and Inf are refused
+// when parsed.
+const (
+	KindString Kind = "string"
+	KindInt    Kind = "int"
+	KindUint   Kind = "uint"
+	KindFloat  Kind = "float"
+	KindBool   Kind = "bool"
+	KindSize   Kind = "size" // bytes with a unit, e.g. 64MiB; "0" is zero
+)
+
+// Parse checks v for the option's kind and returns its value.
+func (o *Option) Parse(v string) (any, error) {
+	switch o.Kind {
+	case KindInt:
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not an integer", v)
+		}
+		return n, nil
+	case KindUint:
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a non-negative integer", v)
+		}
+		return n, nil
+	case KindFloat:
+		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a number", v)
+		}
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("%q is not a finite number", v)
+		}
+		return f, nil
+	case KindBool:
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, fmt.Errorf("%q is not true or false", v)
+		}
+		return b, nil
+	case KindSize:
+		if strings.TrimSpace(v) == "0" {
+			return int64(0), nil
+		}
+		return devices.ParseSize(v)
+	}
+	return v, nil
+}
+
+// Options lists every option in the order FromOptions applies them (an
+// option's applicability may depend on those before it).
+func Options() []Option { return options }
+
+// LookupOption is the option called name (nil when none).
+func LookupOption(name string) *Option {
+	for i := range options {
+		if options[i].Name == name {
+			return &options[i]
+		}
+	}
+	return nil
+}
+
+// FromOptions builds a spec from DefaultSpec and named option values as
+// written (e.g. {"policy": "lru", "cache": "3GiB"}). Only the options present
+// are applied ("set by the user", whatever their value); each must apply to
+// the spec they build, or the error says why not. Every problem is reported
+// at once. The spec is not yet Validated.
+func FromOptions(values map[string]string) (Spec, error) {
+	s := DefaultSpec()
+	err := Apply(&s, values)
+	return s, err
+}
+
+// Apply sets named option values on s (see FromOptions).
+func Apply(s *Spec, values map[string]string) error {
+	var errs []error
+	for name := range values {
+		if LookupOption(name) == nil {
+			errs = append(errs, fmt.Errorf("unknown option %q", name))
+		}
+	}
+	set := func(name string) bool { _, ok := values[name]; return ok }
+	for i := range options {
+		o := &options[i]
+		raw, ok := values[o.Name]
+		if !ok {
+			continue
+		}
+		if why := o.applies(s, set); why != "" {
+			errs = append(errs, fmt.Errorf("--%s does not apply: %s", o.Name, why))
+			continue
+		}
+		v, err := o.Parse(raw)
+		if err == nil {
+			err = o.apply(s, v)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--%s %s: %v", o.Name, raw, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func always(*Spec, func(string) bool) string { return "" }
+
+func les(s *Spec) *LES {
+	if s.Policy.LES == nil {
+		s.Policy.LES = &LES{}
+	}
+	return s.Policy.LES
+}
+
+// lesOnly applies to les with prefetch on.
+func lesOnly(s *Spec, _ func(string) bool) string {
+	switch {
+	case s.Policy.Name != "les":
+		return fmt.Sprintf("it is a les option and the policy is %s", s.Policy.Name)
+	case s.Policy.LES != nil && s.Policy.LES.NoPrefetch:
+		return "--no-prefetch is set, so les prefetches nothing"
+	}
+	return ""
+}
+
+func syntheticOnly(what string) func(*Spec, func(string) bool) string {
+	return func(s *Spec, _ func(string) bool) string {
+		if s.Trace.Path != "" {
+			return fmt.Sprintf("with --trace %s, %s", s.Trace.Path, what)
+		}
+		return ""
+	}
+}
+
+var options = []Option{
+	{Name: "trace", Kind: KindString, Usage: "router trace (Parquet); default: a synthetic trace of --model",
+		apply: func(s *Spec, v any) error {
+			if v.(string) == "" {
+				return errors.New("empty path")
+			}
+			s.Trace, s.Model = Trace{Path: v.(string)}, nil
+			return nil
+		}, applies: always},
+	{Name: "model", Kind: KindString, Default: DefaultModel, Usage: "built-in model spec of the synthetic trace (see `lessim models list`)",
+		apply:   func(s *Spec, v any) error { s.Model.Name = v.(string); return nil },
+		applies: syntheticOnly("the trace's metadata holds the model")},
+	{Name: "variant", Kind: KindString, Usage: "quant variant of --model (default: the model's default)",
+		apply:   func(s *Spec, v any) error { s.Model.Variant = v.(string); return nil },
+		applies: syntheticOnly("the trace's metadata holds the model and its quant variant")},
+	{Name: "tokens", Kind: KindInt, Default: "2000", Usage: "decode tokens of the synthetic trace",
+		apply:   func(s *Spec, v any) error { s.Trace.Synthetic.Tokens = v.(int); return nil },
+		applies: syntheticOnly("the trace file has its own tokens")},
+	{Name: "predict-recall", Kind: KindFloat, Default: "0", Usage: "for trace files without lookahead scores: a stated predictor of this recall (0 = none)",
+		apply: func(s *Spec, v any) error {
+			s.Predictor = nil
+			if r := v.(float64); r != 0 {
+				p := DefaultPredictor()
+				p.Recall = r
+				s.Predictor = &p
+			}
+			return nil
+		},
+		applies: func(s *Spec, _ func(string) bool) string {
+			if s.Trace.Path == "" {
+				return "the synthetic trace carries its own lookahead scores; a stated predictor is for trace files without them"
+			}
+			return ""
+		}},
+	{Name: "predict-fp", Kind: KindFloat, Default: "1.5", Usage: "stated predictor: expected false-positive candidates per token and layer",
+		apply: func(s *Spec, v any) error { s.Predictor.FalsePositives = v.(float64); return nil },
+		applies: func(s *Spec, _ func(string) bool) string {
+			if s.Predictor == nil {
+				return "it is a setting of the stated predictor, which --predict-recall R (R > 0) turns on"
+			}
+			return ""
+		}},
+	{Name: "device", Kind: KindString, Default: DefaultDevice, Usage: "embedded device profile (see `lessim devices list`)",
+		apply: func(s *Spec, v any) error { s.Device = Device{Name: v.(string)}; return nil }, applies: always},
+	{Name: "device-file", Kind: KindString, Usage: "device profile YAML (instead of --device)",
+		apply: func(s *Spec, v any) error { s.Device = Device{File: v.(string)}; return nil },
+		applies: func(_ *Spec, set func(string) bool) string {
+			if set("device") {
+				return "--device and --device-file exclude each other"
+			}
+			return ""
+		}},
+	{Name: "policy", Kind: KindString, Default: DefaultPolicy, Usage: "scheduling policy (see `lessim policies list`)",
+		apply: func(s *Spec, v any) error { s.Policy = Policy{Name: v.(string)}; return nil }, applies: always},
+	{Name: "no-prefetch", Kind: KindBool, Default: "false", Usage: "les: disable prefetching (then les equals ondemand)",
+		apply: func(s *Spec, v any) error { les(s).NoPrefetch = v.(bool); return nil },
+		applies: func(s *Spec, _ func(string) bool) string {
+			switch s.Policy.Name {
+			case "les":
+				return ""
+			case "oracle":
+				return "oracle always prefetches the true next-layer experts (it is the upper bound)"
+			}
+			return fmt.Sprintf("it is a les option and policy %s never prefetches", s.Policy.Name)
+		}},
+	{Name: "threshold", Kind: KindFloat, Default: "0", Usage: "les: pick candidates up to this cumulative router probability instead of --top-n (0 = off)",
+		apply: func(s *Spec, v any) error { les(s).Threshold = v.(float64); return nil }, applies: lesOnly},
+	{Name: "top-n", Kind: KindInt, Default: "0", Usage: "les: candidates per token and depth (0 = the model's top-k)",
+		apply: func(s *Spec, v any) error { les(s).TopN = v.(int); return nil },
+		applies: func(s *Spec, set func(string) bool) string {
+			if why := lesOnly(s, set); why != "" {
+				return why
+			}
+			if s.Policy.LES != nil && s.Policy.LES.Threshold > 0 {
+				return "--threshold picks candidates by cumulative probability (cap them with --max-candidates)"
+			}
+			return ""
+		}},
+	{Name: "max-candidates", Kind: KindInt, Default: "0", Usage: "les: cap on a --threshold candidate set (0 = 2 × top-k)",
+		apply: func(s *Spec, v any) error { les(s).MaxCandidates = v.(int); return nil },
+		applies: func(s *Spec, set func(string) bool) string {
+			if why := lesOnly(s, set); why != "" {
+				return why
+			}
+			if s.Policy.LES == nil || s.Policy.LES.Threshold == 0 {
+				return "it caps a --threshold candidate set (without --threshold, les takes --top-n)"
+			}
+			return ""
+		}},
+	{Name: "depth", Kind: KindInt, Default: "1", Usage: "les: layers of lookahead (the trace, or the stated predictor, must provide that depth)",
+		apply: func(s *Spec, v any) error {
+			d := v.(int)
+			if d < 1 {
+				return errors.New("must be >= 1 (use --no-prefetch to turn prefetch off)")
+			}
+			les(s).Depth = d
+			if y := s.Trace.Synthetic; y != nil {
+				y.LookaheadDepth = max(y.LookaheadDepth, d)
+			}
+			if s.Predictor != nil {
+				s.Predictor.Depth = d
+			}
+			return nil
+		}, applies: lesOnly},
+	{Name: "max-inflight", Kind: KindSize, Default: "0", Usage: "les: cap on prefetch bytes in flight (e.g. 64MiB; 0 = none)",
+		apply: func(s *Spec, v any) error { les(s).MaxInflightBytes = v.(int64); return nil }, applies: lesOnly},
+	{Name: "pin-fraction", Kind: KindFloat, Default: "0.5", Usage: "pinned-hot: fraction of the cache pinned, in (0, 1]",
+		apply: func(s *Spec, v any) error {
+			f := v.(float64)
+			if f <= 0 || f > 1 {
+				return errors.New("must be in (0, 1] (pinning nothing is lru)")
+			}
+			s.Policy.PinnedHot = &PinnedHot{PinFraction: f}
+			return nil
+		},
+		applies: func(s *Spec, _ func(string) bool) string {
+			if s.Policy.Name != "pinned-hot" {
+				return fmt.Sprintf("it is a pinned-hot option and the policy is %s", s.Policy.Name)
+			}
+			return ""
+		}},
+	{Name: "cache", Kind: KindString, Default: DefaultCache, Usage: "expert cache size: bytes with a unit (3GiB), a percentage of all expert bytes (40%), or auto (the device's budget)",
+		apply: func(s *Spec, v any) error { s.Cache = Cache{Size: v.(string)}; return nil }, applies: always},
+	{Name: "layout", Kind: KindString, Default: DefaultLayout, Usage: "expert storage layout: per-expert or gguf-mmap (stock llama.cpp)",
+		apply: func(s *Spec, v any) error { s.Layout = v.(string); return nil }, applies: always},
+	{Name: "cached-first", Kind: KindBool, Default: "true", Usage: "compute resident experts first while misses load (false = rank order, stock llama.cpp)",
+		apply: func(s *Spec, v any) error { s.CachedFirst = v.(bool); return nil }, applies: always},
+	{Name: "spec-from-trace", Kind: KindBool, Default: "false", Usage: "take speculative passes from the trace: decode tokens sharing a recorded pass were verified together and all accepted",
+		apply:   func(s *Spec, v any) error { s.SpecFromTrace = v.(bool); return nil },
+		applies: fileOnly("a synthetic trace has one decode token per pass")},
+	{Name: "spec-block", Kind: KindInt, Default: "1", Usage: "tokens verified per pass by speculative decoding (1 = off)",
+		apply: func(s *Spec, v any) error {
+			n := v.(int)
+			switch {
+			case n < 1:
+				return errors.New("must be >= 1")
+			case n == 1:
+				s.Speculative = nil
+			default:
+				sp := DefaultSpeculative()
+				sp.Block = n
+				s.Speculative = &sp
+			}
+			return nil
+		},
+		applies: func(s *Spec, _ func(string) bool) string {
+			if s.SpecFromTrace {
+				return "with --spec-from-trace the passes come from the trace"
+			}
+			return ""
+		}},
+	{Name: "spec-accept", Kind: KindFloat, Default: "0.7", Usage: "probability each draft token is accepted (geometric model)",
+		apply: func(s *Spec, v any) error { s.Speculative.Accept = v.(float64); return nil }, applies: speculativeOnly},
+	{Name: "prefill", Kind: KindBool, Default: "false", Usage: "simulate the trace's prefill passes first (warms the cache; never in decode metrics)",
+		apply: func(s *Spec, v any) error { s.Prefill = v.(bool); return nil },
+		applies: func(s *Spec, _ func(string) bool) string {
+			if y := s.Trace.Synthetic; y != nil && y.PromptTokens == 0 {
+				return "the synthetic trace has no prefill"
+			}
+			return ""
+		}},
+	{Name: "context", Kind: KindInt, Default: "0", Usage: "context tokens charged to the KV cache (0 = longest sequence in the trace)",
+		apply: func(s *Spec, v any) error { s.ContextTokens = v.(int); return nil }, applies: always},
+	{Name: "seed", Kind: KindUint, Default: "1", Usage: "seed of everything random in the run: the synthetic trace, the stated predictor and speculative acceptance (--trace-seed, --predict-seed, --accept-seed override each)",
+		apply: func(s *Spec, v any) error {
+			n := v.(uint64)
+			if y := s.Trace.Synthetic; y != nil {
+				y.Seed = n
+			}
+			if s.Predictor != nil {
+				s.Predictor.Seed = n
+			}
+			if s.Speculative != nil {
+				s.Speculative.AcceptSeed = n
+			}
+			return nil
+		},
+		applies: func(s *Spec, _ func(string) bool) string {
+			if s.Trace.Synthetic == nil && s.Predictor == nil && s.Speculative == nil {
+				return "nothing in this run is random (a trace file, no --predict-recall, no --spec-block)"
+			}
+			return ""
+		}},
+	{Name: "trace-seed", Kind: KindUint, Default: "1", Usage: "seed of the synthetic trace",
+		apply:   func(s *Spec, v any) error { s.Trace.Synthetic.Seed = v.(uint64); return nil },
+		applies: syntheticOnly("the trace is not generated")},
+	{Name: "predict-seed", Kind: KindUint, Default: "1", Usage: "seed of the stated predictor",
+		apply: func(s *Spec, v any) error { s.Predictor.Seed = v.(uint64); return nil },
+		applies: func(s *Spec, _ func(string) bool) string {
+			if s.Predictor == nil {
+				return "there is no stated predictor (--predict-recall)"
+			}
+			return ""
+		}},
+	{Name: "accept-seed", Kind: KindUint, Default: "1", Usage: "seed of speculative acceptance",
+		apply: func(s *Spec, v any) error { s.Speculative.AcceptSeed = v.(uint64); return nil }, applies: speculativeOnly},
+}
+
+// speculativeOnly applies when speculative decoding with the acceptance model is on.
+func speculativeOnly(s *Spec, _ func(string) bool) string {
+	switch {
+	case s.SpecFromTrace:
+		return "with --spec-from-trace every recorded token is accepted"
+	case s.Speculative == nil:
+		return "it is a setting of speculative decoding, which --spec-block N (N >= 2) turns on"
+	}
+	return ""
+}
+
+// fileOnly applies to trace files only; why says why not.
+func fileOnly(why string) func(*Spec, func(string) bool) string {
+	return func(s *Spec, _ func(string) bool) string {
+		if s.Trace.Path == "" {
+			return why
+		}
+		return ""
+	}
+}
