@@ -22,7 +22,8 @@ type Point struct {
 	ID string
 	// Spec is the point's spec as the grid gives it (not yet resolved).
 	Spec experiment.Spec
-	// Values are this point's value of each axis, in axis order.
+	// Values are this point's value of each axis, in axis order; nil where
+	// the value does not apply to the point (a parameter of another policy).
 	Values []any
 }
 
@@ -57,6 +58,11 @@ func (g *Grid) Expand() ([]Point, error) {
 			setPath(m, ax.Field, deepCopy(vals[a]))
 		}
 		dropInapplicable(m)
+		for a, ax := range g.Axes {
+			if !hasPath(m, ax.Field) {
+				vals[a] = nil // dropped: the value does not apply to this point
+			}
+		}
 		s, err := specOf(m)
 		if err == nil {
 			err = pinTrace(&s, digests)
@@ -154,6 +160,21 @@ func pinTrace(s *experiment.Spec, digests map[string]string) error {
 	}
 	s.Trace.SHA256 = d
 	return nil
+}
+
+// hasPath reports whether the dotted path is set in m.
+func hasPath(m map[string]any, path string) bool {
+	var v any = m
+	for _, p := range strings.Split(path, ".") {
+		mm, ok := v.(map[string]any)
+		if !ok {
+			return false
+		}
+		if v, ok = mm[p]; !ok {
+			return false
+		}
+	}
+	return true
 }
 
 // setPath sets the dotted path in m, creating mappings on the way.

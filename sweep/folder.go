@@ -17,6 +17,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lessim/lessim/internal/atomicfile"
 )
 
 // Files of a results folder besides its parts.
@@ -103,12 +105,12 @@ func prepareFolder(dir string, want Manifest, config []byte) (done map[string]bo
 			return nil, fmt.Errorf("results folder %s has %d result parts but no %s: refusing to add to results of unknown origin (use a new --out folder)", dir, len(parts), ManifestFile)
 		}
 		if config != nil {
-			if err := writeAtomic(filepath.Join(dir, ConfigFile), config); err != nil {
+			if err := atomicfile.WriteFile(filepath.Join(dir, ConfigFile), config); err != nil {
 				return nil, err
 			}
 		}
 		js, _ := json.MarshalIndent(want, "", "  ")
-		if err := writeAtomic(filepath.Join(dir, ManifestFile), append(js, '\n')); err != nil {
+		if err := atomicfile.WriteFile(filepath.Join(dir, ManifestFile), append(js, '\n')); err != nil {
 			return nil, err
 		}
 	case err != nil:
@@ -221,32 +223,4 @@ func readPart(path, sweepID string) ([]string, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return ids, nil
-}
-
-// writeAtomic writes data to path through a temporary file in the same
-// folder, synced and renamed, so path holds the old bytes or the new ones.
-func writeAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if e := f.Close(); err == nil {
-		err = e
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 )
 
 // RunFunc runs one point: it resolves the spec through in (shared by every
@@ -319,7 +320,7 @@ func (w *partWriter) flush() error {
 		return err
 	}
 	path := filepath.Join(w.dir, partName(w.opt.Shard, w.opt.Shards, w.seq))
-	if err := writeAtomic(path, data); err != nil {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return err
 	}
 	w.seq++

@@ -121,6 +121,9 @@ func TestSweepWritesEveryPointOnce(t *testing.T) {
 		if tb.Str("spec.device.profile.name", i) != "iphone-17-pro-max" || tb.Str("error", i) != "" {
 			t.Errorf("row %d: not resolved or failed: %q", i, tb.Str("error", i))
 		}
+		if tb.Str("source", i) != sim.SourceSimulated {
+			t.Errorf("row %d: source %q", i, tb.Str("source", i))
+		}
 	}
 	// A rerun finds everything done and writes nothing.
 	again := runGrid(t, testGrid, dir, Options{})
