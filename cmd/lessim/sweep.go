@@ -111,7 +111,11 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "grid\t%s: %d axes, %d points (sweep %s)\n", filepath.Base(f.config), len(g.Axes), sum.Points, sum.SweepID)
 	fmt.Fprintf(tw, "shard\t%s: %d points, %d finished before, %d run now, %d failed\n", sum.Shard, sum.Mine, sum.Skipped, sum.Ran, sum.Failed)
-	fmt.Fprintf(tw, "results\t%s (%d parts written now; %s, %s)\n", f.out, len(sum.Parts), sweep.ManifestFile, sweep.ConfigFile)
+	parts := "parts"
+	if len(sum.Parts) == 1 {
+		parts = "part"
+	}
+	fmt.Fprintf(tw, "results\t%s (%d %s written now; %s, %s)\n", f.out, len(sum.Parts), parts, sweep.ManifestFile, sweep.ConfigFile)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
