@@ -123,12 +123,12 @@ type heatGrid struct {
 	z      [][]float64 // [x][y]
 }
 
-func (g *heatGrid) Dims() (int, int)     { return len(g.xs), len(g.ys) }
-func (g *heatGrid) Z(c, r int) float64   { return g.z[c][r] }
-func (g *heatGrid) X(c int) float64      { return float64(c) }
-func (g *heatGrid) Y(r int) float64      { return float64(r) }
-func (g *heatGrid) Min() (m float64)     { return g.reduce(math.Inf(1), math.Min) }
-func (g *heatGrid) Max() (m float64)     { return g.reduce(math.Inf(-1), math.Max) }
+func (g *heatGrid) Dims() (int, int)   { return len(g.xs), len(g.ys) }
+func (g *heatGrid) Z(c, r int) float64 { return g.z[c][r] }
+func (g *heatGrid) X(c int) float64    { return float64(c) }
+func (g *heatGrid) Y(r int) float64    { return float64(r) }
+func (g *heatGrid) Min() (m float64)   { return g.reduce(math.Inf(1), math.Min) }
+func (g *heatGrid) Max() (m float64)   { return g.reduce(math.Inf(-1), math.Max) }
 func (g *heatGrid) reduce(init float64, f func(a, b float64) float64) float64 {
 	m := init
 	for _, col := range g.z {
