@@ -67,7 +67,9 @@ func WriteReport(t *Table, source, out string) (*Report, error) {
 		rep.Drawn = append(rep.Drawn, f.name)
 		page.Figures = append(page.Figures, pageFigure{
 			Name: f.name, Title: f.title, Caption: f.caption,
-			DataURI: template.URL("data:image/png;base64," + base64.StdEncoding.EncodeToString(png)),
+			// NB: an attribute, not a URL: html/template would write each
+			// base64 "+" as "&#43;".
+			Src: template.HTMLAttr(`src="data:image/png;base64,` + base64.StdEncoding.EncodeToString(png) + `"`),
 		})
 	}
 	page.Constant = d.constantTable()
@@ -96,7 +98,7 @@ type pageData struct {
 
 type pageFigure struct {
 	Name, Title, Caption string
-	DataURI              template.URL
+	Src                  template.HTMLAttr
 }
 
 // constantTable lists the spec fields every simulated row shares.
@@ -189,7 +191,7 @@ td.text { text-align: left; }
 {{range .Figures}}
 <figure id="fig-{{.Name}}">
 <h2>{{.Title}}</h2>
-<img src="{{.DataURI}}" alt="{{.Title}}">
+<img {{.Src}} alt="{{.Title}}">
 <figcaption>{{.Caption}} Files: <a href="{{.Name}}.png">{{.Name}}.png</a>, <a href="{{.Name}}.svg">{{.Name}}.svg</a>.</figcaption>
 </figure>
 {{end}}
