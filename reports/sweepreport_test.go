@@ -31,7 +31,7 @@ axes:
 `
 
 // runSweep runs a grid into dir and returns its points.
-func runSweep(t *testing.T, src, dir string) []sweep.Point {
+func runSweep(t *testing.T, src, dir string, keepSeries bool) []sweep.Point {
 	t.Helper()
 	g, err := sweep.ParseGrid([]byte(src), "report.yaml")
 	if err != nil {
@@ -41,7 +41,7 @@ func runSweep(t *testing.T, src, dir string) []sweep.Point {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := sweep.Run(context.Background(), g.Name, pts, sweep.Options{Out: dir, Version: "test"}); err != nil {
+	if _, err := sweep.Run(context.Background(), g.Name, pts, sweep.Options{Out: dir, Version: "test", KeepSeries: keepSeries}); err != nil {
 		t.Fatal(err)
 	}
 	return pts
@@ -103,7 +103,7 @@ func writeRows(t *testing.T, path string, strs map[string][]string, nums map[str
 // that every plot can be drawn.
 func fullResults(t *testing.T) string {
 	dir := t.TempDir()
-	pts := runSweep(t, reportGrid, dir)
+	pts := runSweep(t, reportGrid, dir, false)
 	tb, err := reports.ReadResults(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -181,7 +181,7 @@ func TestReportSaysWhatItSkips(t *testing.T) {
   cache: {size: 2GiB}
 axes:
   policy.name: [lru, lfu]
-`, dir)
+`, dir, true)
 	tb, err := reports.ReadResults(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -195,7 +195,8 @@ axes:
 		t.Errorf("drawn %v", rep.Drawn)
 	}
 	page, _ := os.ReadFile(filepath.Join(out, reports.ReportFile))
-	for _, want := range []string{"the cache size does not vary", "no measured rows", "no row carries an ablation step label"} {
+	for _, want := range []string{"the cache size does not vary", "no measured rows", "no row carries an ablation step label",
+		"from each run&#39;s per-pass series"} {
 		if !strings.Contains(string(page), want) {
 			t.Errorf("report.html does not say %q", want)
 		}

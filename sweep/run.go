@@ -26,10 +26,16 @@ type RunFunc func(ctx context.Context, in *experiment.Inputs, s experiment.Spec)
 
 // Simulate is the RunFunc of lessim sweep: experiment's Resolve, then Run.
 func Simulate(_ context.Context, in *experiment.Inputs, s experiment.Spec) (*experiment.Outcome, error) {
+	return simulate(in, s, false)
+}
+
+// simulate resolves and runs s, keeping per-pass samples when keepSeries.
+func simulate(in *experiment.Inputs, s experiment.Spec, keepSeries bool) (*experiment.Outcome, error) {
 	p, err := in.Resolve(s)
 	if err != nil {
 		return nil, err
 	}
+	p.Config.KeepSeries = keepSeries
 	return p.Run()
 }
 
@@ -52,8 +58,13 @@ type Options struct {
 	// Config is the resolved sweep file written beside the results as
 	// sweep.yaml when the folder is new (see ResolvedConfig).
 	Config []byte
-	// Run runs one point; nil means Simulate.
+	// Run runs one point; nil means Simulate (keeping per-pass samples
+	// when KeepSeries is set).
 	Run RunFunc
+	// KeepSeries keeps each run's per-pass samples (the series.* columns,
+	// from which a report draws exact latency distributions); it changes no
+	// other number.
+	KeepSeries bool
 	// Progress, when set, is called after each finished point with the
 	// number done (skipped points included) and the shard's total.
 	Progress func(done, total int)
@@ -107,7 +118,10 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 		return nil, fmt.Errorf("shard %d/%d: want 0 <= shard < shards", opt.Shard, opt.Shards)
 	}
 	if opt.Run == nil {
-		opt.Run = Simulate
+		keep := opt.KeepSeries
+		opt.Run = func(_ context.Context, in *experiment.Inputs, s experiment.Spec) (*experiment.Outcome, error) {
+			return simulate(in, s, keep)
+		}
 	}
 	if len(points) == 0 {
 		return nil, errors.New("sweep: empty grid")

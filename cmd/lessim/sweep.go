@@ -24,6 +24,7 @@ type sweepFlags struct {
 	shards, workers    int
 	partRows           int
 	list, quiet        bool
+	keepSeries         bool
 }
 
 // jobIndexEnv is the variable Kubernetes Indexed Jobs set to the pod's index.
@@ -54,6 +55,7 @@ point. See docs/sweeps.md.`,
 	fl.IntVar(&f.shards, "shards", 0, "number of shards when the shard index comes from "+jobIndexEnv)
 	fl.IntVar(&f.workers, "workers", 0, "points run at once (0 = all cores)")
 	fl.IntVar(&f.partRows, "part-rows", 64, "rows per Parquet part (a part is also written every 10 s)")
+	fl.BoolVar(&f.keepSeries, "keep-series", false, "store each run's per-pass samples (series.* columns: exact latency CDFs in reports; bigger files)")
 	fl.BoolVar(&f.list, "list", false, "print the grid's points and run nothing")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 	return cmd
@@ -88,7 +90,8 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	}
 	var bar *progress.Bar
 	opt := sweep.Options{Out: f.out, Shard: shard, Shards: shards, Workers: f.workers, PartRows: f.partRows,
-		Version: version, Config: cfg}
+		KeepSeries: f.keepSeries,
+		Version:    version, Config: cfg}
 	opt.Progress = func(done, total int) {
 		if bar == nil {
 			bar = progress.New(cmd.ErrOrStderr(), int64(total), "sweep", progress.Options{Quiet: f.quiet, Unit: "points"})
