@@ -54,10 +54,10 @@ func (o *Option) Parse(v string) (any, error) {
 		return n, nil
 	case KindFloat:
 		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil {
+		if err != nil && !errors.Is(err, strconv.ErrRange) {
 			return nil, fmt.Errorf("%q is not a number", v)
 		}
-		if math.IsNaN(f) || math.IsInf(f, 0) {
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
 			return nil, fmt.Errorf("%q is not a finite number", v)
 		}
 		return f, nil
@@ -71,7 +71,11 @@ func (o *Option) Parse(v string) (any, error) {
 		if strings.TrimSpace(v) == "0" {
 			return int64(0), nil
 		}
-		return devices.ParseSize(v)
+		n, err := devices.ParseSize(v)
+		if err == nil && n < 0 {
+			err = fmt.Errorf("%q is negative", v)
+		}
+		return n, err
 	}
 	return v, nil
 }

@@ -1,0 +1,149 @@
+package experiment
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestEveryOptionChangesTheSpec: an option that applies always changes the
+// spec (nothing is accepted and then ignored). Each option is tried where it
+// applies, with a value that is not its default.
+func TestEveryOptionChangesTheSpec(t *testing.T) {
+	file := map[string]string{"trace": "t.parquet"}
+	pred := map[string]string{"trace": "t.parquet", "predict-recall": "0.7"}
+	spec := map[string]string{"spec-block": "3"}
+	cases := map[string]struct {
+		ctx   map[string]string
+		value string
+	}{
+		"trace":           {nil, "t.parquet"},
+		"model":           {nil, "qwen3-30b-a3b"},
+		"variant":         {nil, "mixed-q3k-experts"},
+		"tokens":          {nil, "10"},
+		"predict-recall":  {file, "0.5"},
+		"predict-fp":      {pred, "3"},
+		"device":          {nil, "ipad-pro-m4"},
+		"device-file":     {nil, "my.yaml"},
+		"policy":          {nil, "lru"},
+		"no-prefetch":     {nil, "true"},
+		"threshold":       {nil, "0.9"},
+		"top-n":           {nil, "4"},
+		"max-candidates":  {map[string]string{"threshold": "0.9"}, "5"},
+		"depth":           {nil, "2"},
+		"max-inflight":    {nil, "64MiB"},
+		"pin-fraction":    {map[string]string{"policy": "pinned-hot"}, "0.3"},
+		"cache":           {nil, "3GiB"},
+		"layout":          {nil, "gguf-mmap"},
+		"cached-first":    {nil, "false"},
+		"spec-from-trace": {file, "true"},
+		"spec-block":      {nil, "2"},
+		"spec-accept":     {spec, "0.5"},
+		"prefill":         {file, "true"},
+		"context":         {nil, "100"},
+		"seed":            {nil, "5"},
+		"trace-seed":      {nil, "5"},
+		"predict-seed":    {pred, "5"},
+		"accept-seed":     {spec, "5"},
+	}
+	for _, o := range Options() {
+		tc, ok := cases[o.Name]
+		if !ok {
+			t.Errorf("option %s: no case (add one)", o.Name)
+			continue
+		}
+		base, err := FromOptions(tc.ctx)
+		if err != nil {
+			t.Fatalf("%s: context: %v", o.Name, err)
+		}
+		with := map[string]string{o.Name: tc.value}
+		for k, v := range tc.ctx {
+			with[k] = v
+		}
+		s, err := FromOptions(with)
+		if err != nil {
+			t.Errorf("%s %s: %v", o.Name, tc.value, err)
+			continue
+		}
+		if s.Hash() == base.Hash() {
+			t.Errorf("--%s %s changes nothing", o.Name, tc.value)
+		}
+	}
+}
+
+// TestOptionsThatDoNotApply: each is refused with its reason, whatever its value
+// (set by the user is what counts, not a non-default value).
+func TestOptionsThatDoNotApply(t *testing.T) {
+	for _, tc := range []struct {
+		opts map[string]string
+		want string
+	}{
+		{map[string]string{"trace": "t.parquet", "model": DefaultModel}, "--model does not apply: with --trace t.parquet, the trace's metadata holds the model"},
+		{map[string]string{"trace": "t.parquet", "variant": "q4_k_m"}, "--variant does not apply"},
+		{map[string]string{"trace": "t.parquet", "tokens": "2000"}, "--tokens does not apply"},
+		{map[string]string{"trace": "t.parquet", "trace-seed": "1"}, "--trace-seed does not apply"},
+		{map[string]string{"trace": "t.parquet", "seed": "1"}, "--seed does not apply: nothing in this run is random"},
+		{map[string]string{"predict-recall": "0.8"}, "--predict-recall does not apply: the synthetic trace carries its own lookahead scores"},
+		{map[string]string{"trace": "t.parquet", "predict-fp": "1.5"}, "--predict-fp does not apply"},
+		{map[string]string{"trace": "t.parquet", "predict-recall": "0", "predict-seed": "1"}, "--predict-seed does not apply"},
+		{map[string]string{"device": "ipad-pro-m4", "device-file": "x.yaml"}, "--device and --device-file exclude each other"},
+		{map[string]string{"policy": "oracle", "no-prefetch": "false"}, "oracle always prefetches"},
+		{map[string]string{"no-prefetch": "true", "depth": "1"}, "--depth does not apply: --no-prefetch is set"},
+		{map[string]string{"no-prefetch": "true", "max-inflight": "0"}, "--max-inflight does not apply"},
+		{map[string]string{"threshold": "0.8", "top-n": "8"}, "--top-n does not apply: --threshold picks"},
+		{map[string]string{"max-candidates": "16"}, "--max-candidates does not apply: it caps a --threshold"},
+		{map[string]string{"policy": "les", "pin-fraction": "0.5"}, "--pin-fraction does not apply: it is a pinned-hot option and the policy is les"},
+		{map[string]string{"spec-accept": "0.7"}, "--spec-accept does not apply: it is a setting of speculative decoding"},
+		{map[string]string{"spec-block": "1", "accept-seed": "1"}, "--accept-seed does not apply"},
+		{map[string]string{"trace": "t.parquet", "spec-from-trace": "true", "spec-block": "4"}, "--spec-block does not apply: with --spec-from-trace"},
+		{map[string]string{"trace": "t.parquet", "spec-from-trace": "true", "spec-accept": "0.7"}, "every recorded token is accepted"},
+		{map[string]string{"spec-from-trace": "false"}, "--spec-from-trace does not apply: a synthetic trace has one decode token per pass"},
+		{map[string]string{"prefill": "false"}, "--prefill does not apply: the synthetic trace has no prefill"},
+		{map[string]string{"trce": "x"}, `unknown option "trce"`},
+		{map[string]string{"depth": "0"}, "use --no-prefetch"},
+		{map[string]string{"pin-fraction": "0", "policy": "pinned-hot"}, "pinning nothing is lru"},
+		{map[string]string{"spec-accept": "NaN", "spec-block": "2"}, "not a finite number"},
+		{map[string]string{"max-inflight": "lots"}, "--max-inflight lots"},
+	} {
+		_, err := FromOptions(tc.opts)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error containing %q", tc.opts, err, tc.want)
+		}
+	}
+}
+
+// TestLESOptionsOnEveryOtherPolicy: every les option with every other policy.
+func TestLESOptionsOnEveryOtherPolicy(t *testing.T) {
+	lesOpts := map[string]string{"no-prefetch": "true", "threshold": "0.5", "top-n": "4", "max-candidates": "4", "depth": "1", "max-inflight": "1MiB"}
+	for _, pol := range []string{"lru", "lfu", "ondemand", "oracle", "pinned-hot"} {
+		for name, v := range lesOpts {
+			_, err := FromOptions(map[string]string{"policy": pol, name: v})
+			if err == nil || !strings.Contains(err.Error(), "--"+name+" does not apply") {
+				t.Errorf("--policy %s --%s %s: %v", pol, name, v, err)
+			}
+		}
+	}
+}
+
+func TestParseOptionValues(t *testing.T) {
+	for _, o := range Options() {
+		var bad []string
+		switch o.Kind {
+		case KindFloat:
+			bad = []string{"NaN", "nan", "Inf", "-Inf", "+inf", "1e400", "x"}
+		case KindInt, KindUint:
+			bad = []string{"1.5", "x", "NaN"}
+		case KindBool:
+			bad = []string{"maybe"}
+		case KindSize:
+			bad = []string{"NaN", "lots", "-1MiB"}
+		}
+		for _, v := range bad {
+			if _, err := o.Parse(v); err == nil {
+				t.Errorf("--%s %s: parsed", o.Name, v)
+			}
+		}
+		if _, err := o.Parse(o.Default); err != nil && o.Default != "" {
+			t.Errorf("--%s: its default %q does not parse: %v", o.Name, o.Default, err)
+		}
+	}
+}

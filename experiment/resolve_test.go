@@ -1,0 +1,176 @@
+package experiment
+
+import (
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// specsToResolve covers every policy and the options that change resolution.
+func specsToResolve(t *testing.T) map[string]map[string]string {
+	t.Helper()
+	file := writeTrace(t, 60, 8, 1, pairPasses)
+	bare := writeTrace(t, 60, 0, 0, nil)
+	return map[string]map[string]string{
+		"les":          {"tokens": "60"},
+		"les-params":   {"tokens": "60", "threshold": "0.9", "max-candidates": "10", "depth": "2", "max-inflight": "64MiB"},
+		"les-off":      {"tokens": "60", "no-prefetch": "true", "layout": "gguf-mmap", "cached-first": "false"},
+		"lru-spec":     {"tokens": "60", "policy": "lru", "spec-block": "3", "spec-accept": "0.5", "accept-seed": "9"},
+		"lfu":          {"tokens": "60", "policy": "lfu", "cache": "10%", "context": "4096"},
+		"ondemand":     {"tokens": "60", "policy": "ondemand", "device": "ipad-pro-m4", "variant": "mixed-q3k-experts"},
+		"oracle":       {"tokens": "60", "policy": "oracle", "cache": "2GiB", "seed": "4"},
+		"pinned-hot":   {"tokens": "60", "policy": "pinned-hot", "pin-fraction": "0.25"},
+		"file":         {"trace": file, "policy": "les", "prefill": "true", "spec-from-trace": "true"},
+		"predictor":    {"trace": bare, "predict-recall": "0.7", "predict-fp": "2", "predict-seed": "5", "depth": "2"},
+		"predictor-ts": {"trace": bare, "predict-recall": "0.7", "threshold": "0.5"},
+	}
+}
+
+func TestResolveIsAFixpoint(t *testing.T) {
+	var in Inputs
+	for name, opts := range specsToResolve(t) {
+		t.Run(name, func(t *testing.T) {
+			s, err := FromOptions(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := in.Resolve(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o, err := p.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// The resolved spec resolves to itself and runs to the same result,
+			// also with fresh inputs (no state carried between runs).
+			var fresh Inputs
+			p2, err := fresh.Resolve(o.Spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(p2.Spec, o.Spec) || p2.Spec.Hash() != o.Hash {
+				t.Fatalf("resolving the resolved spec changed it:\n%+v\n%+v", p2.Spec, o.Spec)
+			}
+			o2, err := p2.Run()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(o2.Result, o.Result) {
+				t.Errorf("same spec, different result:\n%+v\n%+v", o2.Result, o.Result)
+			}
+			if o.Result.Source != "simulated" || o.Result.Unmeasured != nil {
+				t.Errorf("source %q, unmeasured %v", o.Result.Source, o.Result.Unmeasured)
+			}
+		})
+	}
+}
+
+// TestResolvedSpecStatesDefaults: a resolved spec states what a default meant.
+func TestResolvedSpecStatesDefaults(t *testing.T) {
+	p, err := new(Inputs).Resolve(DefaultSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Spec
+	if r.Model.Variant != "q4_k_m" || r.Device.Profile == nil || r.Cache.Bytes <= 0 ||
+		r.Policy.LES == nil || r.Policy.LES.TopN != 8 || r.Policy.LES.Depth != 1 {
+		t.Errorf("resolved spec: %+v, les %+v", r, r.Policy.LES)
+	}
+	p, err = new(Inputs).Resolve(Spec{Version: 1, Model: &Model{Name: DefaultModel}, Trace: Trace{Synthetic: &Synthetic{Tokens: 10, Sequences: 1}},
+		Device: Device{Name: DefaultDevice}, Policy: Policy{Name: "pinned-hot"}, Cache: Cache{Size: "3GiB"}, Layout: DefaultLayout})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Spec.Policy.PinnedHot == nil || p.Spec.Policy.PinnedHot.PinFraction != 0.5 {
+		t.Errorf("pinned-hot: %+v", p.Spec.Policy)
+	}
+}
+
+// TestInputsShareTraces: one read per file, one generation per synthetic
+// trace, shared steps, across many (concurrent) resolutions.
+func TestInputsShareTraces(t *testing.T) {
+	path := writeTrace(t, 40, 0, 1, nil)
+	reads := 0
+	in := Inputs{ReadTrace: func(p string) (*LoadedTrace, error) { reads++; return ReadTraceFile(p) }}
+	var wg sync.WaitGroup
+	plans := make([]*Plan, 6)
+	for i, pol := range []string{"lru", "les", "oracle", "lfu", "ondemand", "pinned-hot"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s, err := FromOptions(map[string]string{"trace": path, "policy": pol, "cache": "2GiB"})
+			if err == nil {
+				plans[i], err = in.Resolve(s)
+			}
+			if err == nil {
+				_, err = plans[i].Run()
+			}
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if reads != 1 {
+		t.Errorf("the trace was read %d times", reads)
+	}
+	if &plans[0].Steps[0].Layers[0].Experts[0] != &plans[1].Steps[0].Layers[0].Experts[0] {
+		t.Error("runs do not share the trace's routing")
+	}
+}
+
+func TestResolveRefuses(t *testing.T) {
+	withLookahead := writeTrace(t, 20, 0, 1, nil)
+	noPrefill := writeTrace(t, 20, 0, 0, nil)
+	for _, tc := range []struct {
+		name string
+		opts map[string]string
+		edit func(*Spec)
+		want string
+	}{
+		{"depth beyond trace", map[string]string{"trace": withLookahead, "depth": "2"}, nil, "carries lookahead scores to depth 1 only"},
+		{"depth on bare trace", map[string]string{"trace": noPrefill, "depth": "2"}, nil, "to depth 0 only"},
+		{"predictor on lookahead", map[string]string{"trace": withLookahead, "predict-recall": "0.8"}, nil, "already carries lookahead scores"},
+		{"digest", map[string]string{"trace": withLookahead}, func(s *Spec) { s.Trace.SHA256 = strings.Repeat("0", 64) }, "bytes changed"},
+		{"cache disagrees", map[string]string{"cache": "3GiB"}, func(s *Spec) { s.Cache.Bytes = 1 << 30 }, "remove one of them"},
+		{"cache too small", map[string]string{"cache": "10MiB"}, nil, "too small"},
+		{"missing file", map[string]string{"trace": "nope.parquet"}, nil, "nope.parquet"},
+		{"unknown device", map[string]string{"device": "pixel"}, nil, "pixel"},
+		{"unknown variant", map[string]string{"variant": "q2"}, nil, "q2"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := FromOptions(tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.edit != nil {
+				tc.edit(&s)
+			}
+			_, err = new(Inputs).Resolve(s)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want an error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestResolveWarns: settings the trace gives nothing to act on are named.
+func TestResolveWarns(t *testing.T) {
+	bare := writeTrace(t, 20, 0, 0, nil)
+	s, err := FromOptions(map[string]string{"trace": bare, "prefill": "true", "spec-from-trace": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := new(Inputs).Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := strings.Join(p.Warnings, "\n")
+	for _, want := range []string{"les cannot prefetch", "no prefill tokens", "no decode pass of the trace verified more than one token"} {
+		if !strings.Contains(w, want) {
+			t.Errorf("warnings %q lack %q", w, want)
+		}
+	}
+}

@@ -1,0 +1,184 @@
+package experiment
+
+import (
+	"encoding/json"
+	"math"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/traces"
+)
+
+func TestDefaultsMatchTraces(t *testing.T) {
+	y, o := DefaultSynthetic(), traces.DefaultSynthOptions()
+	got := traces.SynthOptions{Seed: y.Seed, Tokens: y.Tokens, PromptTokens: y.PromptTokens, Sequences: y.Sequences, Skew: y.Skew,
+		Reuse: y.Reuse, LookaheadRecall: y.LookaheadRecall, LookaheadDepth: y.LookaheadDepth, DepthPenalty: y.DepthPenalty}
+	if got != o {
+		t.Errorf("DefaultSynthetic %+v differs from traces.DefaultSynthOptions %+v", got, o)
+	}
+	p, po := DefaultPredictor(), traces.DefaultPredictOptions()
+	if p.Recall != po.Recall || p.FalsePositives != po.FalsePositives || p.DepthPenalty != po.DepthPenalty || p.Depth != po.Depth || p.Seed != po.Seed {
+		t.Errorf("DefaultPredictor %+v differs from traces.DefaultPredictOptions %+v", p, po)
+	}
+}
+
+// full is a spec with every group present (not a valid one: les and
+// pinned-hot at once), so that walking it reaches every field.
+func full(t *testing.T) Spec {
+	dev, err := devices.LoadDevice(DefaultDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := DefaultSpec()
+	s.Trace.Path, s.Trace.SHA256 = "t.parquet", strings.Repeat("ab", 32)
+	s.Model.Variant = "q4_k_m"
+	s.Trace.Synthetic.PromptTokens = 3
+	p := DefaultPredictor()
+	s.Predictor = &p
+	s.Device.File, s.Device.Profile = "d.yaml", dev
+	s.Policy.LES = &LES{TopN: 4, Threshold: 0.5, MaxCandidates: 9, Depth: 2, MaxInflightBytes: 1 << 20, NoPrefetch: true}
+	s.Policy.PinnedHot = &PinnedHot{PinFraction: 0.3}
+	s.Cache.Bytes = 3 << 30
+	sp := DefaultSpeculative()
+	s.Speculative = &sp
+	s.SpecFromTrace, s.Prefill, s.ContextTokens = true, true, 100
+	return s
+}
+
+func TestHashEveryFieldCounts(t *testing.T) {
+	base := full(t)
+	h0 := base.Hash()
+	n := len(leaves(reflect.ValueOf(&base), ""))
+	if n < 50 {
+		t.Fatalf("walked only %d fields", n)
+	}
+	for i := range n {
+		s := full(t)
+		l := leaves(reflect.ValueOf(&s), "")[i]
+		mutate(l)
+		if s.Hash() == h0 {
+			t.Errorf("changing %s does not change the hash", l.path)
+		}
+	}
+}
+
+func TestHashIgnoresSpelling(t *testing.T) {
+	a := `{"version":1,"model":{"name":"minicpm-v-4.7-35b-a3b"},"trace":{"synthetic":{"tokens":300,"seed":7}},
+	       "device":{"name":"ipad-pro-m4"},"policy":{"name":"les","les":{"top_n":4,"depth":1}},"cache":{"size":"3GiB"},
+	       "layout":"per-expert","cached_first":true,"speculative":{"block":3,"accept":0.5}}`
+	b := `{
+	  "speculative": {"accept": 5e-1, "block": 3},
+	  "cached_first": true, "layout": "per-expert",
+	  "cache": {"size": "3GiB"},
+	  "policy": {"les": {"depth": 1, "top_n": 4}, "name": "les"},
+	  "device": {"name": "ipad-pro-m4"},
+	  "trace": {"synthetic": {"seed": 7, "tokens": 300.0e0}},
+	  "model": {"name": "minicpm-v-4.7-35b-a3b"}, "version": 1
+	}`
+	sa, err := Parse([]byte(a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sb, err := Parse([]byte(b))
+	if err == nil {
+		t.Fatalf("300.0e0 is not an integer, want an error")
+	}
+	b = strings.Replace(b, "300.0e0", "300", 1)
+	if sb, err = Parse([]byte(b)); err != nil {
+		t.Fatal(err)
+	}
+	if sa.Hash() != sb.Hash() || !reflect.DeepEqual(sa, sb) {
+		t.Errorf("same spec, different hash:\n%+v\n%+v", sa, sb)
+	}
+	// Absent fields took the defaults.
+	if sa.Trace.Synthetic.Reuse != 0.45 || sa.Speculative.AcceptSeed != 1 {
+		t.Errorf("defaults not applied: %+v %+v", sa.Trace.Synthetic, sa.Speculative)
+	}
+}
+
+func TestParseRoundTrip(t *testing.T) {
+	s := full(t)
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := Parse(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, s) || got.Hash() != s.Hash() {
+		t.Errorf("round trip changed the spec:\n%+v\n%+v", got, s)
+	}
+	// Inside a result, with its hash.
+	wrapped, _ := json.Marshal(map[string]any{"spec": s, "spec_hash": s.Hash(), "result": map[string]any{"tokens": 1}})
+	if got, err = Parse(wrapped); err != nil || got.Hash() != s.Hash() {
+		t.Errorf("result JSON: %v", err)
+	}
+	edited, _ := json.Marshal(map[string]any{"spec": DefaultSpec(), "spec_hash": s.Hash()})
+	if _, err := Parse(edited); err == nil || !strings.Contains(err.Error(), "edited") {
+		t.Errorf("a spec that does not match its hash: %v", err)
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`[]`, "cannot unmarshal array"},
+		{`null`, "want a JSON object"},
+		{`{"policy":{"name":"lru","topn":3}}`, `unknown field "topn"`},
+		{`{"trace":{"synthetic":{"tokns":3}}}`, `trace.synthetic: json: unknown field "tokns"`},
+		{`{"inputs":{}}`, "before specs existed"},
+		{`{"spec":{},"extra":1}`, `unknown field "extra"`},
+		{"{\n  \"version\": 1,\n  \"layout\": }", "line 3, column 14"},
+		{`{"version":1} {}`, "after top-level value"},
+		{`{"cache":{"bytes":1e400}}`, "cannot unmarshal number 1e400"},
+	} {
+		_, err := Parse([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%s) = %v, want an error containing %q", tc.in, err, tc.want)
+		}
+	}
+}
+
+// validSpecs are valid specs that between them hold every group.
+func validSpecs(t *testing.T) map[string]Spec {
+	dev, err := devices.LoadDevice(DefaultDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := DefaultSpec()
+	a.Device.Profile = dev
+	a.Policy.LES = &LES{Threshold: 0.9, MaxCandidates: 12, Depth: 1, MaxInflightBytes: 1 << 26}
+	sp := DefaultSpeculative()
+	a.Speculative = &sp
+	a.Trace.Synthetic.PromptTokens = 4
+	a.Prefill = true
+
+	b := DefaultSpec()
+	b.Model, b.Trace = nil, Trace{Path: "t.parquet"}
+	p := DefaultPredictor()
+	b.Predictor = &p
+	b.Policy = Policy{Name: "pinned-hot", PinnedHot: &PinnedHot{PinFraction: 0.25}}
+	b.SpecFromTrace = true
+	return map[string]Spec{"synthetic-les-spec": a, "file-predictor-pinned": b}
+}
+
+func TestValidateRefusesNonFinite(t *testing.T) {
+	for name, base := range validSpecs(t) {
+		if err := base.Validate(); err != nil {
+			t.Fatalf("%s: base spec invalid: %v", name, err)
+		}
+		n := len(floats(&base))
+		for i := range n {
+			for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+				s := validSpecs(t)[name] // fresh: the profile is shared by clones
+				l := floats(&s)[i]
+				l.v.SetFloat(bad)
+				if err := s.Validate(); err == nil {
+					t.Errorf("%s: %s = %v passes Validate", name, l.path, bad)
+				}
+			}
+		}
+	}
+}

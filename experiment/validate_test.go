@@ -1,0 +1,64 @@
+package experiment
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestValidateSpecFiles: a spec file is held to the same rules as flags, and
+// every problem is listed at once.
+func TestValidateSpecFiles(t *testing.T) {
+	for _, tc := range []struct {
+		json string
+		want []string
+	}{
+		{`{"version":2}`, []string{"version: this lessim reads spec version 1 (got 2)"}},
+		{`{"trace":{"path":"t.parquet"},"model":{"name":"x"}}`, []string{"model: does not apply with a trace file"}},
+		{`{"trace":{"path":"t.parquet","synthetic":{}}}`, []string{"trace: a file (path) and synthetic settings exclude each other"}},
+		{`{"trace":{"sha256":"abc"}}`, []string{"trace.sha256: applies only to a trace file"}},
+		{`{"trace":{"path":"t","sha256":"ABC"}}`, []string{"trace.sha256: must be 64 lowercase hex digits"}},
+		{`{"predictor":{"recall":0.8}}`, []string{"predictor: does not apply: the synthetic trace carries its own lookahead scores"}},
+		{`{"trace":{"synthetic":{"lookahead_depth":0}},"predictor":{"recall":0}}`, []string{"predictor.recall: must be a finite number in (0, 1]"}},
+		{`{"policy":{"name":"lru","les":{"top_n":4}}}`, []string{"policy.les: applies only to policy les (policy is lru)"}},
+		{`{"policy":{"name":"les","pinned_hot":{}}}`, []string{"policy.pinned_hot: applies only to policy pinned-hot"}},
+		{`{"policy":{"name":"les","les":{"no_prefetch":true,"depth":2}}}`, []string{"with no_prefetch, top_n, threshold"}},
+		{`{"policy":{"name":"les","les":{"top_n":4,"threshold":0.5}}}`, []string{"policy.les.top_n: does not apply with threshold"}},
+		{`{"policy":{"name":"les","les":{"max_candidates":4}}}`, []string{"policy.les.max_candidates: applies only with threshold"}},
+		{`{"policy":{"name":"les","les":{"threshold":1.5}}}`, []string{"policy.les.threshold: must be a finite number in [0, 1]"}},
+		{`{"policy":{"name":"pinned-hot","pinned_hot":{"pin_fraction":-0.1}}}`, []string{"pin_fraction: must be a finite number in (0, 1]"}},
+		{`{"policy":{"name":"fifo"}}`, []string{`unknown policy "fifo"`}},
+		{`{"speculative":{"block":1}}`, []string{"speculative.block: must be >= 2"}},
+		{`{"speculative":{"accept":2}}`, []string{"speculative.accept: must be a finite number in [0, 1]"}},
+		{`{"trace":{"path":"t"},"speculative":{},"spec_from_trace":true}`, []string{"speculative: does not apply with spec_from_trace"}},
+		{`{"spec_from_trace":true}`, []string{"spec_from_trace: needs a trace file"}},
+		{`{"prefill":true}`, []string{"prefill: the synthetic trace has no prefill"}},
+		{`{"device":{"name":"a","file":"b"}}`, []string{"device: an embedded name (a) and a file (b) exclude each other"}},
+		{`{"device":{"profile":{"name":"x"}}}`, []string{"device.profile: ram_bytes", "device.profile: mem_bandwidth", "device.profile: flash.lanes", "flash.single_lane: missing"}},
+		{`{"cache":{"bytes":-1}}`, []string{"cache.bytes: must be >= 0"}},
+		{`{"layout":"zip"}`, []string{`unknown layout "zip"`}},
+		{`{"context_tokens":-1}`, []string{"context_tokens: must be >= 0"}},
+		{`{"trace":{"synthetic":{"tokens":0,"sequences":0,"skew":-1,"reuse":2}}}`,
+			[]string{"tokens (0) and prompt_tokens (0)", "sequences: must be >= 1", "skew: must be", "reuse: must be"}},
+		// Every problem at once.
+		{`{"layout":"zip","cache":{"bytes":-1},"speculative":{"block":0}}`, []string{"layout", "cache.bytes", "speculative.block"}},
+	} {
+		s, err := Parse([]byte(tc.json))
+		if err != nil {
+			t.Errorf("%s: %v", tc.json, err)
+			continue
+		}
+		err = s.Validate()
+		if err == nil {
+			t.Errorf("%s: valid", tc.json)
+			continue
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%s: %v\nwant %q", tc.json, err, w)
+			}
+		}
+	}
+	if s, _ := Parse([]byte(`{}`)); s.Validate() != nil {
+		t.Errorf("the empty spec (all defaults) is invalid: %v", s.Validate())
+	}
+}
