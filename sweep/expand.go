@@ -48,7 +48,15 @@ func (g *Grid) Expand() ([]Point, error) {
 	digests := map[string]string{}
 	var points []Point
 	seen := map[string]bool{}
-	bad := 0
+	// Invalid points are grouped by their error: a mistake in the base
+	// fails every point the same way and is reported once.
+	type badGroup struct {
+		line  int
+		first string
+		n     int
+	}
+	var badOrder []string
+	bad := map[string]*badGroup{}
 	idx := make([]int, len(g.Axes))
 	for range n {
 		m := deepCopy(g.base).(map[string]any)
@@ -71,9 +79,12 @@ func (g *Grid) Expand() ([]Point, error) {
 			err = s.Validate()
 		}
 		if err != nil {
-			bad++
-			if bad <= maxPointProblems {
-				probs.add(g.Axes[0].ValueLines[idx[0]], "point %s: %v", g.describe(idx), oneLine(err))
+			msg := oneLine(err)
+			if b, ok := bad[msg]; ok {
+				b.n++
+			} else {
+				bad[msg] = &badGroup{line: g.Axes[len(idx)-1].ValueLines[idx[len(idx)-1]], first: g.describe(idx), n: 1}
+				badOrder = append(badOrder, msg)
 			}
 		} else if id := s.Hash(); !seen[id] {
 			seen[id] = true
@@ -86,8 +97,17 @@ func (g *Grid) Expand() ([]Point, error) {
 			idx[a] = 0
 		}
 	}
-	if bad > maxPointProblems {
-		probs.add(0, "%d more invalid points", bad-maxPointProblems)
+	for k, msg := range badOrder {
+		b := bad[msg]
+		switch {
+		case k == maxPointProblems:
+			probs.add(0, "%d more kinds of invalid points", len(badOrder)-maxPointProblems)
+		case k > maxPointProblems:
+		case b.n == 1:
+			probs.add(b.line, "point %s: %s", b.first, msg)
+		default:
+			probs.add(b.line, "%d points, e.g. %s: %s", b.n, b.first, msg)
+		}
 	}
 	if err := probs.err(); err != nil {
 		return nil, err

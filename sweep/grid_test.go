@@ -163,3 +163,20 @@ func TestResolvedConfigParsesBack(t *testing.T) {
 		}
 	}
 }
+
+func TestExpandGroupsTheSameError(t *testing.T) {
+	src := `base:
+  layout: floppy
+axes:
+  policy.name: [lru, les, lfu]
+`
+	g, err := ParseGrid([]byte(src), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Expand()
+	if err == nil || !strings.Contains(err.Error(), "1 problem\n") || !strings.Contains(err.Error(), "3 points, e.g. policy.name=\"lru\" (line 4)") {
+		t.Errorf("got %v", err)
+	}
+	t.Log(err)
+}

@@ -65,6 +65,9 @@ type Options struct {
 	// from which a report draws exact latency distributions); it changes no
 	// other number.
 	KeepSeries bool
+	// NewInputs makes the Inputs shared by the points of one trace; nil
+	// means a zero experiment.Inputs (files read with its default reader).
+	NewInputs func() *experiment.Inputs
 	// Progress, when set, is called after each finished point with the
 	// number done (skipped points included) and the shard's total.
 	Progress func(done, total int)
@@ -173,7 +176,7 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 // to each other; the Inputs is dropped after its last point, so memory holds
 // about one trace per worker, whatever the grid's order.
 func runPoints(ctx context.Context, todo []Point, opt *Options, sum *Summary) <-chan Row {
-	groups := newTraceGroups(todo)
+	groups := newTraceGroups(todo, opt.NewInputs)
 	jobs := make(chan Point)
 	rows := make(chan Row, opt.Workers)
 	var wg sync.WaitGroup
@@ -219,7 +222,10 @@ type traceGroup struct {
 	left int
 }
 
-func newTraceGroups(todo []Point) *traceGroups {
+func newTraceGroups(todo []Point, newInputs func() *experiment.Inputs) *traceGroups {
+	if newInputs == nil {
+		newInputs = func() *experiment.Inputs { return &experiment.Inputs{} }
+	}
 	g := &traceGroups{key: map[int]string{}, live: map[string]*traceGroup{}}
 	var keys []string
 	byKey := map[string][]Point{}
@@ -227,7 +233,7 @@ func newTraceGroups(todo []Point) *traceGroups {
 		k := traceKey(&p.Spec)
 		if _, ok := byKey[k]; !ok {
 			keys = append(keys, k)
-			g.live[k] = &traceGroup{in: &experiment.Inputs{}}
+			g.live[k] = &traceGroup{in: newInputs()}
 		}
 		byKey[k] = append(byKey[k], p)
 		g.key[p.Index] = k

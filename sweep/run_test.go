@@ -3,16 +3,19 @@ package sweep
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
 )
 
 // testGrid is 2 traces × 3 policies × 2 caches = 12 points of small runs.
@@ -247,5 +250,58 @@ func TestSharedStepsUnchanged(t *testing.T) {
 	after, _ := json.Marshal(p.Steps)
 	if string(before) != string(after) {
 		t.Error("running policies changed the shared trace steps")
+	}
+}
+
+// TestEachTraceReadOnce runs 2 trace files × 3 policies × 2 caches on 2
+// workers and counts the file reads: one per trace.
+func TestEachTraceReadOnce(t *testing.T) {
+	dir := t.TempDir()
+	var paths []string
+	for seed := range 2 {
+		s := experiment.DefaultSpec()
+		s.Trace.Synthetic.Tokens, s.Trace.Synthetic.Seed = 16, uint64(seed+1)
+		var in experiment.Inputs
+		p, err := in.Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		path := filepath.Join(dir, fmt.Sprintf("t%d.parquet", seed))
+		w, err := traces.Create(path, p.Meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Steps {
+			if err := w.Write(&p.Steps[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, path)
+	}
+	src := fmt.Sprintf(`base: {device: {name: iphone-17-pro-max}}
+axes:
+  policy.name: [lru, oracle, les]
+  trace.path: [%s, %s]
+  cache.size: [1GiB, 2GiB]
+`, paths[0], paths[1])
+	var mu sync.Mutex
+	reads := map[string]int{}
+	opt := Options{Workers: 2, NewInputs: func() *experiment.Inputs {
+		return &experiment.Inputs{ReadTrace: func(path string) (*experiment.LoadedTrace, error) {
+			mu.Lock()
+			reads[path]++
+			mu.Unlock()
+			return experiment.ReadTraceFile(path)
+		}}
+	}}
+	sum := runGrid(t, src, filepath.Join(dir, "out"), opt)
+	if sum.Ran != 12 || sum.Failed != 0 {
+		t.Fatalf("summary %+v", sum)
+	}
+	if len(reads) != 2 || reads[paths[0]] != 1 || reads[paths[1]] != 1 {
+		t.Errorf("trace reads %v, want each file once", reads)
 	}
 }
