@@ -23,8 +23,8 @@ type Report struct {
 	// Drawn are the plots drawn; Skipped the ones left out, with the reason.
 	Drawn   []string
 	Skipped []SkippedPlot
-	// Rows counts the table's rows: simulated ones that ran, failed ones,
-	// measured ones.
+	// Simulated, Failed and Measured count the table's rows: simulated rows
+	// that ran, simulated rows whose error is set, measured rows.
 	Simulated, Failed, Measured int
 }
 

@@ -52,6 +52,7 @@ type Problem struct {
 	Msg  string
 }
 
+// Error lists the problems, one per line, after a count.
 func (p *Problems) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s: %d problem", p.Name, len(p.List))
