@@ -187,7 +187,7 @@ td.text { text-align: left; }
 </head>
 <body>
 <h1>lessim report</h1>
-<p id="summary">{{.Rows}} rows from {{.Files}} Parquet files in <code>{{.Source}}</code>: {{.Simulated}} simulated, {{.Failed}} failed, {{.Measured}} measured.</p>
+<p id="summary">{{.Rows}} rows from {{.Files}} Parquet file(s) in <code>{{.Source}}</code>: {{.Simulated}} simulated, {{.Failed}} failed, {{.Measured}} measured.</p>
 {{range .Figures}}
 <figure id="fig-{{.Name}}">
 <h2>{{.Title}}</h2>
@@ -210,10 +210,12 @@ td.text { text-align: left; }
 </details>
 {{end}}
 <h2>Rows</h2>
+<div style="overflow-x: auto">
 <table id="rows">
 <tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Body}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
+</div>
 </body>
 </html>
 `))

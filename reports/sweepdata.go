@@ -68,11 +68,15 @@ func newSweepData(t *Table) *sweepData {
 	return d
 }
 
-// distinct counts the distinct texts of column name over rows.
+// distinct counts the distinct non-null texts of column name over rows: a
+// field only some rows have (a les parameter beside lru rows) varies only if
+// the rows that have it disagree.
 func (d *sweepData) distinct(name string, rows []int) int {
 	seen := map[string]bool{}
 	for _, i := range rows {
-		seen[d.t.Str(name, i)] = true
+		if v := d.t.Str(name, i); v != "" {
+			seen[v] = true
+		}
 	}
 	return len(seen)
 }
@@ -88,8 +92,8 @@ func (d *sweepData) series(rows []int, skip ...string) (labels []string, groups 
 	for _, i := range rows {
 		var parts []string
 		for _, n := range d.varying {
-			if slices.Contains(skip, n) {
-				continue
+			if slices.Contains(skip, n) || d.t.Str(n, i) == "" {
+				continue // absent for this row (another policy's parameter)
 			}
 			parts = append(parts, d.shortLabel(n, i))
 		}
@@ -115,9 +119,6 @@ func (d *sweepData) series(rows []int, skip ...string) (labels []string, groups 
 // (field = the last part of the column name).
 func (d *sweepData) shortLabel(name string, i int) string {
 	v := d.t.Str(name, i)
-	if v == "" {
-		v = "-"
-	}
 	if name == colPolicy {
 		return v
 	}

@@ -91,7 +91,8 @@ func (d *sweepData) metricVsCache(name, title, col, ylabel string) figure {
 		ymax = 1
 	}
 	p.X.Min, p.X.Max = xmin-0.02*(xmax-xmin), xmax+0.02*(xmax-xmin)
-	p.Y.Min, p.Y.Max = 0, ymax*1.15
+	// NB: headroom for the legend (top left), one line per series.
+	p.Y.Min, p.Y.Max = 0, ymax*(1.1+0.06*float64(len(labels)))
 	p.Legend.Top, p.Legend.Left = true, true
 	return figure{name: name, title: title, p: p, w: 8 * vg.Inch, h: 5 * vg.Inch,
 		caption: fmt.Sprintf("%s of each simulated point; one line per %s.", ylabel, seriesWhat(labels))}
