@@ -173,7 +173,7 @@ var options = []Option{
 			s.Trace, s.Model = Trace{Path: v.(string)}, nil
 			return nil
 		}, applies: always},
-	{Name: "model", Kind: KindString, Default: DefaultModel, Usage: "built-in model spec of the synthetic trace (see `lessim models list`)",
+	{Name: "model", Kind: KindString, Default: DefaultModel, Usage: "built-in model spec of the synthetic trace (see: lessim models list)",
 		apply:   func(s *Spec, v any) error { s.Model.Name = v.(string); return nil },
 		applies: syntheticOnly("the trace's metadata holds the model")},
 	{Name: "variant", Kind: KindString, Usage: "quant variant of --model (default: the model's default)",
@@ -206,7 +206,7 @@ var options = []Option{
 			}
 			return ""
 		}},
-	{Name: "device", Kind: KindString, Default: DefaultDevice, Usage: "embedded device profile (see `lessim devices list`)",
+	{Name: "device", Kind: KindString, Default: DefaultDevice, Usage: "embedded device profile (see: lessim devices list)",
 		apply: func(s *Spec, v any) error { s.Device = Device{Name: v.(string)}; return nil }, applies: always},
 	{Name: "device-file", Kind: KindString, Usage: "device profile YAML (instead of --device)",
 		apply: func(s *Spec, v any) error { s.Device = Device{File: v.(string)}; return nil },
@@ -216,7 +216,7 @@ var options = []Option{
 			}
 			return ""
 		}},
-	{Name: "policy", Kind: KindString, Default: DefaultPolicy, Usage: "scheduling policy (see `lessim policies list`)",
+	{Name: "policy", Kind: KindString, Default: DefaultPolicy, Usage: "scheduling policy (see: lessim policies list)",
 		apply: func(s *Spec, v any) error { s.Policy = Policy{Name: v.(string)}; return nil }, applies: always},
 	{Name: "no-prefetch", Kind: KindBool, Default: "false", Usage: "les: disable prefetching (then les equals ondemand)",
 		apply: func(s *Spec, v any) error { les(s).NoPrefetch = v.(bool); return nil },

@@ -1,10 +1,13 @@
 package experiment
 
 import (
+	"math"
 	"reflect"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lessim/lessim/sim"
 )
 
 // specsToResolve covers every policy and the options that change resolution.
@@ -172,5 +175,16 @@ func TestResolveWarns(t *testing.T) {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings %q lack %q", w, want)
 		}
+	}
+}
+
+func TestCheckFinite(t *testing.T) {
+	r := &sim.Result{HitRate: 0.5}
+	if err := checkFinite(r); err != nil {
+		t.Fatal(err)
+	}
+	r.TokensPerSec = math.NaN()
+	if err := checkFinite(r); err == nil || !strings.Contains(err.Error(), "TokensPerSec is NaN") {
+		t.Errorf("NaN tokens/s: %v", err)
 	}
 }

@@ -1,6 +1,10 @@
 package experiment
 
 import (
+	"fmt"
+	"math"
+	"reflect"
+
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
@@ -34,6 +38,9 @@ func (p *Plan) Run() (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := checkFinite(res); err != nil {
+		return nil, err
+	}
 	res.Warnings = append(res.Warnings, p.Warnings...)
 	return &Outcome{Spec: p.Spec, Hash: p.Spec.Hash(), TraceLabel: p.TraceLabel, Model: p.Model, Device: p.Device, Result: res}, nil
 }
@@ -46,4 +53,16 @@ func Run(s Spec) (*Outcome, error) {
 		return nil, err
 	}
 	return p.Run()
+}
+
+// checkFinite refuses a result with a NaN or infinite number: no run may
+// end in a number that is not one (inputs are checked, so this is a bug).
+func checkFinite(r *sim.Result) error {
+	v := reflect.ValueOf(r).Elem()
+	for i := range v.NumField() {
+		if f := v.Field(i); f.Kind() == reflect.Float64 && (math.IsNaN(f.Float()) || math.IsInf(f.Float(), 0)) {
+			return fmt.Errorf("result %s is %v: a bug in lessim, please report it with the spec", v.Type().Field(i).Name, f.Float())
+		}
+	}
+	return nil
 }

@@ -11,7 +11,6 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/reports"
@@ -131,11 +130,11 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 // simulateSpec is the experiment: from --spec, or from the options the user set.
 func simulateSpec(cmd *cobra.Command, file string) (experiment.Spec, error) {
 	values := map[string]string{}
-	cmd.Flags().Visit(func(fl *pflag.Flag) {
-		if v, ok := fl.Value.(*optionValue); ok {
-			values[fl.Name] = v.raw
+	for _, o := range experiment.Options() {
+		if fl := cmd.Flags().Lookup(o.Name); fl.Changed {
+			values[o.Name] = fl.Value.String()
 		}
-	})
+	}
 	if file == "" {
 		return experiment.FromOptions(values)
 	}
