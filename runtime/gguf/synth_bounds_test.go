@@ -52,3 +52,34 @@ func TestSynthValidateBounds(t *testing.T) {
 		t.Errorf("a ~64 TiB model: %v", err)
 	}
 }
+
+// TestWriterProgress: the progress callback sees growing byte counts that
+// end at the file size, and DataSize is all of the file but its header.
+func TestWriterProgress(t *testing.T) {
+	w, err := NewSynthWriter(tinyOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen []int64
+	w.SetProgress(func(n int64) { seen = append(seen, n) })
+	var buf countBuf
+	n, err := w.WriteTo(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(seen) == 0 || seen[len(seen)-1] != n || n != buf.n {
+		t.Fatalf("progress %v, file %d bytes", seen, n)
+	}
+	for i := 1; i < len(seen); i++ {
+		if seen[i] < seen[i-1] {
+			t.Fatalf("progress went back: %v", seen)
+		}
+	}
+	if d := w.DataSize(); d <= 0 || d >= n || n-d > 1<<20 {
+		t.Errorf("DataSize %d of a %d-byte file", d, n)
+	}
+}
+
+type countBuf struct{ n int64 }
+
+func (c *countBuf) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }

@@ -24,6 +24,7 @@ type Writer struct {
 	tensors   []writerTensor
 	names     map[string]bool
 	alignment int64
+	progress  func(written int64) // see SetProgress
 }
 
 type writerKV struct {
@@ -182,9 +183,23 @@ func (w *Writer) WriteFile(path string) error {
 	return f.Commit()
 }
 
+// SetProgress makes WriteTo (and WriteFile) call fn with the bytes written so
+// far after each buffered write (about every MiB); nil turns it off.
+func (w *Writer) SetProgress(fn func(written int64)) { w.progress = fn }
+
+// DataSize is the size in bytes of the tensor data section (every tensor,
+// aligned): all of the file but its header and tensor table.
+func (w *Writer) DataSize() int64 {
+	if len(w.tensors) == 0 {
+		return 0
+	}
+	last := w.tensors[len(w.tensors)-1]
+	return alignUp(last.offset+last.size, w.alignment)
+}
+
 // WriteTo writes the whole file to out and returns the bytes written.
 func (w *Writer) WriteTo(out io.Writer) (int64, error) {
-	cw := &countingWriter{w: out}
+	cw := &countingWriter{w: out, report: w.progress}
 	bw := bufio.NewWriterSize(cw, 1<<20)
 	e := encoder{w: bw}
 	e.bytes([]byte("GGUF"))
@@ -250,13 +265,17 @@ func pad(w io.Writer, n int64) error {
 }
 
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w      io.Writer
+	n      int64
+	report func(int64) // nil: none
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if c.report != nil {
+		c.report(c.n)
+	}
 	return n, err
 }
 
