@@ -14,7 +14,7 @@ LLAMA_ENV = OD=$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama) && \
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-runtime lint fmt deps clean
+.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-sweep bench-runtime lint fmt deps clean
 
 all: build
 
@@ -67,6 +67,11 @@ test-runtime: deps
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchtime 3x ./sim/ ./policies/ ./traces/
+
+# bench-sweep: the 27-point replay sweep (needs ../shared/reference; skipped
+# without it) and the 1,000-point synthetic sweep (several minutes).
+bench-sweep: deps
+	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./sweep/
 
 bench-runtime: deps
 	$(LLAMA_ENV) && $(GO) test -tags llamacpp -run '^$$' -bench . -benchtime 1x ./runtime/...

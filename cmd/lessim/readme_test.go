@@ -94,7 +94,7 @@ func TestREADME(t *testing.T) {
 	dir := t.TempDir()
 	// Examples refer to repository files by their path from the root and to
 	// the shared reference traces as ../shared/...; mirror both.
-	for _, link := range []string{"traces", "cmd", "experiment"} {
+	for _, link := range []string{"traces", "cmd", "experiment", "docs"} {
 		if err := os.Symlink(filepath.Join(root, link), filepath.Join(dir, link)); err != nil {
 			t.Fatal(err)
 		}

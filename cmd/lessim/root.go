@@ -32,6 +32,8 @@ cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
 		newModelCmd(),
 		newRecordCmd(),
 		newAgentCmd(),
+		newSweepCmd(),
+		newReportCmd(),
 	)
 	return root
 }

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/reports"
+)
+
+func newReportCmd() *cobra.Command {
+	var out string
+	cmd := &cobra.Command{
+		Use:   "report RESULTS",
+		Short: "Draw a results folder's plots (PNG, SVG) and a self-contained report.html",
+		Long: `report reads every Parquet file of a results folder (the parts lessim sweep
+writes, and measured rows whose source column is "measured") as one table and draws,
+when the rows allow: tokens/s and hit rate vs cache size per policy, a heatmap of
+cache size × les recall threshold, per-token latency CDFs, the stall breakdown, the
+ablation bars and predicted-vs-measured tokens/s. It writes each plot as PNG and SVG
+and report.html (plots embedded, a table of the rows) to --out, and says which plots
+it left out and why.`,
+		Example: `  lessim report results/ --out report/`,
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			t, err := reports.ReadResults(args[0])
+			if err != nil {
+				return err
+			}
+			rep, err := reports.WriteReport(t, args[0], out)
+			if err != nil {
+				return err
+			}
+			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
+			files := "files"
+			if len(t.Files) == 1 {
+				files = "file"
+			}
+			fmt.Fprintf(tw, "read\t%d rows from %d %s in %s (%d simulated, %d failed, %d measured)\n",
+				t.Len(), len(t.Files), files, args[0], rep.Simulated, rep.Failed, rep.Measured)
+			if len(rep.Drawn) > 0 {
+				fmt.Fprintf(tw, "drew\t%s (.png and .svg)\n", strings.Join(rep.Drawn, ", "))
+			}
+			for i, s := range rep.Skipped {
+				key := ""
+				if i == 0 {
+					key = "skipped"
+				}
+				fmt.Fprintf(tw, "%s\t%s: %s\n", key, s.Name, s.Reason)
+			}
+			fmt.Fprintf(tw, "wrote\t%s\n", filepath.Join(out, reports.ReportFile))
+			return tw.Flush()
+		},
+	}
+	cmd.Flags().StringVar(&out, "out", "report", "folder for the plots and report.html (created)")
+	return cmd
+}

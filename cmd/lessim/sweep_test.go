@@ -1,0 +1,65 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// smallGrid is the README's example grid, from this package's folder.
+var smallGrid = filepath.Join("..", "..", "docs", "examples", "small-grid.yaml")
+
+func TestSweepGolden(t *testing.T) {
+	grid, err := filepath.Abs(smallGrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, err := filepath.Abs(filepath.Join("testdata", "sweep-bad.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		env  string
+	}{
+		{"sweep-list", []string{"sweep", "--config", grid, "--list"}, ""},
+		{"err-sweep-invalid", []string{"sweep", "--config", bad, "--out", "r"}, ""},
+		{"err-sweep-no-config", []string{"sweep", "--out", "r"}, ""},
+		{"err-sweep-shard", []string{"sweep", "--config", grid, "--out", "r", "--shard", "3/3"}, ""},
+		{"err-sweep-job-index", []string{"sweep", "--config", grid, "--out", "r"}, "2"},
+		{"err-report-empty", []string{"report", "."}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv(jobIndexEnv, tc.env)
+			golden(t, tc.name, runCLI(t, t.TempDir(), tc.args...))
+		})
+	}
+}
+
+// TestSweepThenReport runs the example grid, reruns it (nothing to do), and
+// reports it; a second shard into the same folder adds nothing new.
+func TestSweepThenReport(t *testing.T) {
+	grid, err := filepath.Abs(smallGrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Setenv(jobIndexEnv, "")
+	out := runCLI(t, dir, "sweep", "--config", grid, "--out", "results", "--quiet")
+	out += runCLI(t, dir, "sweep", "--config", grid, "--out", "results", "--quiet")
+	out += runCLI(t, dir, "report", "results", "--out", "report")
+	golden(t, "sweep-report", out)
+	for _, f := range []string{"results/manifest.json", "results/sweep.yaml", "report/report.html", "report/heatmap.svg"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	// The Indexed Job's shards together run every point exactly once.
+	t.Setenv(jobIndexEnv, "1")
+	got := runCLI(t, dir, "sweep", "--config", grid, "--out", "sharded", "--shards", "2", "--quiet")
+	if !strings.Contains(got, "shard    1/2: 4 points, 0 finished before, 4 run now") {
+		t.Errorf("indexed job shard:\n%s", got)
+	}
+}

@@ -1,0 +1,306 @@
+package reports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+)
+
+// Table is a results table in memory: the rows of every Parquet file of a
+// results folder (sweep parts, measured runs), columns matched by name. A
+// column a file lacks is null in that file's rows. Scalar columns are kept
+// (strings, booleans, integers, floats); list columns are kept as lists of
+// numbers (per-pass series) and their text.
+type Table struct {
+	// Names are the column names, in the order first seen.
+	Names []string
+	// Files are the files read, in order.
+	Files []string
+	rows  int
+	cols  map[string]*Column
+}
+
+// Column is one column of a Table. Exactly one of Str, Num or List is used,
+// by Kind; Valid says which rows are not null.
+type Column struct {
+	Name  string
+	Kind  ColumnKind
+	Str   []string
+	Num   []float64 // integers and booleans (1, 0) as float64
+	List  [][]float64
+	Valid []bool
+	isInt bool
+}
+
+// ColumnKind is a Column's value type.
+type ColumnKind int
+
+// Column kinds.
+const (
+	KindString ColumnKind = iota
+	KindNumber
+	KindList
+)
+
+// Len is the number of rows.
+func (t *Table) Len() int { return t.rows }
+
+// Column returns the named column, or nil.
+func (t *Table) Column(name string) *Column { return t.cols[name] }
+
+// Num is row i of a numeric column; ok is false when the column is absent,
+// not numeric or null there.
+func (t *Table) Num(name string, i int) (float64, bool) {
+	c := t.cols[name]
+	if c == nil || c.Kind != KindNumber || !c.Valid[i] {
+		return 0, false
+	}
+	return c.Num[i], true
+}
+
+// Str is row i of a column as text ("" when absent or null).
+func (t *Table) Str(name string, i int) string {
+	c := t.cols[name]
+	if c == nil || !c.Valid[i] {
+		return ""
+	}
+	switch c.Kind {
+	case KindString:
+		return c.Str[i]
+	case KindNumber:
+		if c.isInt {
+			return strconv.FormatInt(int64(c.Num[i]), 10)
+		}
+		return strconv.FormatFloat(c.Num[i], 'g', -1, 64)
+	}
+	parts := make([]string, len(c.List[i]))
+	for j, v := range c.List[i] {
+		parts[j] = strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return "[" + strings.Join(parts, " ") + "]"
+}
+
+// ReadResults reads every *.parquet file directly in dir, sorted by name, as
+// one table (hidden files, such as temporaries of a write in progress, are
+// skipped). It fails when dir has no Parquet file.
+func ReadResults(dir string) (*Table, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && strings.HasSuffix(e.Name(), ".parquet") && !strings.HasPrefix(e.Name(), ".") {
+			files = append(files, filepath.Join(dir, e.Name()))
+		}
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("%s: no results (*.parquet files); run lessim sweep --out %s first", dir, dir)
+	}
+	slices.Sort(files)
+	return ReadTables(files...)
+}
+
+// ReadTables reads the given Parquet files as one table.
+func ReadTables(files ...string) (*Table, error) {
+	t := &Table{cols: map[string]*Column{}}
+	for _, f := range files {
+		if err := t.readFile(f); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// readFile appends one file's rows.
+func (t *Table) readFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		return fmt.Errorf("%s: not a readable Parquet file: %w", path, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	defer tbl.Release()
+	n := int(tbl.NumRows())
+	base := t.rows
+	for i := range int(tbl.NumCols()) {
+		col := tbl.Column(i)
+		name := col.Name()
+		c := t.cols[name]
+		if c == nil {
+			kind, isInt, ok := kindOfArrow(col.DataType())
+			if !ok {
+				continue
+			}
+			c = &Column{Name: name, Kind: kind, isInt: isInt}
+			c.grow(base)
+			t.cols[name] = c
+			t.Names = append(t.Names, name)
+		}
+		if err := c.appendChunks(col.Data().Chunks()); err != nil {
+			return fmt.Errorf("%s: column %s: %w", path, name, err)
+		}
+		if len(c.Valid) != base+n {
+			return fmt.Errorf("%s: column %s has %d rows, want %d", path, name, len(c.Valid)-base, n)
+		}
+	}
+	t.rows += n
+	for _, c := range t.cols {
+		c.grow(t.rows)
+	}
+	t.Files = append(t.Files, path)
+	return nil
+}
+
+// kindOfArrow maps an Arrow type to a column kind.
+func kindOfArrow(dt arrow.DataType) (kind ColumnKind, isInt, ok bool) {
+	switch dt.ID() {
+	case arrow.STRING, arrow.LARGE_STRING:
+		return KindString, false, true
+	case arrow.BOOL, arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64:
+		return KindNumber, true, true
+	case arrow.FLOAT32, arrow.FLOAT64:
+		return KindNumber, false, true
+	case arrow.LIST:
+		switch k, _, ok := kindOfArrow(dt.(*arrow.ListType).Elem()); {
+		case ok && k == KindNumber:
+			return KindList, false, true
+		case ok && k == KindString:
+			return KindString, false, true // joined with "; "
+		}
+	}
+	return 0, false, false
+}
+
+// grow pads c with nulls up to n rows.
+func (c *Column) grow(n int) {
+	for len(c.Valid) < n {
+		c.Valid = append(c.Valid, false)
+		switch c.Kind {
+		case KindString:
+			c.Str = append(c.Str, "")
+		case KindNumber:
+			c.Num = append(c.Num, 0)
+		case KindList:
+			c.List = append(c.List, nil)
+		}
+	}
+}
+
+// appendChunks appends the values of a column's chunks.
+func (c *Column) appendChunks(chunks []arrow.Array) error {
+	for _, a := range chunks {
+		for i := range a.Len() {
+			if a.IsNull(i) {
+				c.grow(len(c.Valid) + 1)
+				continue
+			}
+			switch c.Kind {
+			case KindString:
+				v, ok := strAt(a, i)
+				if !ok {
+					return errors.New("not a string column in every file")
+				}
+				c.Str = append(c.Str, v)
+			case KindNumber:
+				v, ok := numAt(a, i)
+				if !ok {
+					return errors.New("not a numeric column in every file")
+				}
+				c.Num = append(c.Num, v)
+			case KindList:
+				l, ok := a.(*array.List)
+				if !ok {
+					return errors.New("not a list column in every file")
+				}
+				s, e := l.ValueOffsets(i)
+				vals := make([]float64, 0, e-s)
+				for j := s; j < e; j++ {
+					v, _ := numAt(l.ListValues(), int(j))
+					vals = append(vals, v)
+				}
+				c.List = append(c.List, vals)
+			}
+			c.Valid = append(c.Valid, true)
+		}
+	}
+	return nil
+}
+
+// numAt is a numeric or boolean array's value i as float64.
+func numAt(a arrow.Array, i int) (float64, bool) {
+	switch a := a.(type) {
+	case *array.Int64:
+		return float64(a.Value(i)), true
+	case *array.Int32:
+		return float64(a.Value(i)), true
+	case *array.Int16:
+		return float64(a.Value(i)), true
+	case *array.Int8:
+		return float64(a.Value(i)), true
+	case *array.Uint64:
+		return float64(a.Value(i)), true
+	case *array.Uint32:
+		return float64(a.Value(i)), true
+	case *array.Uint16:
+		return float64(a.Value(i)), true
+	case *array.Uint8:
+		return float64(a.Value(i)), true
+	case *array.Float64:
+		return a.Value(i), true
+	case *array.Float32:
+		return float64(a.Value(i)), true
+	case *array.Boolean:
+		if a.Value(i) {
+			return 1, true
+		}
+		return 0, true
+	}
+	return 0, false
+}
+
+// strAt is a string array's value i, or a list of strings' values joined.
+func strAt(a arrow.Array, i int) (string, bool) {
+	switch a := a.(type) {
+	case interface{ Value(int) string }:
+		return a.Value(i), true
+	case *array.List:
+		vals, ok := a.ListValues().(interface{ Value(int) string })
+		if !ok {
+			return "", false
+		}
+		s, e := a.ValueOffsets(i)
+		parts := make([]string, 0, e-s)
+		for j := s; j < e; j++ {
+			parts = append(parts, vals.Value(int(j)))
+		}
+		return strings.Join(parts, "; "), true
+	}
+	return "", false
+}

@@ -1,0 +1,226 @@
+package sweep
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lessim/lessim/internal/atomicfile"
+)
+
+// Files of a results folder besides its parts.
+const (
+	ManifestFile = "manifest.json"
+	ConfigFile   = "sweep.yaml"
+)
+
+// Manifest is a results folder's manifest.json: which sweep its parts belong
+// to and in which format. Every shard writing to the folder checks it.
+type Manifest struct {
+	// FormatVersion is the results format (FormatVersion).
+	FormatVersion int `json:"format_version"`
+	// SweepID is the hash of the expanded grid's point ids in order: two
+	// sweep files with the same points have the same id.
+	SweepID string `json:"sweep_id"`
+	// Points is the number of points in the grid (all shards).
+	Points int `json:"points"`
+	// LessimVersion is the version that created the folder.
+	LessimVersion string `json:"lessim_version"`
+	// Grid is the name of the sweep file that created the folder.
+	Grid string `json:"grid"`
+}
+
+// partRE matches a part's file name: part-<shard>-of-<shards>-<seq>.parquet.
+var partRE = regexp.MustCompile(`^part-(\d+)-of-(\d+)-(\d+)\.parquet$`)
+
+// partName is the file name of a shard's seq-th part.
+func partName(shard, shards, seq int) string {
+	return fmt.Sprintf("part-%d-of-%d-%05d.parquet", shard, shards, seq)
+}
+
+// Parts lists the result parts in dir, sorted by name.
+func Parts(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range ents {
+		if e.Type().IsRegular() && partRE.MatchString(e.Name()) {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// ReadManifest reads dir's manifest; it returns fs.ErrNotExist when dir has none.
+func ReadManifest(dir string) (*Manifest, error) {
+	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	var m Manifest
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
+	}
+	return &m, nil
+}
+
+// prepareFolder creates dir if needed, checks that it is writable and that
+// any results already in it belong to the same sweep in the same format, and
+// writes the manifest and config when absent. It returns the ids of the
+// points already finished there and the next part number of each shard.
+func prepareFolder(dir string, want Manifest, config []byte) (done map[string]bool, err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("results folder: %w", err)
+	}
+	probe, err := os.CreateTemp(dir, ".lessim-write-check-*")
+	if err != nil {
+		return nil, fmt.Errorf("results folder %s is not writable: %w", dir, err)
+	}
+	probe.Close()
+	os.Remove(probe.Name())
+	parts, err := Parts(dir)
+	if err != nil {
+		return nil, err
+	}
+	have, err := ReadManifest(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if len(parts) > 0 {
+			return nil, fmt.Errorf("results folder %s has %d result parts but no %s: refusing to add to results of unknown origin (use a new --out folder)", dir, len(parts), ManifestFile)
+		}
+		if config != nil {
+			if err := atomicfile.WriteFile(filepath.Join(dir, ConfigFile), config); err != nil {
+				return nil, err
+			}
+		}
+		js, _ := json.MarshalIndent(want, "", "  ")
+		if err := atomicfile.WriteFile(filepath.Join(dir, ManifestFile), append(js, '\n')); err != nil {
+			return nil, err
+		}
+	case err != nil:
+		return nil, err
+	default:
+		if err := checkManifest(dir, have, &want); err != nil {
+			return nil, err
+		}
+	}
+	done = map[string]bool{}
+	for _, p := range parts {
+		ids, err := readPart(p, want.SweepID)
+		if err != nil {
+			return nil, err
+		}
+		for _, id := range ids {
+			done[id] = true
+		}
+	}
+	return done, nil
+}
+
+// checkManifest refuses a folder written in another format or by another grid.
+func checkManifest(dir string, have, want *Manifest) error {
+	if have.FormatVersion != want.FormatVersion {
+		return fmt.Errorf("results folder %s was written in results format %d (lessim %s); this lessim writes format %d: use a new --out folder",
+			dir, have.FormatVersion, have.LessimVersion, want.FormatVersion)
+	}
+	if have.SweepID != want.SweepID {
+		return fmt.Errorf("results folder %s holds another sweep (%s, %d points, id %s); %s expands to %d points, id %s: use a new --out folder",
+			dir, have.Grid, have.Points, have.SweepID, want.Grid, want.Points, want.SweepID)
+	}
+	return nil
+}
+
+// nextSeq is one more than the highest part number of shard i/n in dir.
+func nextSeq(dir string, shard, shards int) (int, error) {
+	parts, err := Parts(dir)
+	if err != nil {
+		return 0, err
+	}
+	seq := 0
+	for _, p := range parts {
+		m := partRE.FindStringSubmatch(filepath.Base(p))
+		i, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[2])
+		s, _ := strconv.Atoi(m[3])
+		if i == shard && n == shards {
+			seq = max(seq, s)
+		}
+	}
+	return seq + 1, nil
+}
+
+// readPart reads a part's point ids, checking its format and sweep.
+func readPart(path, sweepID string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer pf.Close()
+	kv := pf.MetaData().KeyValueMetadata()
+	if v := kv.FindValue(FormatKey); v == nil || *v != strconv.Itoa(FormatVersion) {
+		got := "none"
+		if v != nil {
+			got = *v
+		}
+		return nil, fmt.Errorf("%s: results format %s, this lessim reads format %d: use a new --out folder", path, got, FormatVersion)
+	}
+	if v := kv.FindValue(SweepKey); v == nil || *v != sweepID {
+		return nil, fmt.Errorf("%s: belongs to another sweep than the folder's manifest", path)
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	idx := fr.Manifest.Fields
+	col := -1
+	for i, fld := range idx {
+		if fld.Field.Name == "point_id" {
+			col = i
+		}
+	}
+	if col < 0 {
+		return nil, fmt.Errorf("%s: no point_id column", path)
+	}
+	rr, err := fr.GetRecordReader(context.Background(), []int{col}, nil)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	defer rr.Release()
+	var ids []string
+	for rr.Next() {
+		a, ok := rr.RecordBatch().Column(0).(*array.String)
+		if !ok {
+			return nil, fmt.Errorf("%s: point_id is not a string column", path)
+		}
+		for i := range a.Len() {
+			ids = append(ids, a.Value(i))
+		}
+	}
+	if err := rr.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return ids, nil
+}

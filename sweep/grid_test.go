@@ -1,0 +1,182 @@
+package sweep
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/experiment"
+)
+
+const smallGrid = `# a small grid
+base:
+  model: {name: minicpm-v-4.7-35b-a3b}
+  trace: {synthetic: {tokens: 20, seed: 3}}
+  device: {name: iphone-17-pro-max}
+axes:
+  policy.name: [lru, les]
+  policy.les.threshold: [0.5, 0.8]
+  cache.size: [1GiB, 2GiB, 3GiB]
+`
+
+func mustExpand(t *testing.T, src string) (*Grid, []Point) {
+	t.Helper()
+	g, err := ParseGrid([]byte(src), "sweep.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := g.Expand()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g, pts
+}
+
+func TestExpandOrderAndCollapse(t *testing.T) {
+	g, pts := mustExpand(t, smallGrid)
+	if len(g.Axes) != 3 || g.Axes[0].Field != "policy.name" || g.Axes[2].Line != 9 || g.Axes[2].ValueLines[1] != 9 {
+		t.Fatalf("axes: %+v", g.Axes)
+	}
+	// lru has no threshold: its two thresholds collapse, so 3 lru + 6 les points.
+	if len(pts) != 9 {
+		t.Fatalf("got %d points, want 9", len(pts))
+	}
+	var got []string
+	for i, p := range pts {
+		if p.Index != i {
+			t.Errorf("point %d has index %d", i, p.Index)
+		}
+		if p.ID != p.Spec.Hash() {
+			t.Errorf("point %d: id %s is not the spec's hash", i, p.ID)
+		}
+		th := 0.0
+		if p.Spec.Policy.LES != nil {
+			th = p.Spec.Policy.LES.Threshold
+		}
+		got = append(got, p.Spec.Policy.Name+"/"+p.Spec.Cache.Size+"/"+strings.TrimRight(strings.TrimRight(jsonText(th), "0"), "."))
+	}
+	want := "lru/1GiB/ lru/2GiB/ lru/3GiB/ les/1GiB/0.5 les/2GiB/0.5 les/3GiB/0.5 les/1GiB/0.8 les/2GiB/0.8 les/3GiB/0.8"
+	if strings.Join(got, " ") != want {
+		t.Errorf("order:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	// Expansion is deterministic.
+	_, again := mustExpand(t, smallGrid)
+	if SweepID(again) != SweepID(pts) {
+		t.Error("sweep id changed between two expansions")
+	}
+	// Absent fields take experiment.Parse's defaults.
+	if pts[0].Spec.Layout != experiment.DefaultLayout || pts[0].Spec.Trace.Synthetic.Tokens != 20 || pts[0].Spec.Trace.Synthetic.Skew != experiment.DefaultSynthetic().Skew {
+		t.Errorf("defaults not filled: %+v", pts[0].Spec)
+	}
+}
+
+func jsonText(v any) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+func TestParseGridProblems(t *testing.T) {
+	src := `base:
+  model: {name: minicpm-v-4.7-35b-a3b}
+  cache: {sise: 3GiB}
+  layout: 7
+extra: 1
+axes:
+  policy.name: [lru, 5]
+  policy.les.treshold: [0.5]
+  cache.size: []
+  speculative: [{block: 4, accept: high}]
+  layout: per-expert
+  cache.size: [1GiB]
+`
+	_, err := ParseGrid([]byte(src), "bad.yaml")
+	var probs *Problems
+	if !errors.As(err, &probs) {
+		t.Fatalf("want *Problems, got %v", err)
+	}
+	want := `bad.yaml: 9 problems
+  bad.yaml:3: base.cache: unknown field "sise" (valid: size, bytes)
+  bad.yaml:4: base.layout: 7 is a number, want a string
+  bad.yaml:5: unknown key "extra" (valid: base, axes)
+  bad.yaml:7: policy.name: 5 is a number, want a string
+  bad.yaml:8: axes: unknown field "policy.les.treshold": policy.les has top_n, threshold, max_candidates, depth, max_inflight_bytes, no_prefetch
+  bad.yaml:9: axes: cache.size: empty list of values: the grid would have no points
+  bad.yaml:10: speculative.accept: high is a string, want a number
+  bad.yaml:11: axes: layout: values must be a list, e.g. [a, b]
+  bad.yaml:12: axes: cache.size is swept twice (first on line 9)`
+	if err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+func TestParseGridEmpty(t *testing.T) {
+	for _, c := range []struct{ src, want string }{
+		{"", "empty sweep file"},
+		{"base: {}\n", "no axes"},
+		{"axes: {}\n", "empty grid"},
+		{"- 1\n", "a mapping with base and axes"},
+		{"axes: [1\n", "yaml:"},
+	} {
+		_, err := ParseGrid([]byte(c.src), "s.yaml")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
+		}
+	}
+}
+
+func TestExpandInvalidPoints(t *testing.T) {
+	src := `base:
+  model: {name: minicpm-v-4.7-35b-a3b}
+axes:
+  layout: [per-expert, floppy]
+  speculative.accept: [0.5, 1.5]
+`
+	g, err := ParseGrid([]byte(src), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Expand()
+	if err == nil {
+		t.Fatal("want an error")
+	}
+	for _, want := range []string{"3 problems", `layout="floppy" (line 4)`, `speculative.accept=1.5 (line 5)`} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q:\n%v", want, err)
+		}
+	}
+}
+
+func TestResolvedConfigParsesBack(t *testing.T) {
+	g, pts := mustExpand(t, smallGrid)
+	cfg, err := g.ResolvedConfig(pts, "9.9.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g2, pts2 := mustExpand(t, string(cfg))
+	if SweepID(pts2) != SweepID(pts) || len(g2.Axes) != len(g.Axes) {
+		t.Errorf("resolved config expands differently:\n%s", cfg)
+	}
+	for _, want := range []string{"lessim_version: 9.9.9", "sweep_id: " + SweepID(pts), "policy.name: [lru, les]"} {
+		if !strings.Contains(string(cfg), want) {
+			t.Errorf("resolved config lacks %q:\n%s", want, cfg)
+		}
+	}
+}
+
+func TestExpandGroupsTheSameError(t *testing.T) {
+	src := `base:
+  layout: floppy
+axes:
+  policy.name: [lru, les, lfu]
+`
+	g, err := ParseGrid([]byte(src), "s.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = g.Expand()
+	if err == nil || !strings.Contains(err.Error(), "1 problem\n") || !strings.Contains(err.Error(), "3 points, e.g. policy.name=\"lru\" (line 4)") {
+		t.Errorf("got %v", err)
+	}
+	t.Log(err)
+}

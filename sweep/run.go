@@ -1,0 +1,350 @@
+package sweep
+
+import (
+	"cmp"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
+)
+
+// RunFunc runs one point: it resolves the spec through in (shared by every
+// point of the same trace, so the trace is loaded once) and simulates it. It
+// is called from several goroutines at once and must not modify what it
+// shares with other calls (the trace's steps).
+type RunFunc func(ctx context.Context, in *experiment.Inputs, s experiment.Spec) (*experiment.Outcome, error)
+
+// Simulate is the RunFunc of lessim sweep: experiment's Resolve, then Run.
+func Simulate(_ context.Context, in *experiment.Inputs, s experiment.Spec) (*experiment.Outcome, error) {
+	return simulate(in, s, false)
+}
+
+// simulate resolves and runs s, keeping per-pass samples when keepSeries.
+func simulate(in *experiment.Inputs, s experiment.Spec, keepSeries bool) (*experiment.Outcome, error) {
+	p, err := in.Resolve(s)
+	if err != nil {
+		return nil, err
+	}
+	p.Config.KeepSeries = keepSeries
+	return p.Run()
+}
+
+// Options says where and how a sweep runs.
+type Options struct {
+	// Out is the results folder (created if needed).
+	Out string
+	// Shard and Shards select the points whose index mod Shards is Shard
+	// (0 <= Shard < Shards); Shards 0 means 1.
+	Shard, Shards int
+	// Workers is how many points run at once; 0 means GOMAXPROCS.
+	Workers int
+	// PartRows is how many rows a part holds at most; 0 means 64.
+	PartRows int
+	// PartInterval writes a part at least this often while points finish,
+	// so a kill loses little work; 0 means 10 s.
+	PartInterval time.Duration
+	// Version is lessim's version, stored in the rows and manifest.
+	Version string
+	// Config is the resolved sweep file written beside the results as
+	// sweep.yaml when the folder is new (see ResolvedConfig).
+	Config []byte
+	// Run runs one point; nil means Simulate (keeping per-pass samples
+	// when KeepSeries is set).
+	Run RunFunc
+	// KeepSeries keeps each run's per-pass samples (the series.* columns,
+	// from which a report draws exact latency distributions); it changes no
+	// other number.
+	KeepSeries bool
+	// NewInputs makes the Inputs shared by the points of one trace; nil
+	// means a zero experiment.Inputs (files read with its default reader).
+	NewInputs func() *experiment.Inputs
+	// Progress, when set, is called after each finished point with the
+	// number done (skipped points included) and the shard's total.
+	Progress func(done, total int)
+}
+
+// Summary is what a sweep did.
+type Summary struct {
+	SweepID string
+	Points  int      // points in the grid
+	Shard   string   // "i/n"
+	Mine    int      // points of this shard
+	Skipped int      // finished earlier (found in the folder's parts)
+	Ran     int      // run now
+	Failed  int      // of Ran, points whose Error is set
+	Parts   []string // part files written now
+	Errors  []string // the first few point errors, "point N: error"
+}
+
+// SweepID is the hash of the points' ids in order: a grid's identity.
+func SweepID(points []Point) string {
+	h := sha256.New()
+	for _, p := range points {
+		h.Write([]byte(p.ID))
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
+}
+
+// ShardPoints is the points of shard i of n: those whose index mod n is i.
+func ShardPoints(points []Point, shard, shards int) []Point {
+	var out []Point
+	for _, p := range points {
+		if p.Index%shards == shard {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Run runs the points of opt's shard that are not already in opt.Out, in
+// parallel, writing their rows in parts as they finish. It refuses a folder
+// holding another sweep or another results format. A point that fails gets
+// a row with its Error (it is not retried on a rerun); Run itself fails on
+// bad options, an unusable folder, a write error, or a cancelled ctx (after
+// writing the rows of the points already finished).
+func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Summary, error) {
+	if opt.Shards == 0 {
+		opt.Shards = 1
+	}
+	if opt.Shards < 1 || opt.Shard < 0 || opt.Shard >= opt.Shards {
+		return nil, fmt.Errorf("shard %d/%d: want 0 <= shard < shards", opt.Shard, opt.Shards)
+	}
+	if opt.Run == nil {
+		keep := opt.KeepSeries
+		opt.Run = func(_ context.Context, in *experiment.Inputs, s experiment.Spec) (*experiment.Outcome, error) {
+			return simulate(in, s, keep)
+		}
+	}
+	if len(points) == 0 {
+		return nil, errors.New("sweep: empty grid")
+	}
+	opt.Workers = cmp.Or(opt.Workers, runtime.GOMAXPROCS(0))
+	opt.PartRows = cmp.Or(opt.PartRows, 64)
+	opt.PartInterval = cmp.Or(opt.PartInterval, 10*time.Second)
+	sum := &Summary{SweepID: SweepID(points), Points: len(points), Shard: fmt.Sprintf("%d/%d", opt.Shard, opt.Shards)}
+	man := Manifest{FormatVersion: FormatVersion, SweepID: sum.SweepID, Points: len(points), LessimVersion: opt.Version, Grid: gridName}
+	done, err := prepareFolder(opt.Out, man, opt.Config)
+	if err != nil {
+		return nil, err
+	}
+	mine := ShardPoints(points, opt.Shard, opt.Shards)
+	sum.Mine = len(mine)
+	var todo []Point
+	for _, p := range mine {
+		if done[p.ID] {
+			sum.Skipped++
+		} else {
+			todo = append(todo, p)
+		}
+	}
+	seq, err := nextSeq(opt.Out, opt.Shard, opt.Shards)
+	if err != nil {
+		return nil, err
+	}
+	if opt.Progress != nil {
+		opt.Progress(sum.Skipped, sum.Mine)
+	}
+	rows := runPoints(ctx, todo, &opt, sum)
+	w := partWriter{dir: opt.Out, opt: &opt, seq: seq, sum: sum, last: time.Now()}
+	for r := range rows {
+		if err := w.add(r); err != nil {
+			for range rows { // let the workers finish
+			}
+			return sum, err
+		}
+	}
+	if err := w.flush(); err != nil {
+		return sum, err
+	}
+	return sum, ctx.Err()
+}
+
+// runPoints runs todo on opt.Workers goroutines and returns their rows; the
+// channel closes when every started point has finished. Points sharing a
+// trace share one experiment.Inputs (the trace is loaded once) and run next
+// to each other; the Inputs is dropped after its last point, so memory holds
+// about one trace per worker, whatever the grid's order.
+func runPoints(ctx context.Context, todo []Point, opt *Options, sum *Summary) <-chan Row {
+	groups := newTraceGroups(todo, opt.NewInputs)
+	jobs := make(chan Point)
+	rows := make(chan Row, opt.Workers)
+	var wg sync.WaitGroup
+	for range min(opt.Workers, max(len(todo), 1)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for p := range jobs {
+				in := groups.acquire(p)
+				rows <- runPoint(ctx, in, p, opt, sum)
+				groups.release(p)
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, p := range groups.order {
+			select {
+			case jobs <- p:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() {
+		wg.Wait()
+		close(rows)
+	}()
+	return rows
+}
+
+// traceGroups hands out one experiment.Inputs per trace, counting the
+// points still to run so it can drop the Inputs (and its trace) after the last.
+type traceGroups struct {
+	order []Point // todo, grouped by trace in order of first appearance
+	key   map[int]string
+	mu    sync.Mutex
+	live  map[string]*traceGroup
+}
+
+type traceGroup struct {
+	in   *experiment.Inputs
+	left int
+}
+
+func newTraceGroups(todo []Point, newInputs func() *experiment.Inputs) *traceGroups {
+	if newInputs == nil {
+		newInputs = func() *experiment.Inputs { return &experiment.Inputs{} }
+	}
+	g := &traceGroups{key: map[int]string{}, live: map[string]*traceGroup{}}
+	var keys []string
+	byKey := map[string][]Point{}
+	for _, p := range todo {
+		k := traceKey(&p.Spec)
+		if _, ok := byKey[k]; !ok {
+			keys = append(keys, k)
+			g.live[k] = &traceGroup{in: newInputs()}
+		}
+		byKey[k] = append(byKey[k], p)
+		g.key[p.Index] = k
+		g.live[k].left++
+	}
+	for _, k := range keys {
+		g.order = append(g.order, byKey[k]...)
+	}
+	return g
+}
+
+// traceKey names the trace a spec runs on: its model and trace groups (a
+// stated predictor's scores derive from that trace, inside the Inputs).
+func traceKey(s *experiment.Spec) string {
+	js, _ := json.Marshal(struct {
+		M any `json:"m"`
+		T any `json:"t"`
+	}{s.Model, s.Trace})
+	return string(js)
+}
+
+func (g *traceGroups) acquire(p Point) *experiment.Inputs {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.live[g.key[p.Index]].in
+}
+
+func (g *traceGroups) release(p Point) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	k := g.key[p.Index]
+	if tg := g.live[k]; tg != nil {
+		if tg.left--; tg.left == 0 {
+			delete(g.live, k)
+		}
+	}
+}
+
+// runPoint runs one point into its row.
+func runPoint(ctx context.Context, in *experiment.Inputs, p Point, opt *Options, sum *Summary) Row {
+	row := Row{PointID: p.ID, PointIndex: p.Index, SweepID: sum.SweepID, LessimVersion: opt.Version, Spec: p.Spec}
+	out, err := runSafely(ctx, opt.Run, in, p.Spec)
+	if err != nil {
+		row.Error = oneLine(err)
+		return row
+	}
+	row.Spec, row.RunHash, row.Result = out.Spec, out.Hash, out.Result
+	return row
+}
+
+// runSafely calls run, turning a panic into an error so one bad point does
+// not end the sweep.
+func runSafely(ctx context.Context, run RunFunc, in *experiment.Inputs, s experiment.Spec) (out *experiment.Outcome, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic: %v", p)
+		}
+	}()
+	out, err = run(ctx, in, s)
+	if err == nil && (out == nil || out.Result == nil) {
+		err = errors.New("run returned no result")
+	}
+	return out, err
+}
+
+// partWriter batches rows into parts.
+type partWriter struct {
+	dir  string
+	opt  *Options
+	seq  int
+	sum  *Summary
+	buf  []Row
+	last time.Time
+}
+
+// add buffers a row and writes a part when it is full or due.
+func (w *partWriter) add(r Row) error {
+	w.buf = append(w.buf, r)
+	w.sum.Ran++
+	if r.Error != "" {
+		w.sum.Failed++
+		if len(w.sum.Errors) < 5 {
+			w.sum.Errors = append(w.sum.Errors, fmt.Sprintf("point %d: %s", r.PointIndex, r.Error))
+		}
+	}
+	if w.opt.Progress != nil {
+		w.opt.Progress(w.sum.Skipped+w.sum.Ran, w.sum.Mine)
+	}
+	if len(w.buf) >= w.opt.PartRows || time.Since(w.last) >= w.opt.PartInterval {
+		return w.flush()
+	}
+	return nil
+}
+
+// flush writes the buffered rows, sorted by point index, as the next part.
+func (w *partWriter) flush() error {
+	w.last = time.Now()
+	if len(w.buf) == 0 {
+		return nil
+	}
+	slices.SortFunc(w.buf, func(a, b Row) int { return a.PointIndex - b.PointIndex })
+	data, err := encodePart(w.sum.SweepID, w.buf)
+	if err != nil {
+		return err
+	}
+	path := filepath.Join(w.dir, partName(w.opt.Shard, w.opt.Shards, w.seq))
+	if err := atomicfile.WriteFile(path, data); err != nil {
+		return err
+	}
+	w.seq++
+	w.buf = w.buf[:0]
+	w.sum.Parts = append(w.sum.Parts, path)
+	return nil
+}
