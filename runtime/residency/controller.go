@@ -238,3 +238,33 @@ func mincore(addr uintptr, n int64, vec []byte) error {
 	}
 	return nil
 }
+
+// Residency is the resident fraction of every expert, by layer then expert (one
+// mincore per region), for checking the books against the page cache.
+func (c *Controller) Residency() ([][]float64, error) {
+	out := make([][]float64, len(c.layout.Layers))
+	for l := range out {
+		out[l] = make([]float64, c.layout.Experts)
+		for x := range out[l] {
+			f, err := c.Resident(Expert{l, x})
+			if err != nil {
+				return nil, err
+			}
+			out[l][x] = f
+		}
+	}
+	return out, nil
+}
+
+// ResidentExpertBytes is the resident bytes of all expert tensors (whole pages).
+func (c *Controller) ResidentExpertBytes() (int64, error) {
+	var n int64
+	for _, t := range c.layout.Tensors {
+		b, err := c.ResidentBytes(t)
+		if err != nil {
+			return 0, err
+		}
+		n += b
+	}
+	return n, nil
+}

@@ -80,6 +80,20 @@ func TestLoadEvictResident(t *testing.T) {
 			r := layout.Regions(e)[1]
 			_ = data[r.Start] + data[r.End-1]
 
+			res, err := c.Residency()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for l := range res {
+				for x, f := range res[l] {
+					if want := (Expert{l, x} == e); (f == 1) != want {
+						t.Errorf("Residency()[%d][%d] = %.3f, want fully resident only for %v", l, x, f, e)
+					}
+				}
+			}
+			if b, _ := c.ResidentExpertBytes(); b < layout.Bytes(e.Layer) || b > layout.Bytes(e.Layer)+int64(len(layout.Tensors)*2+6)*c.PageSize() {
+				t.Errorf("ResidentExpertBytes = %d, want the loaded expert's %d plus boundary pages", b, layout.Bytes(e.Layer))
+			}
 			if err := c.Evict(e); err != nil {
 				t.Fatal(err)
 			}
