@@ -23,8 +23,8 @@
 //     first, on the model and on synthetic variants of its shape (2 and 4 layers,
 //     top-1 and its top-k; runtime/gguf writes them, for qwen3moe and olmoe in
 //     F16 or Q8_0). The simulator charges a token Σ over layers (dense bytes +
-//     top-k × expert bytes) ÷ (bandwidth × efficiency) + layers × layer_overhead
-//     + head bytes ÷ the same rate; least squares of the measured times per
+//     top-k × expert bytes) ÷ (bandwidth × efficiency), plus layers ×
+//     layer_overhead, plus head bytes ÷ the same rate; least squares of the measured times per
 //     token against (layers, bytes per token) give layer_overhead and the rate,
 //     and efficiency = rate ÷ bandwidth (capped at 1). flops is FLOPs per token
 //     ÷ the time one more token adds to a pass (slope over passes of 1, 2, 4
