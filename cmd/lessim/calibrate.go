@@ -61,9 +61,11 @@ The model must be on a real file system: tmpfs refuses O_DIRECT.`,
 			u := r.Compute.Points[0]
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "wrote %s: device %s\n", o.Out, d.Name)
-			fmt.Fprintf(out, "flash: %s at 1 lane, %s at %d lanes (%s reads); latency %.0f us; lanes %d\n",
-				mib(d.Flash.SingleLane[len(d.Flash.SingleLane)-1].BytesPerSec), mib(d.Flash.Aggregate[len(d.Flash.Aggregate)-1].BytesPerSec),
-				o.Lanes[len(o.Lanes)-1], sizes, float64(d.Flash.LatencyNS)/1e3, d.Flash.Lanes)
+			big, most := o.Sizes[len(o.Sizes)-1], o.Lanes[len(o.Lanes)-1]
+			one, _ := r.Point(big, 1)
+			all, _ := r.Point(big, most)
+			fmt.Fprintf(out, "flash: %s reads %s at 1 lane, %s at %d lanes; latency %.0f us; lanes %d\n",
+				strings.TrimSpace(sizeText(big)), mib(one.Throughput.Median), mib(all.Throughput.Median), most, float64(d.Flash.LatencyNS)/1e3, d.Flash.Lanes)
 			fmt.Fprintf(out, "memory: %.2f GB/s × efficiency %.3f; compute %.2f GFLOPS, %.1f us per layer\n",
 				d.MemBandwidth/1e9, d.MemEfficiency, d.ComputeFLOPS/1e9, float64(d.LayerOverhead)/1e3)
 			fmt.Fprintf(out, "decode (all in RAM, 1 thread): %.2f ms/token on %s\n", u.TokenNS.Median/1e6, u.Name)
@@ -83,6 +85,14 @@ The model must be on a real file system: tmpfs refuses O_DIRECT.`,
 	fl.IntVar(&o.Tokens, "tokens", o.Tokens, "decoded tokens per model shape")
 	fl.BoolVar(&quiet, "quiet", false, "no progress lines")
 	return cmd
+}
+
+// sizeText prints a read size in KiB or MiB.
+func sizeText(b int64) string {
+	if b >= 1<<20 && b%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", b>>20)
+	}
+	return fmt.Sprintf("%d KiB", b>>10)
 }
 
 func mib(bps float64) string { return fmt.Sprintf("%.0f MiB/s", bps/(1<<20)) }

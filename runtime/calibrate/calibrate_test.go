@@ -138,8 +138,8 @@ func TestMeasurements(t *testing.T) {
 	if err != nil || mi.Available > mi.Total {
 		t.Errorf("meminfo %+v, %v", mi, err)
 	}
-	if bw := memBandwidth(8<<20, 2); bw.N != 2 || bw.Median <= 0 {
-		t.Errorf("bandwidth %+v", bw)
+	if bw, peak := memBandwidth(8<<20, 2); bw.N != 2 || bw.Median <= 0 || peak < bw.Median {
+		t.Errorf("bandwidth %+v, best %v", bw, peak)
 	}
 	fc, err := faultCost(model, 2)
 	if err != nil {

@@ -190,8 +190,10 @@ func variantOptions(path string) ([]gguf.SynthOptions, string) {
 		}
 		out = append(out, v)
 	}
-	if slices.ContainsFunc(out, func(v gguf.SynthOptions) bool { return v.Layers >= len(m.Layers) && v.TopK >= m.TopK }) {
-		return nil, "the model is already as small as the variants"
+	// Keep only shapes smaller than the model: the model itself is a point already.
+	out = slices.DeleteFunc(out, func(v gguf.SynthOptions) bool { return v.Layers >= len(m.Layers) && v.TopK >= m.TopK })
+	if len(out) == 0 {
+		return nil, "the model is already as small as the variants (2 layers, top-1)"
 	}
 	return out, ""
 }

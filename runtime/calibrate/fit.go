@@ -33,6 +33,7 @@ type Compute struct {
 	BytesPerSec     float64
 	LayerOverheadNS float64
 	OverheadFitted  bool   // false when the model's shape could not be varied
+	Clamped         bool   // the fit's overhead came out negative and was held at 0
 	Why             string // why not, when !OverheadFitted
 	FLOPS           float64
 	BatchSlopeNS    float64
@@ -54,10 +55,23 @@ func (c *Compute) fit(why string) error {
 			b.SetVec(i, p.TokenNS.Median)
 		}
 		var x mat.VecDense
-		if err := x.SolveVec(a, b); err == nil && x.AtVec(0) >= 0 && x.AtVec(1) > 0 {
+		err := x.SolveVec(a, b)
+		switch {
+		case err == nil && x.AtVec(0) >= 0 && x.AtVec(1) > 0:
 			c.LayerOverheadNS, c.BytesPerSec, c.OverheadFitted = x.AtVec(0), 1e9/x.AtVec(1), true
-		} else {
-			why = fmt.Sprintf("the least-squares fit over %d shapes gave no positive rate and non-negative overhead", len(c.Points))
+		default:
+			// The constraint overhead >= 0 binds: fit time = bytes ÷ rate alone
+			// (least squares through the origin) and report a zero overhead.
+			var sxy, sxx float64
+			for _, p := range c.Points {
+				sxy += p.Bytes * p.TokenNS.Median
+				sxx += p.Bytes * p.Bytes
+			}
+			if sxy > 0 {
+				c.LayerOverheadNS, c.BytesPerSec, c.OverheadFitted, c.Clamped = 0, 1e9*sxx/sxy, true, true
+			} else {
+				why = fmt.Sprintf("the least-squares fit over %d shapes gave no positive rate", len(c.Points))
+			}
 		}
 	}
 	if !c.OverheadFitted {

@@ -86,6 +86,9 @@ func (o *Options) Validate() error {
 	} else if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
 		bad("--out %s: folder %s does not exist", o.Out, filepath.Dir(o.Out))
 	}
+	if len(o.Lanes) > 0 && o.Lanes[0] != 1 {
+		bad("lanes must start at 1 (the single-lane curve), got %d", o.Lanes[0])
+	}
 	prev := 0
 	for _, l := range o.Lanes {
 		if l < 1 || l > 256 {

@@ -53,9 +53,9 @@ func (r *Result) profile() ([]byte, error) {
 	kv("  ", "ram", size(ram/(1<<20)*(1<<20)), m+one(size(ram/(1<<20)*(1<<20)))+" (MemTotal in /proc/meminfo)")
 	res := ram - r.Mem.Available
 	kv("  ", "reserve", size(res/(1<<20)*(1<<20)), m+one(size(res/(1<<20)*(1<<20)))+" (MemTotal − MemAvailable in /proc/meminfo: RAM the kernel and other processes held during calibration)")
-	bw := r.Bandwidth.Median
-	kv("  ", "bandwidth", gbps(bw), m+r.Bandwidth.describe(gbps)+
-		fmt.Sprintf(" (streaming 64-bit loads over a %s buffer by one goroutine per CPU in Go: a lower bound of the DRAM peak)", size(o.MemBytes)))
+	bw := r.BandwidthPeak
+	kv("  ", "bandwidth", gbps(bw), m+r.Bandwidth.describe(gbps)+fmt.Sprintf(", best %s, the value"+
+		" (streaming 64-bit loads over a %s buffer by one goroutine per CPU in Go; the best sample, as noise from other processes only lowers it: a lower bound of the DRAM peak)", gbps(bw), size(o.MemBytes)))
 	eff := min(c.BytesPerSec/bw, 1)
 	effSrc := m + fmt.Sprintf("decode byte rate %s (fit over %d model shapes, 1 thread, everything in RAM; this model %s per token) ÷ the bandwidth above",
 		gbps(c.BytesPerSec), len(c.Points), u.TokenNS.describe(ms))
@@ -74,17 +74,37 @@ func (r *Result) profile() ([]byte, error) {
 	kv("  ", "flops", gflops(c.FLOPS), m+fmt.Sprintf("%.0f FLOPs per token ÷ %s, the time one more token adds to a pass (slope over passes of %s tokens)",
 		u.ModelFLOPsTok, ms(c.BatchSlopeNS), strings.Join(batch, "; ")))
 	if c.OverheadFitted {
-		kv("  ", "layer_overhead", us(c.LayerOverheadNS), m+fmt.Sprintf("the fit's per-layer term over %d model shapes (this model and synthetic variants of it with fewer layers and experts), medians of %d tokens each",
-			len(c.Points), u.TokenNS.N))
+		var shapes []string
+		for _, p := range c.Points {
+			shapes = append(shapes, fmt.Sprintf("%s (%d layers, top-%d) %s per token", p.Name, p.Layers, p.TopK, p.TokenNS.describe(ms)))
+		}
+		how := "the per-layer term of the least-squares fit"
+		if c.Clamped {
+			how = "the per-layer term of the least-squares fit, held at 0 because it came out negative (per-layer cost not separable from bytes at this noise)"
+		}
+		kv("  ", "layer_overhead", us(c.LayerOverheadNS), m+fmt.Sprintf("%s over %d model shapes (this model and synthetic variants with fewer layers and experts): %s",
+			how, len(c.Points), strings.Join(shapes, "; ")))
 	} else {
 		kv("  ", "layer_overhead", "0 us", "assumed: not separable from the byte rate here ("+c.Why+"); the decode time is all charged to bytes")
 	}
 
 	w("flash:\n")
-	kv("  ", "lanes", strconv.Itoa(r.KneeLanes), m+fmt.Sprintf("the fewest lanes within 5%% of the best throughput at %s reads (measured lanes %s)",
-		size(o.Sizes[len(o.Sizes)-1]), joinInts(o.Lanes)))
+	big := o.Sizes[len(o.Sizes)-1]
+	var byLanes []string
+	for _, l := range o.Lanes {
+		p, _ := r.Point(big, l)
+		byLanes = append(byLanes, fmt.Sprintf("%d lanes %s", l, p.Throughput.describe(mibps)))
+	}
+	kv("  ", "lanes", strconv.Itoa(r.KneeLanes), m+fmt.Sprintf("the fewest lanes within 5%% of the best throughput at %s reads: %s",
+		size(big), strings.Join(byLanes, "; ")))
 	if r.LatencyOK {
-		kv("  ", "latency", us(r.LatencyNS), m+fmt.Sprintf("intercept of time per read against read size through the single-lane medians (%d sizes), capped below every point's time per read", len(o.Sizes)))
+		var bySize []string
+		for _, s := range o.Sizes {
+			p, _ := r.Point(s, 1)
+			bySize = append(bySize, fmt.Sprintf("%s %s", size(s), p.PerRead.describe(us)))
+		}
+		kv("  ", "latency", us(r.LatencyNS), m+fmt.Sprintf("intercept of 1-lane time per read against read size (least squares through the medians), capped below every point's time per read; time per read %s",
+			strings.Join(bySize, "; ")))
 	} else {
 		kv("  ", "latency", "0 us", "assumed: one read size measured, so latency and transfer time cannot be told apart")
 	}

@@ -21,10 +21,12 @@ type Result struct {
 	ReadAhead ReadAhead
 	Mem       MemInfo
 	Bandwidth Summary // bytes/s
-	Fault     Summary // ns per minor fault
-	Load      LoadCPU
-	Compute   *Compute
-	YAML      []byte // the profile as written
+	// BandwidthPeak is the best bandwidth sample: the profile's value.
+	BandwidthPeak float64
+	Fault         Summary // ns per minor fault
+	Load          LoadCPU
+	Compute       *Compute
+	YAML          []byte // the profile as written
 }
 
 // Run measures this machine (see the package documentation), writes the profile
@@ -73,8 +75,8 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	r.Bandwidth = memBandwidth(o.MemBytes, o.Samples)
-	logf("memory: %s streaming read", gbps(r.Bandwidth.Median))
+	r.Bandwidth, r.BandwidthPeak = memBandwidth(o.MemBytes, o.Samples)
+	logf("memory: %s streaming read (best of %d)", gbps(r.BandwidthPeak), r.Bandwidth.N)
 	if r.Fault, err = faultCost(o.Model, o.Samples); err != nil {
 		return nil, err
 	}

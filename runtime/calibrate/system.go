@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -88,8 +89,9 @@ var sink uint64
 
 // memBandwidth streams over a buffer of n bytes with one goroutine per CPU
 // (GOMAXPROCS), each summing its share as 64-bit words, samples times: bytes ÷
-// wall time. The buffer is written once first so every page is backed.
-func memBandwidth(n int64, samples int) Summary {
+// wall time; it returns their summary and the best sample. The buffer is
+// written once first so every page is backed.
+func memBandwidth(n int64, samples int) (Summary, float64) {
 	words := make([]uint64, n/8)
 	for i := range words {
 		words[i] = uint64(i)
@@ -122,7 +124,7 @@ func memBandwidth(n int64, samples int) Summary {
 			sink += s
 		}
 	}
-	return Summarize(out)
+	return Summarize(out), slices.Max(out)
 }
 
 // threadCPU is this thread's CPU time in ns (the caller locked the thread).
