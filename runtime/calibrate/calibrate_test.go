@@ -141,12 +141,12 @@ func TestMeasurements(t *testing.T) {
 	if bw, peak := memBandwidth(8<<20, 2); bw.N != 2 || bw.Median <= 0 || peak < bw.Median {
 		t.Errorf("bandwidth %+v, best %v", bw, peak)
 	}
-	fc, err := faultCost(model, 2)
+	fc, perFault, err := faultCost(model, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fc.N != 2 || fc.Median <= 0 {
-		t.Errorf("fault cost %+v", fc)
+	if fc.N != 2 || fc.Median <= 0 || perFault < 1 {
+		t.Errorf("fault cost %+v, %.1f pages per fault", fc, perFault)
 	}
 	lc, err := loadCPU(model, []int64{64 << 10, 1 << 20}, 3, rng.Int64N)
 	if err != nil {

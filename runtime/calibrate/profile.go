@@ -71,7 +71,7 @@ func (r *Result) profile() ([]byte, error) {
 			batch = append(batch, fmt.Sprintf("%d: %s", n, s.describe(ms)))
 		}
 	}
-	kv("  ", "flops", gflops(c.FLOPS), m+fmt.Sprintf("%.0f FLOPs per token ÷ %s, the time one more token adds to a pass (slope over passes of %s tokens)",
+	kv("  ", "flops", gflops(c.FLOPS), m+fmt.Sprintf("%.0f FLOPs per token ÷ %s, the time one more token adds to a pass (least-squares slope of pass time against tokens per pass; by tokens: %s)",
 		u.ModelFLOPsTok, ms(c.BatchSlopeNS), strings.Join(batch, "; ")))
 	if c.OverheadFitted {
 		var shapes []string
@@ -120,7 +120,7 @@ func (r *Result) profile() ([]byte, error) {
 	curve("aggregate", o.Lanes[len(o.Lanes)-1])
 	kv("  ", "page_size", size(r.PageBytes), m+one(size(r.PageBytes))+" (getpagesize)")
 	kv("  ", "read_ahead", size(r.ReadAhead.Bytes), m+one(size(r.ReadAhead.Bytes))+" ("+r.ReadAhead.File+")")
-	kv("  ", "fault_cost", us(r.Fault.Median), m+r.Fault.describe(us)+" (thread CPU time per minor fault touching a MADV_RANDOM mapping of the model whose pages are cached; I/O excluded)")
+	kv("  ", "fault_cost", us(r.Fault.Median), m+r.Fault.describe(us)+fmt.Sprintf(" (thread CPU time per minor fault touching every page of a MADV_RANDOM mapping of the model whose pages are cached, %.1f pages mapped per fault; I/O excluded)", r.PagesPerFault))
 
 	data := b.Bytes()
 	if _, err := devices.ParseProfile(data, o.Out); err != nil {

@@ -24,6 +24,8 @@ type Result struct {
 	// BandwidthPeak is the best bandwidth sample: the profile's value.
 	BandwidthPeak float64
 	Fault         Summary // ns per minor fault
+	// PagesPerFault is how many pages one fault mapped (fault-around, large folios).
+	PagesPerFault float64
 	Load          LoadCPU
 	Compute       *Compute
 	YAML          []byte // the profile as written
@@ -77,7 +79,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	r.Bandwidth, r.BandwidthPeak = memBandwidth(o.MemBytes, o.Samples)
 	logf("memory: %s streaming read (best of %d)", gbps(r.BandwidthPeak), r.Bandwidth.N)
-	if r.Fault, err = faultCost(o.Model, o.Samples); err != nil {
+	if r.Fault, r.PagesPerFault, err = faultCost(o.Model, o.Samples); err != nil {
 		return nil, err
 	}
 	loadSizes := []int64{64 << 10, 256 << 10, 1 << 20, 4 << 20}

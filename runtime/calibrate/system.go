@@ -149,26 +149,27 @@ func minorFaults() int64 {
 // are in the page cache (a minor fault: the compute thread's cost, I/O excluded).
 // It maps up to 64 MiB of path, brings it into the page cache, sets MADV_RANDOM,
 // and per sample drops the page-table entries (MADV_DONTNEED) and touches every
-// page: thread CPU time ÷ minor faults (fault-around may map several pages per
-// fault; the cost is per fault, as the simulator charges it).
-func faultCost(path string, samples int) (Summary, error) {
+// page: thread CPU time ÷ minor faults (fault-around and large folios may map
+// several pages per fault; the cost is per fault, as the simulator charges it).
+// It also returns the mean pages mapped per fault.
+func faultCost(path string, samples int) (Summary, float64, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return Summary{}, fmt.Errorf("calibrate: %w", err)
+		return Summary{}, 0, fmt.Errorf("calibrate: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return Summary{}, fmt.Errorf("calibrate: %w", err)
+		return Summary{}, 0, fmt.Errorf("calibrate: %w", err)
 	}
 	page := int64(os.Getpagesize())
 	n := min(st.Size(), 64<<20) / page * page
 	if n < 16*page {
-		return Summary{}, fmt.Errorf("calibrate: %s is too small to measure page faults (%d bytes)", path, st.Size())
+		return Summary{}, 0, fmt.Errorf("calibrate: %s is too small to measure page faults (%d bytes)", path, st.Size())
 	}
 	m, err := unix.Mmap(int(f.Fd()), 0, int(n), unix.PROT_READ, unix.MAP_SHARED)
 	if err != nil {
-		return Summary{}, fmt.Errorf("calibrate: mmap %s: %w", path, err)
+		return Summary{}, 0, fmt.Errorf("calibrate: mmap %s: %w", path, err)
 	}
 	defer unix.Munmap(m)
 	var x byte
@@ -176,14 +177,15 @@ func faultCost(path string, samples int) (Summary, error) {
 		x += m[i]
 	}
 	if err := unix.Madvise(m, unix.MADV_RANDOM); err != nil {
-		return Summary{}, fmt.Errorf("calibrate: madvise: %w", err)
+		return Summary{}, 0, fmt.Errorf("calibrate: madvise: %w", err)
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var out []float64
+	var faults int64
 	for range samples {
 		if err := unix.Madvise(m, unix.MADV_DONTNEED); err != nil {
-			return Summary{}, fmt.Errorf("calibrate: madvise: %w", err)
+			return Summary{}, 0, fmt.Errorf("calibrate: madvise: %w", err)
 		}
 		f0, c0 := minorFaults(), threadCPU()
 		for i := int64(0); i < n; i += page {
@@ -192,13 +194,14 @@ func faultCost(path string, samples int) (Summary, error) {
 		c1, f1 := threadCPU(), minorFaults()
 		if f1 > f0 {
 			out = append(out, float64(c1-c0)/float64(f1-f0))
+			faults += f1 - f0
 		}
 	}
 	sink += uint64(x)
 	if len(out) == 0 {
-		return Summary{}, fmt.Errorf("calibrate: touching %s's mapping caused no page faults", path)
+		return Summary{}, 0, fmt.Errorf("calibrate: touching %s's mapping caused no page faults", path)
 	}
-	return Summarize(out), nil
+	return Summarize(out), float64(int64(len(out))*(n/page)) / float64(faults), nil
 }
 
 // LoadCPU is the compute-thread CPU cost of a synchronous expert load by pread
