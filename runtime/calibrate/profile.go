@@ -33,7 +33,12 @@ func (r *Result) profile() ([]byte, error) {
 	}
 	u := c.Points[0]
 	w("# This machine (%s), measured by lessim calibrate at %s on %s\n", o.Host, o.Now.Format(time.RFC3339), filepath.Base(o.Model))
-	w("# (llama.cpp CPU decode, %d thread; flash = the model's file system, random O_DIRECT reads).\n#\n", c.Threads)
+	w("# (llama.cpp CPU decode, %d thread; flash = the model's file system, random O_DIRECT reads).\n", c.Threads)
+	w("# Load average %.1f at the start, %.1f at the end, on %d CPUs", r.Load0, r.Load1, r.CPUs)
+	if max(r.Load0, r.Load1) > float64(r.CPUs) {
+		w(": other work shared the CPUs, so the timings are inflated; calibrate again on a quiet machine")
+	}
+	w(".\n#\n")
 	w("# Compute fit: time per token = layer_overhead × layers + bytes per token ÷ (bandwidth × efficiency)\n")
 	w("#   %-34s %6s %6s %14s %12s\n", "shape", "layers", "top-k", "bytes/token", "ms/token")
 	for _, p := range c.Points {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime"
 	"slices"
 )
 
@@ -29,6 +30,11 @@ type Result struct {
 	Load          LoadCPU
 	Compute       *Compute
 	YAML          []byte // the profile as written
+	// Load0 and Load1 are the 1-minute load averages at the start and the end,
+	// CPUs the number of CPUs: a load above the CPUs means other work shared
+	// them, and every timing is inflated.
+	Load0, Load1 float64
+	CPUs         int
 }
 
 // Run measures this machine (see the package documentation), writes the profile
@@ -51,7 +57,10 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	defer f.Close()
-	r := &Result{Options: o, PageBytes: int64(os.Getpagesize())}
+	r := &Result{Options: o, PageBytes: int64(os.Getpagesize()), Load0: loadAverage(), CPUs: runtime.NumCPU()}
+	if r.Load0 > float64(r.CPUs) {
+		logf("warning: load average %.1f on %d CPUs: other work competes, timings will be inflated", r.Load0, r.CPUs)
+	}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x6c657373))
 	for _, s := range o.Sizes {
 		for _, l := range o.Lanes {
@@ -93,6 +102,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	r.Load1 = loadAverage()
 	if r.YAML, err = r.profile(); err != nil {
 		return nil, err
 	}

@@ -254,3 +254,17 @@ func loadCPU(path string, sizes []int64, samples int, next func(int64) int64) (L
 	a, b := stat.LinearRegression(xs, ys, nil, false)
 	return LoadCPU{FixedNS: a, PerByteNS: b, N: len(xs), R2: stat.RSquared(xs, ys, nil, a, b)}, nil
 }
+
+// loadAverage is the 1-minute load average from /proc/loadavg (0 if unreadable).
+func loadAverage() float64 {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 0
+	}
+	fs := strings.Fields(string(data))
+	if len(fs) == 0 {
+		return 0
+	}
+	v, _ := strconv.ParseFloat(fs[0], 64)
+	return v
+}
