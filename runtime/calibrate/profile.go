@@ -108,7 +108,11 @@ func (r *Result) profile() ([]byte, error) {
 			p, _ := r.Point(s, 1)
 			bySize = append(bySize, fmt.Sprintf("%s %s", size(s), p.PerRead.describe(us)))
 		}
-		kv("  ", "latency", us(r.LatencyNS), m+fmt.Sprintf("intercept of 1-lane time per read against read size (least squares through the medians), capped below every point's time per read; time per read %s",
+		note := ""
+		if r.LatencyNS == 0 {
+			note = " (it came out negative at this noise: held at 0)"
+		}
+		kv("  ", "latency", us(r.LatencyNS), m+fmt.Sprintf("intercept of 1-lane time per read against read size (least squares through the medians)%s, capped below every point's time per read; time per read %s", note,
 			strings.Join(bySize, "; ")))
 	} else {
 		kv("  ", "latency", "0 us", "assumed: one read size measured, so latency and transfer time cannot be told apart")
