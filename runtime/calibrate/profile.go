@@ -137,11 +137,3 @@ func (r *Result) profile() ([]byte, error) {
 	}
 	return data, nil
 }
-
-func joinInts(xs []int) string {
-	s := make([]string, len(xs))
-	for i, x := range xs {
-		s[i] = strconv.Itoa(x)
-	}
-	return strings.Join(s, ", ")
-}

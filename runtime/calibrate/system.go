@@ -84,9 +84,6 @@ func readAhead(path string) (ReadAhead, error) {
 	return ReadAhead{}, fmt.Errorf("calibrate: no queue/read_ahead_kb for device %s in sysfs", dev)
 }
 
-// sink keeps the bandwidth loop's result alive.
-var sink uint64
-
 // memBandwidth streams over a buffer of n bytes with one goroutine per CPU
 // (GOMAXPROCS), each summing its share as 64-bit words, samples times: bytes ÷
 // wall time; it returns their summary and the best sample. The buffer is
@@ -120,9 +117,7 @@ func memBandwidth(n int64, samples int) (Summary, float64) {
 		}
 		wg.Wait()
 		out = append(out, float64(len(words)*8)/time.Since(start).Seconds())
-		for _, s := range sums {
-			sink += s
-		}
+		runtime.KeepAlive(sums)
 	}
 	return Summarize(out), slices.Max(out)
 }
@@ -197,7 +192,7 @@ func faultCost(path string, samples int) (Summary, float64, error) {
 			faults += f1 - f0
 		}
 	}
-	sink += uint64(x)
+	runtime.KeepAlive(x)
 	if len(out) == 0 {
 		return Summary{}, 0, fmt.Errorf("calibrate: touching %s's mapping caused no page faults", path)
 	}
