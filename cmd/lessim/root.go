@@ -34,6 +34,7 @@ cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
 		newAgentCmd(),
 		newSweepCmd(),
 		newReportCmd(),
+		newCalibrateCmd(),
 	)
 	return root
 }

@@ -1,0 +1,70 @@
+//go:build llamacpp
+
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/devices"
+)
+
+// TestCalibrateEndToEnd calibrates on a small synthetic model (few samples) and
+// simulates with the profile it wrote.
+func TestCalibrateEndToEnd(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/tmp", "lessim-cli-calibrate-")
+	if err != nil {
+		t.Skipf("no folder on a real disk: %v", err)
+	}
+	defer os.RemoveAll(dir)
+	runCLI(t, dir, "model", "synth", "--layers", "4", "--experts", "16", "--top-k", "4", "--hidden", "256",
+		"--expert-ffn", "128", "--heads", "4", "--heads-kv", "2", "--head-dim", "64", "--quant", "q8_0", "--seed", "1", "--out", "small.gguf")
+	out := runCLI(t, dir, "calibrate", "--model", "small.gguf", "--out", "host.yaml", "--lanes", "1,2", "--sizes", "64KiB,256KiB",
+		"--samples", "3", "--reads", "4", "--tokens", "4", "--quiet")
+	for _, want := range []string{"wrote host.yaml: device calibrated-", "flash: ", "memory: ", "decode (all in RAM, 1 thread): "} {
+		if !strings.Contains(out, want) {
+			t.Fatalf("calibrate output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "assumed") {
+		t.Errorf("a synthesizable model should leave nothing assumed:\n%s", out)
+	}
+	p, err := devices.ParseProfileFile(filepath.Join(dir, "host.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []devices.Quantity{p.Memory.RAM, p.Memory.Bandwidth, p.Memory.Efficiency, p.Compute.FLOPS, p.Compute.LayerOverhead,
+		p.Flash.Lanes, p.Flash.Latency, p.Flash.PageSize, p.Flash.ReadAhead, p.Flash.FaultCost} {
+		if !strings.HasPrefix(q.Source, "measured by lessim calibrate on ") || !strings.Contains(q.Source, "sample") || !strings.Contains(q.Source, "IQR") {
+			t.Errorf("source %q lacks host, sample count or spread", q.Source)
+		}
+	}
+	if len(p.Flash.SingleLane) != 2 || len(p.Flash.Aggregate) != 2 || p.Flash.Aggregate[0].Lanes != "2" {
+		t.Errorf("curves %+v / %+v: want 2 sizes each, aggregate at 2 lanes", p.Flash.SingleLane, p.Flash.Aggregate)
+	}
+	sim := runCLI(t, dir, "simulate", "--tokens", "40", "--device-file", "host.yaml", "--cache", "3GiB")
+	if !strings.Contains(sim, "device  calibrated-") || strings.Contains(sim, "lessim: ") {
+		t.Errorf("simulate --device-file host.yaml:\n%s", sim)
+	}
+	es, _ := os.ReadDir(dir)
+	if len(es) != 2 {
+		t.Errorf("folder holds %d files, want the model and the profile", len(es))
+	}
+}
+
+// TestCalibrateBadInput: bad options are one clear error listing every problem,
+// before anything is measured.
+func TestCalibrateBadInput(t *testing.T) {
+	dir := t.TempDir()
+	golden(t, "err-calibrate-options", runCLI(t, dir, "calibrate", "--model", "m.gguf", "--out", "host.yaml", "--lanes", "2,1", "--sizes", "1000B,64KiB"))
+	golden(t, "err-calibrate-lanes", runCLI(t, dir, "calibrate", "--model", "m.gguf", "--out", "host.yaml", "--lanes", "two"))
+	out := runCLI(t, dir, "calibrate", "--model", "missing.gguf", "--out", "host.yaml")
+	if !strings.Contains(out, "lessim: ") || !strings.Contains(out, "missing.gguf") {
+		t.Errorf("missing model: %s", out)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 0 {
+		t.Errorf("left behind: %v", es)
+	}
+}

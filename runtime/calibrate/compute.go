@@ -1,0 +1,272 @@
+//go:build llamacpp && linux
+
+package calibrate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"gonum.org/v1/gonum/mat"
+
+	"github.com/lessim/lessim/runtime/gguf"
+	"github.com/lessim/lessim/runtime/llama"
+)
+
+// measureCompute times decode on the model and on synthetic variants of its
+// shape (written to a temporary folder, removed after), with every weight read
+// into RAM first.
+func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) (*Compute, error) {
+	c := &Compute{Threads: 1}
+	user, err := timeModel(o.Model, filepath.Base(o.Model), o.Tokens, o.Samples, true)
+	if err != nil {
+		return nil, err
+	}
+	logf("compute: %s: %.2f ms/token (%d tokens)", filepath.Base(o.Model), user.TokenNS.Median/1e6, user.TokenNS.N)
+	c.Points = append(c.Points, user)
+	variants, why := variantOptions(o.Model)
+	if len(variants) > 0 {
+		dir, err := os.MkdirTemp("", "lessim-calibrate-")
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+		defer os.RemoveAll(dir)
+		for i, v := range variants {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			path := filepath.Join(dir, fmt.Sprintf("variant-%d.gguf", i))
+			if err := gguf.SynthMoE(path, v); err != nil {
+				return nil, fmt.Errorf("calibrate: synthetic variant: %w", err)
+			}
+			p, err := timeModel(path, fmt.Sprintf("variant %d layers × top-%d", v.Layers, v.TopK), o.Tokens, o.Samples, false)
+			os.Remove(path)
+			if err != nil {
+				return nil, err
+			}
+			logf("compute: %s: %.2f ms/token", p.Name, p.TokenNS.Median/1e6)
+			c.Points = append(c.Points, p)
+		}
+	}
+	if err := c.fit(why); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// warmFile reads the whole file once so its pages are in the page cache.
+func warmFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	defer f.Close()
+	_, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, make([]byte, 8<<20))
+	return err
+}
+
+// timeModel decodes tokens single-token passes (after two warm-up passes) on the
+// model at path with 1 thread and everything in RAM; with batches it also times
+// passes of batchSizes tokens, samples each.
+func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint, error) {
+	p := ShapePoint{Name: name}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return p, err
+	}
+	spec, err := f.ModelSpec()
+	f.Close()
+	if err != nil {
+		return p, err
+	}
+	p.Layers, p.TopK = len(spec.Layers), spec.TopK
+	for _, l := range spec.Layers {
+		p.Bytes += float64(l.DenseBytes + int64(spec.TopK)*l.ExpertBytes)
+		p.FLOPs += float64(l.DenseFLOPsPerToken + int64(spec.TopK)*l.ExpertFLOPsPerToken)
+		p.DenseBytes += float64(l.DenseBytes) / float64(len(spec.Layers))
+		p.ExpertBytes += float64(l.ExpertBytes) / float64(len(spec.Layers))
+		p.ExpertFLOPs += float64(l.ExpertFLOPsPerToken) / float64(len(spec.Layers))
+	}
+	p.Bytes += float64(spec.HeadBytes)
+	p.FLOPs += float64(spec.HeadFLOPsPerToken)
+	p.ModelFLOPsTok = p.FLOPs
+	if err := warmFile(path); err != nil {
+		return p, err
+	}
+	m, err := llama.Load(path, llama.ModelOptions{})
+	if err != nil {
+		return p, err
+	}
+	defer m.Close()
+	ctx, err := m.NewContext(llama.ContextOptions{Threads: 1, Ctx: 1024, Batch: 16})
+	if err != nil {
+		return p, err
+	}
+	defer ctx.Close()
+	toks, err := m.Tokenize("Calibration text: the quick brown fox jumps over the lazy dog, 0123456789.", true)
+	if err != nil {
+		return p, err
+	}
+	if len(toks) < 8 {
+		return p, fmt.Errorf("calibrate: the model's tokenizer gave only %d tokens for the calibration text", len(toks))
+	}
+	var per []float64
+	for i := range tokens + 2 {
+		if ctx.Pos() >= 1000 {
+			ctx.Reset()
+		}
+		if err := ctx.Decode(toks[i%len(toks) : i%len(toks)+1]); err != nil {
+			return p, fmt.Errorf("calibrate: decode: %w", err)
+		}
+		if i >= 2 {
+			per = append(per, float64(ctx.PassNS()))
+		}
+	}
+	p.TokenNS = Summarize(per)
+	if batches {
+		p.BatchNS = map[int]Summary{1: p.TokenNS}
+		for _, n := range batchSizes[1:] {
+			var ts []float64
+			for range samples {
+				ctx.Reset()
+				if err := ctx.Decode(toks[:n]); err != nil {
+					return p, fmt.Errorf("calibrate: decode %d tokens: %w", n, err)
+				}
+				ts = append(ts, float64(ctx.PassNS()))
+			}
+			p.BatchNS[n] = Summarize(ts)
+		}
+	}
+	return p, nil
+}
+
+// variantOptions are synthetic models of the user's model's shape with fewer
+// layers and experts (2 and 4 layers; top-1 and the model's top-k, all experts
+// used), or none and why when the model cannot be synthesized.
+func variantOptions(path string) ([]gguf.SynthOptions, string) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, err.Error()
+	}
+	defer f.Close()
+	m, err := f.MoE()
+	if err != nil {
+		return nil, err.Error()
+	}
+	arch := m.Arch
+	quant := ""
+	if len(m.Layers) > 0 && len(m.Layers[0].Tensors) > 0 {
+		switch m.Layers[0].Tensors[0].Type {
+		case gguf.TypeF16:
+			quant = "f16"
+		case gguf.TypeQ8_0:
+			quant = "q8_0"
+		}
+	}
+	get := func(key string) int {
+		u, _ := f.Uint(arch + "." + key)
+		return int(min(u, 1<<20))
+	}
+	o := gguf.SynthOptions{Arch: arch, Hidden: m.Hidden, ExpertFFN: m.ExpertFFN, Heads: get("attention.head_count"),
+		HeadsKV: get("attention.head_count_kv"), HeadDim: get("attention.key_length"), Context: get("context_length"),
+		Quant: quant, RouterCorrelation: 0.7, AttentionScale: 1, Seed: 1}
+	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
+		o.Vocab = len(toks)
+	}
+	if o.HeadDim == 0 && o.Heads > 0 {
+		o.HeadDim = o.Hidden / o.Heads
+	}
+	if o.HeadsKV == 0 {
+		o.HeadsKV = o.Heads
+	}
+	var out []gguf.SynthOptions
+	k := max(m.TopK, 1)
+	for _, lk := range [][2]int{{2, 1}, {2, k}, {4, k}} {
+		v := o
+		v.Layers, v.TopK, v.Experts = lk[0], lk[1], max(k, 2)
+		if err := v.Validate(); err != nil {
+			return nil, fmt.Sprintf("its shape cannot be synthesized (%v)", firstLine(err.Error()))
+		}
+		out = append(out, v)
+	}
+	// Keep only shapes smaller than the model: the model itself is a point already.
+	out = slices.DeleteFunc(out, func(v gguf.SynthOptions) bool { return v.Layers >= len(m.Layers) && v.TopK >= m.TopK })
+	if len(out) == 0 {
+		return nil, "the model is already as small as the variants (2 layers, top-1)"
+	}
+	return out, ""
+}
+
+func firstLine(s string) string {
+	if i := slices.Index([]byte(s), '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// fit solves for the per-layer overhead and the byte rate, and the FLOP rate.
+func (c *Compute) fit(why string) error {
+	u := c.Points[0]
+	if len(c.Points) >= 2 {
+		a := mat.NewDense(len(c.Points), 2, nil)
+		b := mat.NewVecDense(len(c.Points), nil)
+		for i, p := range c.Points {
+			a.Set(i, 0, float64(p.Layers))
+			a.Set(i, 1, p.Bytes)
+			b.SetVec(i, p.TokenNS.Median)
+		}
+		var x mat.VecDense
+		err := x.SolveVec(a, b)
+		switch {
+		case err == nil && x.AtVec(0) >= 0 && x.AtVec(1) > 0:
+			c.LayerOverheadNS, c.BytesPerSec, c.OverheadFitted = x.AtVec(0), 1e9/x.AtVec(1), true
+		default:
+			// The constraint overhead >= 0 binds: fit time = bytes ÷ rate alone
+			// (least squares through the origin) and report a zero overhead.
+			var sxy, sxx float64
+			for _, p := range c.Points {
+				sxy += p.Bytes * p.TokenNS.Median
+				sxx += p.Bytes * p.Bytes
+			}
+			if sxy > 0 {
+				c.LayerOverheadNS, c.BytesPerSec, c.OverheadFitted, c.Clamped = 0, 1e9*sxx/sxy, true, true
+			} else {
+				why = fmt.Sprintf("the least-squares fit over %d shapes gave no positive rate", len(c.Points))
+			}
+		}
+	}
+	if !c.OverheadFitted {
+		c.Why = why
+		c.LayerOverheadNS = 0
+		c.BytesPerSec = u.Bytes / (u.TokenNS.Median / 1e9)
+	}
+	var xs, ys []float64
+	for _, n := range batchSizes {
+		if s, ok := u.BatchNS[n]; ok {
+			xs, ys = append(xs, float64(n)), append(ys, s.Median)
+		}
+	}
+	slope := u.TokenNS.Median
+	if len(xs) >= 2 {
+		var sx, sy, sxx, sxy float64
+		for i := range xs {
+			sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+		}
+		n := float64(len(xs))
+		if d := n*sxx - sx*sx; d > 0 {
+			if s := (n*sxy - sx*sy) / d; s > 0 {
+				slope = min(s, slope)
+			}
+		}
+	}
+	c.BatchSlopeNS = slope
+	c.FLOPS = u.ModelFLOPsTok / (slope / 1e9)
+	if c.BytesPerSec <= 0 || c.FLOPS <= 0 {
+		return errors.New("calibrate: decode timing gave no positive rate")
+	}
+	return nil
+}

@@ -1,0 +1,12 @@
+//go:build !llamacpp || !linux
+
+package calibrate
+
+import (
+	"context"
+	"errors"
+)
+
+func measureCompute(context.Context, *Options, func(string, ...any)) (*Compute, error) {
+	return nil, errors.New("calibrate: timing decode needs llama.cpp: build lessim with `make build` (-tags llamacpp)")
+}

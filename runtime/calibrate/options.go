@@ -1,0 +1,120 @@
+package calibrate
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Options configures Run. Zero fields take the defaults of DefaultOptions.
+type Options struct {
+	Model string // the GGUF model: its file system is measured, and it is decoded
+	Out   string // the profile to write (YAML)
+
+	Lanes   []int   // reads in flight to measure (default 1, 2, 4)
+	Sizes   []int64 // O_DIRECT read sizes, multiples of 4 KiB (default 128 KiB … 4 MiB)
+	Samples int     // samples per measured value (default 5)
+	Reads   int     // reads per lane per flash sample (default 16)
+	Tokens  int     // decoded tokens per model for the compute fit (default 16)
+
+	MemBytes int64 // buffer streamed for memory bandwidth (default 256 MiB)
+
+	Host string    // host name in sources (default os.Hostname)
+	Now  time.Time // time in sources (default now, UTC, to the second)
+	Seed uint64    // seed of the random read offsets
+	Log  io.Writer // sparse progress lines; nil for none
+}
+
+// DefaultOptions are the defaults for a thorough run of about a minute on a
+// small model.
+func DefaultOptions() Options {
+	return Options{
+		Lanes:   []int{1, 2, 4},
+		Sizes:   []int64{128 << 10, 256 << 10, 512 << 10, 1 << 20, 2 << 20, 4 << 20},
+		Samples: 5, Reads: 16, Tokens: 16, MemBytes: 256 << 20, Seed: 1,
+	}
+}
+
+// EnsureDefaults fills zero fields from DefaultOptions, the host name and the clock.
+func (o *Options) EnsureDefaults() {
+	d := DefaultOptions()
+	if len(o.Lanes) == 0 {
+		o.Lanes = d.Lanes
+	}
+	if len(o.Sizes) == 0 {
+		o.Sizes = d.Sizes
+	}
+	if o.Samples == 0 {
+		o.Samples = d.Samples
+	}
+	if o.Reads == 0 {
+		o.Reads = d.Reads
+	}
+	if o.Tokens == 0 {
+		o.Tokens = d.Tokens
+	}
+	if o.MemBytes == 0 {
+		o.MemBytes = d.MemBytes
+	}
+	if o.Seed == 0 {
+		o.Seed = d.Seed
+	}
+	if o.Host == "" {
+		o.Host, _ = os.Hostname()
+		if o.Host == "" {
+			o.Host = "this host"
+		}
+	}
+	if o.Now.IsZero() {
+		o.Now = time.Now().UTC().Truncate(time.Second)
+	}
+}
+
+// Validate reports every problem at once.
+func (o *Options) Validate() error {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if o.Model == "" {
+		bad("--model is required")
+	}
+	if o.Out == "" {
+		bad("--out is required")
+	} else if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
+		bad("--out %s: folder %s does not exist", o.Out, filepath.Dir(o.Out))
+	}
+	if len(o.Lanes) > 0 && o.Lanes[0] != 1 {
+		bad("lanes must start at 1 (the single-lane curve), got %d", o.Lanes[0])
+	}
+	prev := 0
+	for _, l := range o.Lanes {
+		if l < 1 || l > 256 {
+			bad("lanes %d out of range 1..256", l)
+		} else if l <= prev {
+			bad("lanes must increase (%d after %d)", l, prev)
+		}
+		prev = l
+	}
+	var prevS int64
+	for _, s := range o.Sizes {
+		if s <= 0 || s%directAlign != 0 {
+			bad("read size %d B is not a positive multiple of 4 KiB (O_DIRECT needs aligned reads)", s)
+		} else if s <= prevS {
+			bad("read sizes must increase (%s after %s)", size(s), size(prevS))
+		}
+		prevS = s
+	}
+	if o.Samples < 1 || o.Reads < 1 || o.Tokens < 1 {
+		bad("samples, reads and tokens must be at least 1 (got %d, %d, %d)", o.Samples, o.Reads, o.Tokens)
+	}
+	if o.MemBytes < 1<<20 {
+		bad("memory buffer %d B is below 1 MiB", o.MemBytes)
+	}
+	if strings.ContainsAny(o.Host, "\n\r") {
+		bad("host name has a line break")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,139 @@
+//go:build linux
+
+package calibrate
+
+import (
+	"bytes"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lessim/lessim/devices"
+)
+
+// measured starts a source: "measured by lessim calibrate on <host> at <time>: ".
+func (r *Result) measured() string {
+	return fmt.Sprintf("measured by lessim calibrate on %s at %s: ", r.Options.Host, r.Options.Now.Format(time.RFC3339))
+}
+
+// one is the source of a single reading.
+func one(value string) string { return "1 sample, median " + value + ", IQR 0" }
+
+// profile renders the device profile and checks that devices accepts it.
+func (r *Result) profile() ([]byte, error) {
+	o, c := r.Options, r.Compute
+	m := r.measured()
+	var b bytes.Buffer
+	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
+	q := strconv.Quote
+	kv := func(indent, key, value, source string) {
+		w("%s%s:\n%s  value: %s\n%s  source: %s\n", indent, key, indent, value, indent, q(source))
+	}
+	u := c.Points[0]
+	w("# This machine (%s), measured by lessim calibrate at %s on %s\n", o.Host, o.Now.Format(time.RFC3339), filepath.Base(o.Model))
+	w("# (llama.cpp CPU decode, %d thread; flash = the model's file system, random O_DIRECT reads).\n", c.Threads)
+	w("# Load average %.1f at the start, %.1f at the end, on %d CPUs", r.Load0, r.Load1, r.CPUs)
+	if max(r.Load0, r.Load1) > float64(r.CPUs) {
+		w(": other work shared the CPUs, so the timings are inflated; calibrate again on a quiet machine")
+	}
+	w(".\n#\n")
+	w("# Compute fit: time per token = layer_overhead × layers + bytes per token ÷ (bandwidth × efficiency)\n")
+	w("#   %-34s %6s %6s %14s %12s\n", "shape", "layers", "top-k", "bytes/token", "ms/token")
+	for _, p := range c.Points {
+		w("#   %-34s %6d %6d %14.0f %12.3f\n", p.Name, p.Layers, p.TopK, p.Bytes, p.TokenNS.Median/1e6)
+	}
+	w("# On %s: one expert %s of compute (%.0f bytes), one layer's dense part %s plus %s overhead.\n",
+		filepath.Base(o.Model), us(u.ExpertBytes/c.BytesPerSec*1e9), u.ExpertBytes, us(u.DenseBytes/c.BytesPerSec*1e9), us(c.LayerOverheadNS))
+	w("#\n# Not in the profile schema (devices has no field for it yet): the compute-thread CPU cost\n")
+	w("# of a synchronous expert load by pread from a cold page cache, %s + %.3f ns/byte\n", us(r.Load.FixedNS), r.Load.PerByteNS)
+	w("# (least squares over %d reads of 64 KiB to 4 MiB, R² %.2f; I/O wait excluded).\n", r.Load.N, r.Load.R2)
+	w("name: %s\n", q("calibrated-"+o.Host))
+	w("description: %s\n", q(fmt.Sprintf("This machine (%s) as lessim calibrate measured it: 1-thread llama.cpp CPU decode, flash = the file system of %s", o.Host, filepath.Base(o.Model))))
+	w("calibration: %s\n", q("Measured here by `lessim calibrate --model "+filepath.Base(o.Model)+"`; run it again after changing the machine, the model's file system or its read-ahead. Values marked assumed: could not be measured."))
+
+	w("memory:\n")
+	ram := r.Mem.Total
+	kv("  ", "ram", size(ram/(1<<20)*(1<<20)), m+one(size(ram/(1<<20)*(1<<20)))+" (MemTotal in /proc/meminfo)")
+	res := ram - r.Mem.Available
+	kv("  ", "reserve", size(res/(1<<20)*(1<<20)), m+one(size(res/(1<<20)*(1<<20)))+" (MemTotal − MemAvailable in /proc/meminfo: RAM the kernel and other processes held during calibration)")
+	bw := r.BandwidthPeak
+	kv("  ", "bandwidth", gbps(bw), m+r.Bandwidth.describe(gbps)+fmt.Sprintf(", best %s, the value"+
+		" (streaming 64-bit loads over a %s buffer by one goroutine per CPU in Go; the best sample, as noise from other processes only lowers it: a lower bound of the DRAM peak)", gbps(bw), size(o.MemBytes)))
+	eff := min(c.BytesPerSec/bw, 1)
+	effSrc := m + fmt.Sprintf("decode byte rate %s (fit over %d model shapes, 1 thread, everything in RAM; this model %s per token) ÷ the bandwidth above",
+		gbps(c.BytesPerSec), len(c.Points), u.TokenNS.describe(ms))
+	if c.BytesPerSec > bw {
+		effSrc += "; the rate exceeded the bandwidth (weights in CPU caches), so the efficiency is capped at 1 and the simulator will be slower than this machine"
+	}
+	kv("  ", "efficiency", fmt.Sprintf("%.3f", eff), effSrc)
+
+	w("compute:\n")
+	var batch []string
+	for _, n := range batchSizes {
+		if s, ok := u.BatchNS[n]; ok {
+			batch = append(batch, fmt.Sprintf("%d: %s", n, s.describe(ms)))
+		}
+	}
+	kv("  ", "flops", gflops(c.FLOPS), m+fmt.Sprintf("%.0f FLOPs per token ÷ %s, the time one more token adds to a pass (least-squares slope of pass time against tokens per pass; by tokens: %s)",
+		u.ModelFLOPsTok, ms(c.BatchSlopeNS), strings.Join(batch, "; ")))
+	if c.OverheadFitted {
+		var shapes []string
+		for _, p := range c.Points {
+			shapes = append(shapes, fmt.Sprintf("%s (%d layers, top-%d) %s per token", p.Name, p.Layers, p.TopK, p.TokenNS.describe(ms)))
+		}
+		how := "the per-layer term of the least-squares fit"
+		if c.Clamped {
+			how = "the per-layer term of the least-squares fit, held at 0 because it came out negative (per-layer cost not separable from bytes at this noise)"
+		}
+		kv("  ", "layer_overhead", us(c.LayerOverheadNS), m+fmt.Sprintf("%s over %d model shapes (this model and synthetic variants with fewer layers and experts): %s",
+			how, len(c.Points), strings.Join(shapes, "; ")))
+	} else {
+		kv("  ", "layer_overhead", "0 us", "assumed: not separable from the byte rate here ("+c.Why+"); the decode time is all charged to bytes")
+	}
+
+	w("flash:\n")
+	big := o.Sizes[len(o.Sizes)-1]
+	var byLanes []string
+	for _, l := range o.Lanes {
+		p, _ := r.Point(big, l)
+		byLanes = append(byLanes, fmt.Sprintf("%d lanes %s", l, p.Throughput.describe(mibps)))
+	}
+	kv("  ", "lanes", strconv.Itoa(r.KneeLanes), m+fmt.Sprintf("the fewest lanes within 5%% of the best throughput at %s reads: %s",
+		size(big), strings.Join(byLanes, "; ")))
+	if r.LatencyOK {
+		var bySize []string
+		for _, s := range o.Sizes {
+			p, _ := r.Point(s, 1)
+			bySize = append(bySize, fmt.Sprintf("%s %s", size(s), p.PerRead.describe(us)))
+		}
+		note := ""
+		if r.LatencyNS == 0 {
+			note = " (it came out negative at this noise: held at 0)"
+		}
+		kv("  ", "latency", us(r.LatencyNS), m+fmt.Sprintf("intercept of 1-lane time per read against read size (least squares through the medians)%s, capped below every point's time per read; time per read %s", note,
+			strings.Join(bySize, "; ")))
+	} else {
+		kv("  ", "latency", "0 us", "assumed: one read size measured, so latency and transfer time cannot be told apart")
+	}
+	curve := func(key string, lanes int) {
+		w("  %s:\n", key)
+		for _, s := range o.Sizes {
+			p, _ := r.Point(s, lanes)
+			w("    - read: %s\n      lanes: %d\n      bandwidth: %s\n      source: %s\n", size(s), lanes, mibps(p.Throughput.Median),
+				q(m+p.Throughput.describe(mibps)+fmt.Sprintf(" (%d random O_DIRECT reads per lane per sample; time per read %s)", o.Reads, p.PerRead.describe(us))))
+		}
+	}
+	curve("single_lane", 1)
+	curve("aggregate", o.Lanes[len(o.Lanes)-1])
+	kv("  ", "page_size", size(r.PageBytes), m+one(size(r.PageBytes))+" (getpagesize)")
+	kv("  ", "read_ahead", size(r.ReadAhead.Bytes), m+one(size(r.ReadAhead.Bytes))+" ("+r.ReadAhead.File+")")
+	kv("  ", "fault_cost", us(r.Fault.Median), m+r.Fault.describe(us)+fmt.Sprintf(" (thread CPU time per minor fault touching every page of a MADV_RANDOM mapping of the model whose pages are cached, %.1f pages mapped per fault; I/O excluded)", r.PagesPerFault))
+
+	data := b.Bytes()
+	if _, err := devices.ParseProfile(data, o.Out); err != nil {
+		return nil, fmt.Errorf("calibrate: the measured profile does not validate (nothing written):\n%w", err)
+	}
+	return data, nil
+}

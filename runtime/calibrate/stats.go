@@ -1,0 +1,42 @@
+package calibrate
+
+import (
+	"fmt"
+	"slices"
+
+	"gonum.org/v1/gonum/stat"
+)
+
+// Summary is the spread of repeated samples of one quantity.
+type Summary struct {
+	N              int
+	Median, Q1, Q3 float64
+}
+
+// IQR is the interquartile range Q3 − Q1.
+func (s Summary) IQR() float64 { return s.Q3 - s.Q1 }
+
+// Summarize returns the median and quartiles (empirical quantiles) of xs.
+func Summarize(xs []float64) Summary {
+	if len(xs) == 0 {
+		return Summary{}
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s) // NB: stat.Quantile needs sorted input
+	return Summary{
+		N:      len(s),
+		Median: stat.Quantile(0.5, stat.Empirical, s, nil),
+		Q1:     stat.Quantile(0.25, stat.Empirical, s, nil),
+		Q3:     stat.Quantile(0.75, stat.Empirical, s, nil),
+	}
+}
+
+// describe is the spread part of a source: "N samples, median X, IQR Y", with
+// format turning a value into text with its unit.
+func (s Summary) describe(format func(float64) string) string {
+	noun := "samples"
+	if s.N == 1 {
+		noun = "sample"
+	}
+	return fmt.Sprintf("%d %s, median %s, IQR %s", s.N, noun, format(s.Median), format(s.IQR()))
+}
