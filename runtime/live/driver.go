@@ -105,8 +105,8 @@ type driver struct {
 	scores  [][]float32 // scratch: [row*depth + d-1] → experts scores
 	tokBuf  [][][]float32
 	prompt  []int32
-	rows    int         // tokens in the current pass
-	first   int64       // step of the pass's first token
+	rows    int   // tokens in the current pass
+	first   int64 // step of the pass's first token
 	hookErr error
 }
 
