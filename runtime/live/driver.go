@@ -191,7 +191,7 @@ func (d *driver) hook(kind llama.HookKind, block int) {
 	case llama.HookRouter:
 		d.hookErr = d.books.Prefetch(d.lookahead(l, lc))
 	case llama.HookTopK:
-		d.hookErr = d.select_(l, lc)
+		d.hookErr = d.route(l, lc)
 	}
 }
 
@@ -232,9 +232,9 @@ func (d *driver) lookahead(l int, lc llama.LayerCapture) *sim.Lookahead {
 	return la
 }
 
-// select_ is moment 2 of layer l: classify, admit and load the misses, and
+// route is moment 2 of layer l: classify, admit and load the misses, and
 // wait until every selected expert is resident.
-func (d *driver) select_(l int, lc llama.LayerCapture) error {
+func (d *driver) route(l int, lc llama.LayerCapture) error {
 	k := d.mc.MoE.TopK
 	nE := int32(d.mc.MoE.Experts)
 	if len(lc.TopK) < d.rows*k {
