@@ -93,3 +93,16 @@ type TokenSample struct {
 	ResidentBytes int64 `json:"resident_bytes"` // expert bytes in the page cache at the token's end (mincore)
 	StrayBytes    int64 `json:"stray_bytes"`    // stock mode: read-ahead pages of experts the books hold absent, evicted after the token
 }
+
+// Unmeasured lists the Result fields (JSON names) a live run does not
+// measure: they stay zero. With sim.Result's Source/Unmeasured fields (the
+// experiment spec's), a live result is Source "measured" with this list.
+func Unmeasured(stock bool) []string {
+	u := []string{"device_budget_bytes", "flash_busy_ns", "stall_fault_cpu_ns"}
+	if stock {
+		// Page faults happen inside the expert matmuls: their wait cannot be
+		// told apart from compute, and no read is issued by lessim.
+		u = append(u, "demand_queue_wait_ns", "flash_bytes", "flash_bytes_per_token", "flash_reads", "stall_flash_ns", "stall_ns")
+	}
+	return u
+}
