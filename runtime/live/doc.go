@@ -25,11 +25,15 @@
 // Stock mode is the ablation's first step, plain llama.cpp: no prefetch and no
 // pread; a miss is admitted in the books and reached by page faults inside the
 // expert matmul, and the books' LRU victims are evicted with MADV_DONTNEED +
-// FADV_DONTNEED so expert pages stay within the budget. The mapping keeps the
-// kernel's default read-ahead (MADV_NORMAL), as llama.cpp has it; pages that
-// read-ahead brought in for experts the books hold absent are evicted after
-// each token (outside its timing) and counted, so the budget holds between
-// tokens and the measured peak shows what read-ahead adds.
+// FADV_DONTNEED so expert pages stay within the budget. The mapping keeps
+// MADV_RANDOM, so a fault reads one page: with the kernel's read-ahead
+// (MADV_NORMAL, llama.cpp's own setting) the page cache builds large folios
+// that straddle neighbouring experts, and evicting one expert could not
+// release them (measured here: about 40% of an evicted expert's pages stayed
+// resident), so the budget could not be held. Stock mode is therefore the
+// slow side of stock: every miss is paid in 4 KiB faults. After each token
+// (outside its timing) pages of experts the books hold absent are counted
+// and evicted (TokenSample.StrayBytes; zero when the budget holds).
 //
 // # Measurements (wall clock, per decode token)
 //

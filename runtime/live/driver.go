@@ -145,12 +145,11 @@ func (d *driver) open() error {
 	if err := d.ctrl.EvictAll(); err != nil {
 		return err
 	}
-	if d.opt.Stock {
-		if err := adviseNormal(d.opt.Model); err != nil {
+	if !d.opt.Stock {
+		d.lanes, err = residency.NewLanes(d.opt.Lanes, d.ctrl.Layout().MaxRegion(), d.ctrl.Load)
+		if err != nil {
 			return err
 		}
-	} else if d.lanes, err = residency.NewLanes(d.opt.Lanes, d.ctrl.Layout().MaxRegion(), d.ctrl.Load); err != nil {
-		return err
 	}
 	m := d.mc.Spec
 	d.io = newLoader(d.ctrl, d.lanes, len(m.Layers)*m.Experts, m.Experts, d.opt.Stock)
@@ -383,7 +382,7 @@ func (d *driver) notes(majflt, stray, booksPeak int64) []string {
 		w[0] = fmt.Sprintf("measured live on this machine (%d thread(s)), stock mmap: experts reached by page faults; peak resident is mincore at token ends (books' peak %s)",
 			d.opt.Threads, sim.FormatBytes(booksPeak))
 		w = append(w, "stock mode: stall, flash bytes and reads are not measured (page faults are inside the compute); see major faults",
-			fmt.Sprintf("stock mode: read-ahead brought %s of experts the books held absent (evicted after each token)", sim.FormatBytes(stray)))
+			fmt.Sprintf("stock mode: %s of pages of experts the books held absent were found resident after tokens and evicted", sim.FormatBytes(stray)))
 	}
 	w = append(w, fmt.Sprintf("major page faults during decode: %d", majflt))
 	if d.opt.Tokens < 200 {

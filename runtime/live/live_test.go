@@ -126,7 +126,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"cache below one layer's top-k", func(o *Options) { o.Cache = 1000 }, "smaller than one layer's top-4"},
 		{"unknown policy", func(o *Options) { o.Policy = "nope" }, `unknown policy "nope"`},
-		{"not MoE", func(o *Options) { o.Model = dense }, "not a MoE architecture"},
+		{"not MoE", func(o *Options) { o.Model = dense }, "no MoE layers"},
 		{"stock with prefetch", func(o *Options) { o.Stock = true }, "stock mode has no prefetch"},
 		{"no tokens", func(o *Options) { o.Tokens = 0 }, "tokens 0"},
 	}

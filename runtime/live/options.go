@@ -91,7 +91,7 @@ type TokenSample struct {
 	PrefetchLoads int64 `json:"prefetch_loads"` //
 	MajorFaults   int64 `json:"major_faults"`   // getrusage delta over the Decode call
 	ResidentBytes int64 `json:"resident_bytes"` // expert bytes in the page cache at the token's end (mincore)
-	StrayBytes    int64 `json:"stray_bytes"`    // stock mode: read-ahead pages of experts the books hold absent, evicted after the token
+	StrayBytes    int64 `json:"stray_bytes"`    // stock mode: resident pages of experts the books hold absent, evicted after the token
 }
 
 // Unmeasured lists the Result fields (JSON names) a live run does not
