@@ -293,13 +293,14 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 	var lat []int64
 	var majflt, stray int64
 	d.books.Measure = true
+	bytes0, reads0, qwait0 := d.io.bytes, d.io.reads, d.io.qwaitNS // prefill's loads are not decode's
 	step := int64(len(d.prompt))
 	for i := range d.opt.Tokens {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
 		tok := s.Sample(d.lctx)
-		c0, stall0, bytes0, reads0, mf0 := d.books.Counts(), d.io.stallNS, d.io.bytes, d.io.reads, majorFaults()
+		c0, stall0, tb0, tr0, mf0 := d.books.Counts(), d.io.stallNS, d.io.bytes, d.io.reads, majorFaults()
 		t0 := time.Now()
 		if err := d.pass([]int32{tok}, step, false); err != nil {
 			return nil, nil, fmt.Errorf("decode token %d: %w", i, err)
@@ -308,7 +309,7 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 		mf := majorFaults() - mf0
 		step++
 		c := d.books.Counts()
-		ts := TokenSample{Token: i, WallNS: wall, StallNS: d.io.stallNS - stall0, BytesRead: d.io.bytes - bytes0, Reads: d.io.reads - reads0,
+		ts := TokenSample{Token: i, WallNS: wall, StallNS: d.io.stallNS - stall0, BytesRead: d.io.bytes - tb0, Reads: d.io.reads - tr0,
 			Hits: c.Hits - c0.Hits, InflightHits: c.InflightHits - c0.InflightHits, Misses: c.Misses - c0.Misses,
 			PrefetchLoads: c.PrefetchLoads - c0.PrefetchLoads, MajorFaults: mf}
 		ts.ComputeNS = ts.WallNS - ts.StallNS
@@ -329,7 +330,7 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 			series = append(series, ts)
 		}
 	}
-	if d.lanes != nil { // prefetches still in flight complete before the books close
+	if d.lanes != nil { // loads still in flight complete (and count, as the simulator counts reads issued) before the books close
 		for d.io.Wait(true) {
 		}
 	}
@@ -343,8 +344,8 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 	res.PeakResidentBytes = peak // measured (mincore), not the books' accounting
 	res.StallFlashNS = res.StallNS
 	res.ComputeNS = res.TimeNS - res.StallNS
-	res.FlashBytes, res.FlashReads = d.io.bytes, d.io.reads
-	res.DemandQueueWaitNS = d.io.qwaitNS
+	res.FlashBytes, res.FlashReads = d.io.bytes-bytes0, d.io.reads-reads0
+	res.DemandQueueWaitNS = d.io.qwaitNS - qwait0
 	res.Finish(lat)
 	res.Warnings = d.notes(majflt, stray, c.PeakResidentBytes)
 	return res, series, nil
