@@ -47,7 +47,7 @@ func runKeep(ctx context.Context, opt Options) (*sim.Result, []TokenSample, *dri
 // prepare checks everything that needs no engine: options, policy, model
 // header, cache size, routers.
 func prepare(opt Options) (*driver, error) {
-	opt.ensureDefaults()
+	opt.EnsureDefaults()
 	if err := opt.Validate(); err != nil {
 		return nil, fmt.Errorf("live: %w", err)
 	}

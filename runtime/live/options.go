@@ -38,7 +38,8 @@ func DefaultOptions() Options {
 	return Options{Policy: "les", Tokens: 64, Lanes: 2, Threads: 1, Depth: -1, Prefetch: true}
 }
 
-func (o *Options) ensureDefaults() {
+// EnsureDefaults fills zero Lanes, Threads and Prompt with their defaults.
+func (o *Options) EnsureDefaults() {
 	if o.Lanes == 0 {
 		o.Lanes = 2
 	}
