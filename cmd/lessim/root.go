@@ -35,6 +35,7 @@ cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
 		newSweepCmd(),
 		newReportCmd(),
 		newCalibrateCmd(),
+		newLiveCmd(),
 	)
 	return root
 }
