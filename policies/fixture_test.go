@@ -127,6 +127,8 @@ func (r *replayer) run(steps []traces.Step) ([]outcome, error) {
 	m := r.view.model
 	for s := range steps {
 		st := int64(s)
+		r.pol.Observe(sim.Event{Kind: sim.PassStart, Layer: -1, Step: st, Tokens: 1})
+		r.events++
 		for l, ls := range steps[s].Layers {
 			// Moment 1.
 			r.la.Layer, r.la.Steps = l, append(r.la.Steps[:0], st)
@@ -217,7 +219,8 @@ func mustPolicy(t interface {
 //	u3  Used event for key 3
 //	e3  eviction of key 3
 //	i3  mark key 3 InUse (the layer being computed needs it)
-//	m2  moment 1 of layer 2: Prefetch with no scores (starts passes for les)
+//	m2  moment 1 of layer 2: Prefetch with no scores
+//	s0  a pass begins (PassStart event; the number is ignored)
 //
 // Events carry step 0; Layer is the key's layer.
 func drive(t *testing.T, pol sim.Policy, v *fixtureView, script string) {
@@ -246,6 +249,8 @@ func drive(t *testing.T, pol sim.Policy, v *fixtureView, script string) {
 			v.inUse[k] = true
 		case 'm':
 			pol.Prefetch(&sim.Lookahead{Layer: n, Steps: []int64{0}}, v, nil)
+		case 's':
+			pol.Observe(sim.Event{Kind: sim.PassStart, Layer: -1, Tokens: 1})
 		default:
 			t.Fatalf("bad op %q", op)
 		}

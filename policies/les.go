@@ -36,10 +36,9 @@ type LES struct {
 	experts int
 	list    recency
 
-	// Pass tracking: passes are numbered from 1; a pass starts when the
-	// moment-1 layer does not increase (or Used events go back to an earlier layer).
+	// Pass tracking: passes are numbered from 1 (0 marks "never"); each
+	// PassStart event starts the next.
 	pass      uint32
-	lastLayer int      // layer of the latest Prefetch call in this pass
 	usedLayer int      // latest layer with Used events in this pass (-1: none)
 	usedPass  []uint32 // pass of each key's latest Used event
 	guard     []uint32 // pass in which each key was admitted by a prefetch (0: not)
@@ -67,7 +66,7 @@ func NewLES(p Params) (*LES, error) {
 	n := numKeys(p.Model)
 	return &LES{
 		p: p, layers: len(p.Model.Layers), experts: p.Model.Experts, list: newRecency(n),
-		pass: 1, lastLayer: -1, usedLayer: -1,
+		pass: 1, usedLayer: -1,
 		usedPass: make([]uint32, n), guard: make([]uint32, n), mark: make([]uint32, n),
 	}, nil
 }
@@ -77,15 +76,11 @@ func (s *LES) Name() string { return "les" }
 
 func (s *LES) newPass() {
 	s.pass++
-	s.lastLayer, s.usedLayer = -1, -1
+	s.usedLayer = -1
 }
 
 // Prefetch appends the lookahead candidates of layers la.Layer+1..+Depth.
 func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []sim.Key {
-	if la.Layer <= s.lastLayer {
-		s.newPass()
-	}
-	s.lastLayer = la.Layer
 	if !s.p.Prefetch || s.p.Depth == 0 || la.Scores == nil {
 		return dst
 	}
@@ -147,17 +142,18 @@ func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []s
 	return dst
 }
 
-// Observe keeps recency, the pass's used keys and the guarded prefetches.
+// Observe keeps passes, recency, the pass's used keys and the guarded prefetches.
 func (s *LES) Observe(ev sim.Event) {
+	if ev.Kind == sim.PassStart {
+		s.newPass()
+		return
+	}
 	k := ev.Key
 	if !s.list.valid(k) {
 		return
 	}
 	switch ev.Kind {
 	case sim.Used:
-		if ev.Layer < s.usedLayer {
-			s.newPass() // Used went back to an earlier layer without a Prefetch call
-		}
 		s.usedLayer = max(s.usedLayer, ev.Layer)
 		s.usedPass[k] = s.pass
 		s.list.touch(k)

@@ -111,19 +111,20 @@ func TestLESCandidates(t *testing.T) {
 func TestLESVictim(t *testing.T) {
 	// Keys: layer 0 = 0..7, layer 1 = 8..15, layer 2 = 16..23.
 	m := testModel(8, 1, 100, 100, 100)
-	const pass1 = "m0 a0 u0 m1 a8 u8 m2 a16 u16 "
+	const pass1 = "s0 m0 a0 u0 m1 a8 u8 m2 a16 u16 "
 	cases := []victimCase{
-		{"demand is plain lru", pass1 + "m0 p9", false, 0},
-		{"prefetch room takes an older pass's key", pass1 + "m0 p9", true, 0},
-		{"guarded prefetch skipped for prefetch room", pass1 + "m0 p9 e0 e8 e16", true, -1},
-		{"guarded prefetch still evictable on demand", pass1 + "m0 p9 e0 e8 e16", false, 9},
-		{"guard lifts once its layer is computed", pass1 + "m0 p9 e0 e8 e16 a1 u1 m1 a10 u10", true, 9},
-		{"guard lasts one pass", pass1 + "m0 p17 e0 e8 e16 a1 u1 m1 a10 u10 m2 u17 m0", true, 1},
-		{"declines at a key used this pass", pass1 + "m0 e0 e8 e16 a1 u1", true, -1},
-		{"current pass key ok on demand", pass1 + "m0 e0 e8 e16 a1 u1", false, 1},
-		{"older keys before this pass's", pass1 + "m0 a1 u1 m1 p17", true, 0},
-		{"Used going back a layer starts a pass", "a8 u8 a0 u0", true, 8},
-		{"loading and in-use skipped", pass1 + "m0 i0 e8 l9", true, 16},
+		{"demand is plain lru", pass1 + "s0 m0 p9", false, 0},
+		{"prefetch room takes an older pass's key", pass1 + "s0 m0 p9", true, 0},
+		{"guarded prefetch skipped for prefetch room", pass1 + "s0 m0 p9 e0 e8 e16", true, -1},
+		{"guarded prefetch still evictable on demand", pass1 + "s0 m0 p9 e0 e8 e16", false, 9},
+		{"guard lifts once its layer is computed", pass1 + "s0 m0 p9 e0 e8 e16 a1 u1 m1 a10 u10", true, 9},
+		{"guard lasts one pass", pass1 + "s0 m0 p17 e0 e8 e16 a1 u1 m1 a10 u10 m2 u17 s0 m0", true, 1},
+		{"declines at a key used this pass", pass1 + "s0 m0 e0 e8 e16 a1 u1", true, -1},
+		{"current pass key ok on demand", pass1 + "s0 m0 e0 e8 e16 a1 u1", false, 1},
+		{"older keys before this pass's", pass1 + "s0 m0 a1 u1 m1 p17", true, 0},
+		{"a PassStart starts a pass", "a8 u8 s0 a0 u0", true, 8},
+		{"no pass without PassStart", "a8 u8 a0 u0", true, -1},
+		{"loading and in-use skipped", pass1 + "s0 m0 i0 e8 l9", true, 16},
 	}
 	checkVictims(t, func() sim.Policy {
 		return mustPolicy(t, "les", Params{Model: m, Depth: 1, Prefetch: true})

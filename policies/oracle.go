@@ -2,7 +2,6 @@ package policies
 
 import (
 	"math"
-	"slices"
 
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
@@ -49,8 +48,7 @@ type Oracle struct {
 	live   int // cached keys
 	stash  []nextUse
 
-	passFirst, passLast int64 // steps of the current pass (from the latest Prefetch)
-	lastLayer           int   // layer of the latest Prefetch call
+	passFirst, passLast int64 // steps of the current pass (from PassStart and Prefetch)
 	touched             []sim.Key
 	wanted              []sim.Key
 	wantedAt            int
@@ -77,7 +75,7 @@ func NewOracle(p Params) (*Oracle, error) {
 
 // newOracle builds the precomputed next-use index over p.Trace (p resolved).
 func newOracle(name string, p Params) (*Oracle, error) {
-	o := &Oracle{name: name, demandOnly: name == "belady", trace: p.Trace, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1, lastLayer: -1}
+	o := &Oracle{name: name, demandOnly: name == "belady", trace: p.Trace, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
 	n := numKeys(p.Model)
 	o.start = make([]int32, n+1)
 	o.forEachUse(func(k sim.Key, _ int64) { o.start[k+1]++ })
@@ -150,10 +148,6 @@ func (o *Oracle) effective(pos int64) int64 {
 // (at the last layer: layer 0 of the steps the next pass may start with).
 func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []sim.Key {
 	o.wanted, o.wantedAt = o.wanted[:0], 0
-	if la.Layer <= o.lastLayer && len(la.Steps) > 0 {
-		o.startPass(la.Steps)
-	}
-	o.lastLayer = la.Layer
 	if len(la.Steps) > 0 {
 		o.passFirst, o.passLast = la.Steps[0], la.Steps[0]
 		for _, s := range la.Steps {
@@ -212,8 +206,7 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 // at a step the previous pass already covered (its drafts were rejected), so
 // the uses of those steps are in the future again. Only keys the previous pass
 // used can have consumed them; their cursors move back.
-func (o *Oracle) startPass(steps []int64) {
-	first := slices.Min(steps)
+func (o *Oracle) startPass(first int64) {
 	if first <= o.passLast {
 		from := first * int64(o.layers)
 		for _, k := range o.touched {
@@ -233,8 +226,13 @@ func (o *Oracle) startPass(steps []int64) {
 	o.touched = o.touched[:0]
 }
 
-// Observe advances next-use cursors on Used and tracks cached keys.
+// Observe starts passes, advances next-use cursors on Used and tracks cached keys.
 func (o *Oracle) Observe(ev sim.Event) {
+	if ev.Kind == sim.PassStart {
+		o.startPass(ev.Step)
+		o.passFirst, o.passLast = ev.Step, ev.Step+int64(max(ev.Tokens, 1))-1
+		return
+	}
 	k := ev.Key
 	if k < 0 || int(k) >= len(o.cached) {
 		return

@@ -67,6 +67,10 @@ func TestOraclePrefetchAndAdmission(t *testing.T) {
 	la := func(layer int, st ...int64) []sim.Key {
 		return o.Prefetch(&sim.Lookahead{Layer: layer, Steps: st}, v, nil)
 	}
+	pass := func(first int64) {
+		o.Observe(sim.Event{Kind: sim.PassStart, Layer: -1, Step: first, Tokens: 1})
+	}
+	pass(0)
 	if got := la(0, 0); !slices.Equal(got, []sim.Key{4}) {
 		t.Fatalf("step 0 layer 0 prefetch %v, want [4]", got)
 	}
@@ -81,6 +85,7 @@ func TestOraclePrefetchAndAdmission(t *testing.T) {
 	// with 2 (never used again) and check the victim is 2; then without 2
 	// the candidates 0 (needed at s1 L0) and 4 (s1 L1, same time as 5) are
 	// both needed no later than 5: decline.
+	pass(1)
 	if got := la(0, 1); !slices.Equal(got, []sim.Key{5, 4}) {
 		t.Fatalf("step 1 layer 0 prefetch %v, want [5 4]", got)
 	}
@@ -120,6 +125,7 @@ func TestOracleReverify(t *testing.T) {
 	}
 	v := newFixtureView(m, 1000)
 	k1 := sim.Key(1) // layer 0 expert 1: used at steps 1 and 2
+	o.Observe(sim.Event{Kind: sim.PassStart, Layer: -1, Step: 0, Tokens: 2})
 	o.Prefetch(&sim.Lookahead{Layer: 0, Steps: []int64{0, 1}}, v, nil)
 	o.Observe(sim.Event{Kind: sim.Admitted, Key: k1, Step: 0})
 	o.Observe(sim.Event{Kind: sim.Used, Key: k1, Step: 0})
@@ -127,7 +133,8 @@ func TestOracleReverify(t *testing.T) {
 		t.Fatalf("after pass [0,1]: next use of key 1 at %d, want 4 (step 2)", got)
 	}
 	o.Prefetch(&sim.Lookahead{Layer: 1, Steps: []int64{0, 1}}, v, nil)
-	o.Prefetch(&sim.Lookahead{Layer: 0, Steps: []int64{1, 2}}, v, nil) // step 1 re-verified
+	o.Observe(sim.Event{Kind: sim.PassStart, Layer: -1, Step: 1, Tokens: 2}) // step 1 re-verified
+	o.Prefetch(&sim.Lookahead{Layer: 0, Steps: []int64{1, 2}}, v, nil)
 	if got := o.next(k1); got != 1*2 {
 		t.Fatalf("after re-verifying from step 1: next use of key 1 at %d, want 2 (step 1)", got)
 	}

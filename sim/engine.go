@@ -18,26 +18,13 @@ type UseRecord struct {
 	State  Residency // Resident = hit, Loading = in-flight hit, Absent = miss
 }
 
-// keyState is one expert's bookkeeping, kept together so that classifying,
-// admitting and evicting a key touches one cache line.
-type keyState struct {
-	seen       uint64 // == engine.stamp: in the current layer's union (in use)
-	requested  int64  // pass whose use of the key a policy's latest naming predicts
-	pos        int32  // index in the current union
-	state      Residency
-	pending    int8 // reads outstanding
-	syncLoad   bool // admitted, to be faulted in on the compute thread (gguf-mmap)
-	prefUnused bool // loaded by prefetch, not used since
-}
-
 // engine is one run's mutable state. Everything it needs comes from Config,
 // the steps and the policy; it reads no clock and no global randomness.
 type engine struct {
-	cfg  Config
-	m    *devices.ModelSpec
-	pol  Policy
-	view CacheView
-	tap  func(UseRecord)
+	bk  Books // the cache's books; the engine is their Loader (cache.go)
+	cfg Config
+	m   *devices.ModelSpec
+	pol Policy
 
 	nE, nL int
 	cm     computeModel
@@ -48,25 +35,13 @@ type engine struct {
 	layerBytes []int64 // bytes of one expert per layer
 	regions    [][]int64
 
-	keys    []keyState // per expert key: the hot bookkeeping, one cache line
 	keyReqs [][3]int32 // async read ids per key (for cancelling queued prefetches)
 
-	capacity     int64
-	used         int64 // resident + loading
-	loadingBytes int64
+	now   Time
+	phase traces.Phase // of the current pass, for the tap
 
-	now       Time
-	passNo    int64
-	stamp     uint64
-	measuring bool
-
-	union []Key
-	cnt   []int32 // tokens of the pass using union[i]
-	last  []int32 // row (token-major, rank order) of union[i]'s last use in the pass
-	order []int32 // scratch: union indices in last-use order
-	pend  []int32 // scratch: union indices not yet computed
-	pfBuf []Key
-	la    Lookahead
+	pend []int32 // scratch: union indices not yet computed
+	la   Lookahead
 
 	res       Result
 	latencies []int64
@@ -100,18 +75,21 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 	nL, nE := len(m.Layers), m.Experts
 	n := nL * nE
 	e := &engine{
-		cfg: cfg, m: m, pol: pol, tap: tap,
+		cfg: cfg, m: m, pol: pol,
 		nE: nE, nL: nL,
 		cm:         newComputeModel(cfg.Device),
 		fl:         newFlash(cfg.Device.Flash),
 		rng:        rand.New(rand.NewPCG(cfg.Seed, cfg.Seed^0x9e3779b97f4a7c15)),
 		layerBytes: make([]int64, nL),
 		regions:    make([][]int64, nL),
-		keys:       make([]keyState, n),
 		keyReqs:    make([][3]int32, n),
-		capacity:   cfg.CacheBytes,
 	}
-	e.view = cacheView{e}
+	e.bk.init(m, cfg.CacheBytes, pol, e)
+	if tap != nil {
+		e.bk.OnUse = func(k Key, st Residency) {
+			tap(UseRecord{Pass: e.bk.passNo - 1, Step: e.bk.first, Phase: e.phase, Layer: int(k) / nE, Expert: int(k) % nE, State: st})
+		}
+	}
 	e.times = newTimeTable(e)
 	e.fl.done = e.readDone
 	for i, l := range m.Layers {
@@ -144,7 +122,7 @@ func (e *engine) run(steps []traces.Step) error {
 				j++
 			}
 			if e.cfg.Prefill {
-				e.measuring = false
+				e.bk.Measure = false
 				start := e.now
 				if err := e.pass(steps, i, j); err != nil {
 					return err
@@ -168,7 +146,7 @@ func (e *engine) run(steps []traces.Step) error {
 			}
 			j++
 		}
-		e.measuring = true
+		e.bk.Measure = true
 		start, bytes0, reads0, stall0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS
 		e.fl.advance(e.now)
 		busy0 := e.fl.busyNS
@@ -233,11 +211,8 @@ func (e *engine) wrapUp(ctxTokens int) {
 		ctxTokens = e.cfg.ContextTokens
 	}
 	e.res.DeviceBudgetBytes = DeviceBudget(e.m, e.cfg.Device, ctxTokens)
-	for k := range e.keys {
-		if e.keys[k].prefUnused {
-			e.res.WastedPrefetchBytes += e.layerBytes[k/e.nE]
-		}
-	}
+	e.bk.Settle()
+	e.res.addCounts(e.bk.Counts())
 	e.res.finish(e.latencies)
 	e.res.Warnings = warnings(e, ctxTokens)
 }

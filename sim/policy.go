@@ -68,6 +68,10 @@ const (
 	Admitted
 	// Evicted: Key left the cache (its bytes are free).
 	Evicted
+	// PassStart: a forward pass begins over Tokens tokens, the first of which
+	// is trace step Step (Key 0, Layer -1). Sent before the pass's first
+	// Prefetch; policies that keep per-pass state start it here.
+	PassStart
 )
 
 // Event tells a policy what happened to the cache. Step is the trace step index
@@ -77,10 +81,11 @@ type Event struct {
 	Key      Key
 	Layer    int
 	Step     int64
-	Prefetch bool // Admitted by a prefetch rather than a demand miss
+	Prefetch bool  // Admitted by a prefetch rather than a demand miss
+	Tokens   int32 // PassStart: tokens in the pass
 }
 
-// Policy decides what to prefetch and what to evict; the engine keeps the books
+// Policy decides what to prefetch and what to evict; the Books keep the books
 // (capacity, in-flight loads, stalls) and rejects invalid decisions with an error.
 // A Policy is the same value whether sim replays a trace or the runtime drives a
 // real engine, so it must not depend on time.

@@ -1,0 +1,414 @@
+package sim
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+
+	"github.com/lessim/lessim/devices"
+)
+
+// Loader is the I/O side of the Books: the simulator's virtual flash or the
+// live driver's reads into the page cache. The Books decide what is loaded and
+// evicted; the Loader moves the bytes and reports finished loads with
+// Books.Loaded. Its methods are called only from inside Books methods, on the
+// caller's goroutine, and must not call back into the Books except Loaded.
+type Loader interface {
+	// Start issues k's read(s). The Books have reserved k's bytes and marked it
+	// Loading; demand is true for a miss the compute thread waits on, false for
+	// a prefetch. The Loader reports completion with Books.Loaded(k), once.
+	Start(k Key, demand bool)
+	// Drop releases an evicted key's memory (live: MADV_DONTNEED +
+	// FADV_DONTNEED; the simulator has nothing to do). k was Resident.
+	Drop(k Key)
+	// Cancel withdraws the most recently queued prefetch whose reads have not
+	// started and whose key is not InUse, and returns its key; ok=false when
+	// there is none. The Books then free its bytes (k becomes Absent).
+	Cancel() (k Key, ok bool)
+	// Wait reports every load finished by now. With block it first waits
+	// until at least one more load finishes (the compute thread stalls); it
+	// returns false when block is set and nothing is loading.
+	Wait(block bool) bool
+}
+
+// Counts are the books' tallies: expert uses by residency, prefetch
+// accounting and the peak of resident + loading bytes. Counters other than
+// PeakResidentBytes and the wasted bytes left at Settle move only while
+// Books.Measure is set. Result takes them field by field (docs/metrics.md).
+type Counts struct {
+	Uses, Hits, InflightHits, Misses int64
+
+	PrefetchRequested, PrefetchCovered int64
+	PrefetchLoads, PrefetchUseful      int64
+	PrefetchBytes, WastedPrefetchBytes int64
+
+	PeakResidentBytes int64
+}
+
+// keyState is one expert's bookkeeping, kept together so that classifying,
+// admitting and evicting a key touches one cache line. pending and syncLoad
+// belong to the simulator's Loader (same package); the Books never read them.
+type keyState struct {
+	seen       uint64 // == Books.stamp: in the current layer's union (in use)
+	requested  int64  // pass whose use of the key a policy's latest naming predicts
+	pos        int32  // index in the current union
+	state      Residency
+	pending    int8 // simulator: reads outstanding
+	syncLoad   bool // simulator: admitted, to be faulted in on the compute thread (gguf-mmap)
+	prefUnused bool // loaded by prefetch, not used since
+}
+
+// Books are the expert cache's books, shared by the simulator and the live
+// driver: capacity, residency, admission and eviction (through the policy),
+// cancelling queued prefetches, the policy's event stream (PassStart, Used,
+// Admitted, Evicted), prefetch accounting and in-use marking. The I/O is the
+// caller's (Loader), in the shape of raft's Ready/Advance: the Books hand out
+// reads with Loader.Start and the caller reports completions with Loaded.
+//
+// A pass is driven as: BeginPass; then per MoE layer Prefetch (moment 1),
+// BeginLayer, Select once per token, Classify (moment 2: hits, misses
+// admitted, Used events), after which the caller waits until every key of
+// Union is Resident and computes. Books are not safe for concurrent use.
+type Books struct {
+	pol  Policy
+	view CacheView
+	io   Loader
+
+	nE         int
+	layerBytes []int64 // bytes of one expert per layer
+	keys       []keyState
+
+	capacity     int64
+	used         int64 // resident + loading
+	loadingBytes int64
+
+	passNo int64
+	first  int64 // trace step of the pass's first token
+	stamp  uint64
+	layer  int
+
+	// Measure turns the counters on (decode) or off (prefill, warm-up).
+	Measure bool
+	// OnUse, when set, is called for every key of Classify's union with its
+	// residency before admission (Resident = hit, Loading = in flight, Absent = miss).
+	OnUse func(k Key, st Residency)
+
+	c Counts
+
+	union []Key
+	cnt   []int32 // tokens of the pass using union[i]
+	last  []int32 // row (token-major, rank order) of union[i]'s last use in the pass
+	rows  int32
+	order []int32 // scratch: union indices in last-use order
+	pfBuf []Key
+}
+
+// NewBooks makes empty books for model m with a cache of capacity bytes,
+// run by pol, with io doing the reads.
+func NewBooks(m *devices.ModelSpec, capacity int64, pol Policy, io Loader) *Books {
+	b := &Books{}
+	b.init(m, capacity, pol, io)
+	return b
+}
+
+func (b *Books) init(m *devices.ModelSpec, capacity int64, pol Policy, io Loader) {
+	nL := len(m.Layers)
+	*b = Books{
+		pol: pol, io: io, nE: m.Experts,
+		layerBytes: make([]int64, nL),
+		keys:       make([]keyState, nL*m.Experts),
+		capacity:   capacity,
+		layer:      -1,
+	}
+	b.view = booksView{b}
+	for i, l := range m.Layers {
+		b.layerBytes[i] = l.ExpertBytes
+	}
+}
+
+// View is the read-only face of the books that policies are shown.
+func (b *Books) View() CacheView { return b.view }
+
+// State is k's residency now.
+func (b *Books) State(k Key) Residency { return b.keys[k].state }
+
+// InUse reports whether k is in the union of the layer being computed.
+func (b *Books) InUse(k Key) bool { return b.keys[k].seen == b.stamp }
+
+// KeyBytes is the size of expert k.
+func (b *Books) KeyBytes(k Key) int64 { return b.layerBytes[int(k)/b.nE] }
+
+// UsedBytes is resident plus loading bytes.
+func (b *Books) UsedBytes() int64 { return b.used }
+
+// Counts are the tallies so far.
+func (b *Books) Counts() Counts { return b.c }
+
+// Union is the current layer's selected keys in first-use order, and for
+// each the number of the pass's tokens using it. Valid until the next BeginLayer.
+func (b *Books) Union() ([]Key, []int32) { return b.union, b.cnt }
+
+// Pass is the number of passes begun so far (the current pass's number).
+func (b *Books) Pass() int64 { return b.passNo }
+
+// BeginPass starts a forward pass over tokens tokens, the first of which is
+// trace step first, and tells the policy (a PassStart event).
+func (b *Books) BeginPass(first int64, tokens int) {
+	b.passNo++
+	b.first = first
+	b.layer = -1
+	b.pol.Observe(Event{Kind: PassStart, Layer: -1, Step: first, Tokens: int32(tokens)})
+}
+
+// Prefetch is moment 1 of la.Layer: nothing is in use; the policy is shown
+// la and the keys it names are admitted in its order, each read started at
+// once, until it declines to make room.
+func (b *Books) Prefetch(la *Lookahead) error {
+	b.stamp++
+	l := la.Layer
+	b.pfBuf = b.pol.Prefetch(la, b.view, b.pfBuf[:0])
+	for _, k := range b.pfBuf {
+		if k < 0 || int(k) >= len(b.keys) {
+			return fmt.Errorf("policy %s asked to prefetch expert key %d: no such expert", b.pol.Name(), k)
+		}
+		// A naming predicts the key's next use: later in this pass, or in the
+		// next pass when it names a layer at or before this one.
+		target := b.passNo
+		if int(k)/b.nE <= l {
+			target++
+		}
+		ks := &b.keys[k]
+		if ks.requested != target {
+			ks.requested = target
+			if b.Measure {
+				b.c.PrefetchRequested++
+			}
+		}
+		if ks.state != Absent {
+			continue
+		}
+		ok, err := b.admit(k, true)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			break
+		}
+		b.keys[k].prefUnused = true
+		if b.Measure {
+			b.c.PrefetchLoads++
+			b.c.PrefetchBytes += b.KeyBytes(k)
+		}
+		b.io.Start(k, false)
+	}
+	return nil
+}
+
+// BeginLayer starts moment 2 of MoE layer l: the previous union is dropped.
+func (b *Books) BeginLayer(l int) {
+	b.stamp++
+	b.layer = l
+	b.union, b.cnt, b.last = b.union[:0], b.cnt[:0], b.last[:0]
+	b.rows = 0
+}
+
+// Select adds one token's top-k experts of the current layer to the union
+// (they are InUse from now on). Experts must be in [0, experts).
+func (b *Books) Select(experts []int32) {
+	base := b.layer * b.nE
+	for _, x := range experts {
+		k := Key(base + int(x))
+		b.rows++
+		ks := &b.keys[k]
+		if ks.seen == b.stamp {
+			b.cnt[ks.pos]++
+			b.last[ks.pos] = b.rows
+			continue
+		}
+		ks.seen = b.stamp
+		ks.pos = int32(len(b.union))
+		b.union = append(b.union, k)
+		b.cnt = append(b.cnt, 1)
+		b.last = append(b.last, b.rows)
+	}
+}
+
+// Classify is moment 2 after the selections: each key of the union is counted
+// as a hit, in-flight hit or miss, misses are admitted (evicting the policy's
+// victims) and their reads started as demand reads, then the policy is told
+// of the uses. The caller then waits for the union to be Resident.
+func (b *Books) Classify() error {
+	for _, k := range b.union {
+		ks := &b.keys[k]
+		st := ks.state
+		if b.OnUse != nil {
+			b.OnUse(k, st)
+		}
+		if b.Measure {
+			b.c.Uses++
+			if ks.requested == b.passNo {
+				b.c.PrefetchCovered++
+			}
+			switch st {
+			case Resident:
+				b.c.Hits++
+			case Loading:
+				b.c.InflightHits++
+			default:
+				b.c.Misses++
+			}
+		}
+		if ks.prefUnused {
+			ks.prefUnused = false
+			if b.Measure {
+				b.c.PrefetchUseful++
+			}
+		}
+		if st == Absent {
+			ok, err := b.admit(k, false)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				return fmt.Errorf("internal: demand admission refused")
+			}
+			b.io.Start(k, true)
+		}
+	}
+	b.observeUses()
+	return nil
+}
+
+// observeUses tells the policy of the layer's uses in order of each expert's
+// last use in the pass, so recency reflects the latest token that used it
+// (for one token this is rank order). NB: this order, not first appearance,
+// is what reproduces BigMoeOnEdge's recorded residency on batched prefill.
+func (b *Books) observeUses() {
+	l := b.layer
+	if int(b.rows) == len(b.union) { // every expert used once: union order is use order
+		for _, k := range b.union {
+			b.pol.Observe(Event{Kind: Used, Key: k, Layer: l, Step: b.first})
+		}
+		return
+	}
+	b.order = b.order[:0]
+	for idx := range b.union {
+		b.order = append(b.order, int32(idx))
+	}
+	slices.SortFunc(b.order, func(x, y int32) int { return cmp.Compare(b.last[x], b.last[y]) })
+	for _, idx := range b.order {
+		b.pol.Observe(Event{Kind: Used, Key: b.union[idx], Layer: l, Step: b.first})
+	}
+}
+
+// Loaded records that every read of k has finished: Loading becomes Resident.
+// Keys not Loading are ignored (their load was cancelled).
+func (b *Books) Loaded(k Key) {
+	if b.keys[k].state != Loading {
+		return
+	}
+	b.keys[k].state = Resident
+	b.loadingBytes -= b.KeyBytes(k)
+}
+
+// Settle counts prefetched keys still unused at the end of a run as wasted.
+// Call it once, after the last pass.
+func (b *Books) Settle() {
+	for k := range b.keys {
+		if b.keys[k].prefUnused {
+			b.c.WastedPrefetchBytes += b.layerBytes[k/b.nE]
+		}
+	}
+}
+
+// admit reserves k's bytes and marks it Loading; the caller starts the read.
+func (b *Books) admit(k Key, prefetch bool) (bool, error) {
+	need := b.KeyBytes(k)
+	ok, err := b.makeRoom(need, prefetch)
+	if !ok || err != nil {
+		return false, err
+	}
+	b.keys[k].state = Loading
+	b.used += need
+	b.loadingBytes += need
+	b.c.PeakResidentBytes = max(b.c.PeakResidentBytes, b.used)
+	b.pol.Observe(Event{Kind: Admitted, Key: k, Layer: int(k) / b.nE, Step: b.first, Prefetch: prefetch})
+	return true, nil
+}
+
+// makeRoom evicts policy-chosen victims until need bytes are free. For a
+// prefetch it reports false when the policy declines; for a demand load it
+// cancels queued prefetches and then waits for loads before giving up.
+func (b *Books) makeRoom(need int64, prefetch bool) (bool, error) {
+	for b.capacity-b.used < need {
+		// NB: finish loads due by now first: a completed load is evictable.
+		b.io.Wait(false)
+		v, ok := b.pol.Victim(b.view, need-(b.capacity-b.used), prefetch)
+		if ok {
+			if err := b.checkVictim(v); err != nil {
+				return false, err
+			}
+			b.evict(v)
+			continue
+		}
+		if prefetch {
+			return false, nil
+		}
+		if k, ok := b.io.Cancel(); ok {
+			b.cancelled(k)
+			continue
+		}
+		if !b.io.Wait(true) {
+			return false, fmt.Errorf("policy %s declined to evict but %s more are needed and nothing is loading (cache %s)",
+				b.pol.Name(), FormatBytes(need-(b.capacity-b.used)), FormatBytes(b.capacity))
+		}
+	}
+	return true, nil
+}
+
+func (b *Books) checkVictim(v Key) error {
+	if v < 0 || int(v) >= len(b.keys) {
+		return fmt.Errorf("policy %s chose victim %d: no such expert", b.pol.Name(), v)
+	}
+	l, x := v.Split(b.nE)
+	switch {
+	case b.keys[v].state != Resident:
+		return fmt.Errorf("policy %s chose victim layer %d expert %d: not resident", b.pol.Name(), l, x)
+	case b.keys[v].seen == b.stamp:
+		return fmt.Errorf("policy %s chose victim layer %d expert %d: in use by the current layer", b.pol.Name(), l, x)
+	}
+	return nil
+}
+
+func (b *Books) evict(k Key) {
+	n := b.KeyBytes(k)
+	b.keys[k].state = Absent
+	b.used -= n
+	if b.keys[k].prefUnused {
+		b.keys[k].prefUnused = false
+		if b.Measure {
+			b.c.WastedPrefetchBytes += n
+		}
+	}
+	b.io.Drop(k)
+	b.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(k) / b.nE, Step: b.first})
+}
+
+// cancelled frees a Loading prefetch whose reads the Loader withdrew.
+func (b *Books) cancelled(k Key) {
+	n := b.KeyBytes(k)
+	b.keys[k].state = Absent
+	b.used -= n
+	b.loadingBytes -= n
+	b.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(k) / b.nE, Step: b.first})
+}
+
+// booksView is the read-only face of the Books shown to policies.
+type booksView struct{ b *Books }
+
+func (v booksView) State(k Key) Residency       { return v.b.keys[k].state }
+func (v booksView) InUse(k Key) bool            { return v.b.keys[k].seen == v.b.stamp }
+func (v booksView) FreeBytes() int64            { return v.b.capacity - v.b.used }
+func (v booksView) LoadingBytes() int64         { return v.b.loadingBytes }
+func (v booksView) CapacityBytes() int64        { return v.b.capacity }
+func (v booksView) ExpertBytes(layer int) int64 { return v.b.layerBytes[layer] }
