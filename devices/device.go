@@ -21,6 +21,11 @@ type Device struct {
 	// Assumed lists the dotted names of fields whose values are assumptions, not
 	// measurements or specifications; the simulator copies them into Result warnings.
 	Assumed []string `json:"assumed,omitempty"`
+
+	// Warnings lists what the profile's validation accepted but found
+	// suspicious, each as "field.path: reason" (e.g. a flash curve whose
+	// throughput falls as reads grow); results should show them.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Flash describes the storage the experts stream from.

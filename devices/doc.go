@@ -13,7 +13,7 @@
 // where value is a plain number ("4", "0.6", "60%") for dimensionless fields
 // or a number with a unit for everything else — sizes B, KB, MB, GB, TB (powers
 // of 1000) and KiB, MiB, GiB, TiB (powers of 1024); rates the same followed by
-// "/s"; durations ns, us (or µs), ms, s; compute FLOPS, GFLOPS, TFLOPS. A
+// "/s"; durations ns, us (or µs), ms, s; compute FLOPS, GFLOPS, TFLOPS, PFLOPS. A
 // dimensioned value without a unit is an error, so no number is read in the
 // wrong unit. Profile.Device resolves the profile into a Device in SI base
 // units: bytes, bytes per second, nanoseconds, FLOP/s.
@@ -34,6 +34,20 @@
 // once — missing values or sources, unknown keys, unit errors, values out of
 // range, reserve >= ram, empty or unsorted curves — one per line as
 // "file: field.path: reason".
+//
+// # Bounds
+//
+// Every profile number, and every count, size and FLOP figure of a model
+// spec, must lie within a plausible range: Bounds returns the one table
+// (field, range, reason) that validation, the tests and
+// docs/profile-bounds.md all read. A value outside is refused naming the
+// field, the value as written, the range and the reason, so a unit typo such
+// as "75.8 B/s" cannot pass. NaN and infinities are refused at parse time.
+// The ranges also keep time exact: at their slowest rates and largest sizes,
+// one conversion of bytes or FLOPs into nanoseconds stays below 2^53 ns.
+// What validation accepts but finds suspicious (a flash curve whose
+// throughput falls as reads grow) is listed by Profile.Warnings and
+// Device.Warnings, for results to show.
 //
 // # Flash model
 //

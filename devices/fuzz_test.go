@@ -31,6 +31,9 @@ func FuzzParseProfile(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	for _, data := range extremeSeeds() {
+		f.Add(data)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		if err := profileInvariants(data); err != nil {
 			t.Fatal(err)
@@ -54,13 +57,8 @@ func profileInvariants(data []byte) error {
 		len(d.Flash.SingleLane) == 0 || len(d.Flash.Aggregate) == 0 {
 		return fmt.Errorf("accepted an insane device: %+v", d)
 	}
-	for _, c := range [][]CurvePoint{d.Flash.SingleLane, d.Flash.Aggregate} {
-		for i, pt := range c {
-			if pt.ReadBytes <= 0 || !(pt.BytesPerSec > 0) || math.IsInf(pt.BytesPerSec, 0) ||
-				i > 0 && pt.ReadBytes <= c[i-1].ReadBytes {
-				return fmt.Errorf("bad curve %v", c)
-			}
-		}
+	if err := deviceInBounds(d); err != nil {
+		return err
 	}
 	fresh := *p
 	fresh.raw = nil
@@ -72,6 +70,61 @@ func profileInvariants(data []byte) error {
 		return fmt.Errorf("re-encoded profile does not parse: %v\n%s", err, enc)
 	}
 	return nil
+}
+
+// deviceInBounds checks that every number of an accepted device lies within
+// its bound, every derived curve rate is finite, positive and within the
+// transfer-rate bound, and flash reads take a positive time below 2^53 ns.
+func deviceInBounds(d *Device) error {
+	for field, v := range map[string]float64{
+		"memory.ram": float64(d.RAMBytes), "memory.reserve": float64(d.ReserveBytes),
+		"memory.bandwidth": d.MemBandwidth, "memory.efficiency": d.MemEfficiency,
+		"compute.flops": d.ComputeFLOPS, "compute.layer_overhead": float64(d.LayerOverhead),
+		"flash.lanes": float64(d.Flash.Lanes), "flash.latency": float64(d.Flash.LatencyNS),
+		"flash.page_size": float64(d.Flash.PageBytes), "flash.read_ahead": float64(d.Flash.ReadAheadBytes),
+		"flash.fault_cost": float64(d.Flash.FaultNS),
+	} {
+		if !bound(field).Contains(v) {
+			return fmt.Errorf("accepted %s = %v, outside %s", field, v, bound(field).RangeText())
+		}
+	}
+	rates := bound(transferRateField)
+	for _, c := range [][]CurvePoint{d.Flash.SingleLane, d.Flash.Aggregate} {
+		for i, pt := range c {
+			if !bound("flash.*[].read").Contains(float64(pt.ReadBytes)) || !rates.Contains(pt.BytesPerSec) ||
+				math.IsInf(pt.BytesPerSec, 0) || !(pt.BytesPerSec > 0) || i > 0 && pt.ReadBytes <= c[i-1].ReadBytes {
+				return fmt.Errorf("bad curve %v", c)
+			}
+		}
+	}
+	_, maxExpert := bound("model.layers[].expert_bytes").Range()
+	for _, read := range []int64{512, 1 << 20, int64(maxExpert)} {
+		for _, k := range []int{1, d.Flash.Lanes} {
+			if ns := d.Flash.ReadNS(read, k); ns <= 0 || ns >= 1<<53 {
+				return fmt.Errorf("ReadNS(%d, %d) = %d", read, k, ns)
+			}
+		}
+	}
+	return nil
+}
+
+// extremeSeeds are profiles with NaN, infinities, huge and tiny numbers and
+// values at the ends of their bounds, for the fuzzer and TestMutatedProfiles.
+func extremeSeeds() [][]byte {
+	out := [][]byte{boundsProfile(nil)}
+	for _, over := range []map[string]string{
+		{"memory.bandwidth": ".nan"}, {"memory.efficiency": ".inf"}, {"compute.flops": "-.inf"},
+		{"flash.latency": "NaN ns"}, {"single.bandwidth": "Inf B/s"}, {"agg.read": "1e999 B"},
+		{"memory.ram": "1e300 TiB"}, {"memory.bandwidth": "75.8 B/s"}, {"compute.flops": "1e-6 FLOPS"},
+		{"agg.bandwidth": "1e-3 B/s"}, {"flash.lanes": "1e9"}, {"flash.page_size": "12 KiB"},
+		{"memory.bandwidth": "1 GB/s", "memory.efficiency": "0.01", "compute.flops": "1 GFLOPS", "flash.lanes": "1024",
+			"flash.latency": "100 ms", "single.read": "1 GiB", "single.bandwidth": "1 MB/s", "agg.lanes": "1024", "agg.bandwidth": "1 MB/s"},
+		{"memory.ram": "16 TiB", "memory.bandwidth": "10 TB/s", "compute.flops": "10000 TFLOPS", "flash.latency": "1 us",
+			"single.read": "512 B", "agg.read": "512 B", "agg.bandwidth": "1 GB/s", "flash.page_size": "2 MiB", "flash.read_ahead": "64 MiB"},
+	} {
+		out = append(out, boundsProfile(over))
+	}
+	return out
 }
 
 var mutateSeed = flag.Uint64("mutate.seed", 1, "seed of TestMutatedProfiles")
@@ -91,6 +144,7 @@ func TestMutatedProfiles(t *testing.T) {
 		data, _ := os.ReadFile(f)
 		seeds = append(seeds, data)
 	}
+	seeds = append(seeds, extremeSeeds()...)
 	r := rand.New(rand.NewPCG(*mutateSeed, 0))
 	const punct = "\x00*&:[{-!<|>%'\"\n #"
 	for it := range 3000 {

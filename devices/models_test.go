@@ -234,17 +234,17 @@ func TestModelSpecValidate(t *testing.T) {
 	}{
 		{"top_k above experts", func(m *ModelSpec) { m.TopK = 300 }, []string{"top_k: must be <= experts (got 300 > 256)"}},
 		{"zero sizes", func(m *ModelSpec) { m.Hidden, m.ExpertFFN, m.Experts = 0, 0, 0 },
-			[]string{"hidden: must be >= 1", "expert_ffn: must be >= 1", "experts: must be >= 1"}},
+			[]string{"hidden: 0 is outside [1, 65536]", "expert_ffn: 0 is outside [1, 131072]", "experts: 0 is outside [1, 4096]"}},
 		{"more layers than blocks", func(m *ModelSpec) { m.Blocks = 30 }, []string{"40 MoE layers but only 30 blocks", "layers[30].block: must be in [0,30)"}},
 		{"blocks out of order", func(m *ModelSpec) { m.Layers[5].Block = 2 }, []string{"layers[5].block: must be greater than the previous layer's block 4"}},
 		{"tensor sum mismatch", func(m *ModelSpec) { m.Layers[0].ExpertBytes++ }, []string{"layers[0].expert_bytes: is 2039809 but its tensors sum to 2039808"}},
 		{"unknown tensor type", func(m *ModelSpec) { m.Layers[1].Tensors[0].Type = "Q9_K" }, []string{`layers[1].tensors[0].type: unknown quant type "Q9_K"`}},
 		{"negative sizes", func(m *ModelSpec) { m.Layers[2].DenseBytes = -1; m.KVBytesPerToken = -1 },
-			[]string{"layers[2].dense_bytes: must be >= 0", "kv_bytes_per_token: must be >= 0"}},
+			[]string{"layers[2].dense_bytes: -1 B is outside [0 B, 64 GiB]", "kv_bytes_per_token: -1 B is outside [0 B, 64 MiB]"}},
 		{"non-expert too small", func(m *ModelSpec) { m.NonExpertBytes = 1 }, []string{"non_expert_bytes: 1 is less than"}},
-		{"no layers", func(m *ModelSpec) { m.Layers = nil }, []string{"layers: no MoE layers"}},
+		{"no layers", func(m *ModelSpec) { m.Layers = nil }, []string{"layers: 0 is outside [1, 1024] MoE layers"}},
 		{"several at once", func(m *ModelSpec) { m.Name = ""; m.TopK = 0; m.SharedFFN = 0 },
-			[]string{"name: missing", "top_k: must be >= 1", "shared_ffn: must be >= 1 with 1 shared experts"}},
+			[]string{"name: missing", "top_k: 0 is outside [1, 64]", "shared_ffn: must be >= 1 with 1 shared experts"}},
 	}
 	for _, tc := range tests {
 		m := base()

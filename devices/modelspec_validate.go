@@ -8,8 +8,10 @@ import (
 // joinNames joins names for "valid: ..." lists.
 func joinNames(names []string) string { return strings.Join(names, ", ") }
 
-// Validate checks the spec's internal consistency and returns one error
-// listing every problem, each as "model NAME: field: reason".
+// Validate checks the spec's internal consistency and that every count,
+// size and FLOP figure lies within its plausible range (the "model." rows of
+// Bounds), and returns one error listing every problem, each as
+// "model NAME: field: reason".
 func (m *ModelSpec) Validate() error {
 	var ps problems
 	if strings.TrimSpace(m.Name) == "" {
@@ -18,27 +20,17 @@ func (m *ModelSpec) Validate() error {
 	for _, d := range []struct {
 		name string
 		v    int
-	}{{"experts", m.Experts}, {"top_k", m.TopK}, {"hidden", m.Hidden}, {"expert_ffn", m.ExpertFFN}, {"blocks", m.Blocks}} {
-		if d.v < 1 {
-			ps.add(d.name, "must be >= 1 (got %d)", d.v)
-		}
+	}{
+		{"experts", m.Experts}, {"top_k", m.TopK}, {"hidden", m.Hidden}, {"expert_ffn", m.ExpertFFN}, {"blocks", m.Blocks},
+		{"shared_experts", m.SharedExperts}, {"shared_ffn", m.SharedFFN}, {"vocab", m.Vocab}, {"layers", len(m.Layers)},
+	} {
+		ps.checkBound(d.name, "model."+d.name, float64(d.v))
 	}
 	if m.TopK > m.Experts && m.Experts >= 1 {
 		ps.add("top_k", "must be <= experts (got %d > %d)", m.TopK, m.Experts)
 	}
-	for _, d := range []struct {
-		name string
-		v    int
-	}{{"shared_experts", m.SharedExperts}, {"shared_ffn", m.SharedFFN}, {"vocab", m.Vocab}} {
-		if d.v < 0 {
-			ps.add(d.name, "must be >= 0 (got %d)", d.v)
-		}
-	}
 	if m.SharedExperts > 0 && m.SharedFFN < 1 {
 		ps.add("shared_ffn", "must be >= 1 with %d shared experts (got %d)", m.SharedExperts, m.SharedFFN)
-	}
-	if len(m.Layers) == 0 {
-		ps.add("layers", "no MoE layers")
 	}
 	if m.Blocks >= 1 && len(m.Layers) > m.Blocks {
 		ps.add("layers", "%d MoE layers but only %d blocks", len(m.Layers), m.Blocks)
@@ -52,19 +44,17 @@ func (m *ModelSpec) Validate() error {
 		if i > 0 && l.Block <= m.Layers[i-1].Block {
 			ps.add(p+".block", "must be greater than the previous layer's block %d (got %d)", m.Layers[i-1].Block, l.Block)
 		}
-		if l.ExpertBytes <= 0 {
-			ps.add(p+".expert_bytes", "must be > 0 (got %d)", l.ExpertBytes)
-		}
+		ps.checkBound(p+".expert_bytes", "model.layers[].expert_bytes", float64(l.ExpertBytes))
 		if len(l.Tensors) > 0 {
 			var sum int64
 			for j, t := range l.Tensors {
 				if _, ok := quantBlocks[t.Type]; !ok {
 					ps.add(fmt.Sprintf("%s.tensors[%d].type", p, j), "unknown quant type %q (valid: %s)", string(t.Type), joinNames(QuantTypes()))
 				}
-				if t.Bytes <= 0 {
-					ps.add(fmt.Sprintf("%s.tensors[%d].bytes", p, j), "must be > 0 (got %d)", t.Bytes)
+				if t.Bytes <= 0 || t.Bytes > l.ExpertBytes {
+					ps.add(fmt.Sprintf("%s.tensors[%d].bytes", p, j), "must be in [1, expert_bytes %d] (got %d)", l.ExpertBytes, t.Bytes)
 				}
-				sum += t.Bytes
+				sum += t.Bytes // NB: each term is at most 4 GiB once the check above passes
 			}
 			if sum != l.ExpertBytes {
 				ps.add(p+".expert_bytes", "is %d but its tensors sum to %d", l.ExpertBytes, sum)
@@ -74,25 +64,33 @@ func (m *ModelSpec) Validate() error {
 			name string
 			v    int64
 		}{{"dense_bytes", l.DenseBytes}, {"dense_flops_per_token", l.DenseFLOPsPerToken}, {"expert_flops_per_token", l.ExpertFLOPsPerToken}} {
-			if v.v < 0 {
-				ps.add(p+"."+v.name, "must be >= 0 (got %d)", v.v)
-			}
+			ps.checkBound(p+"."+v.name, "model.layers[]."+v.name, float64(v.v))
 		}
-		dense += l.DenseBytes
+		dense += min(max(l.DenseBytes, 0), 1<<40) // clamped: bounded sums cannot overflow
 	}
 	for _, v := range []struct {
 		name string
 		v    int64
 	}{{"head_bytes", m.HeadBytes}, {"head_flops_per_token", m.HeadFLOPsPerToken}, {"kv_bytes_per_token", m.KVBytesPerToken}, {"non_expert_bytes", m.NonExpertBytes}} {
-		if v.v < 0 {
-			ps.add(v.name, "must be >= 0 (got %d)", v.v)
-		}
+		ps.checkBound(v.name, "model."+v.name, float64(v.v))
 	}
-	if m.NonExpertBytes < dense+m.HeadBytes && m.NonExpertBytes >= 0 {
-		ps.add("non_expert_bytes", "%d is less than the layers' dense bytes plus the head (%d): they are part of it", m.NonExpertBytes, dense+m.HeadBytes)
+	if head := min(max(m.HeadBytes, 0), 1<<40); m.NonExpertBytes < dense+head && m.NonExpertBytes >= 0 {
+		ps.add("non_expert_bytes", "%d is less than the layers' dense bytes plus the head (%d): they are part of it", m.NonExpertBytes, dense+head)
 	}
 	if len(ps) == 0 {
 		return nil
 	}
 	return shapeError(m.Name, ps)
+}
+
+// checkBound reports v at path when it lies outside the bound of field.
+func (ps *problems) checkBound(path, field string, v float64) {
+	b := bound(field)
+	text := fmt.Sprintf("%.0f", v)
+	if b.Kind == Size {
+		text += " B"
+	}
+	if msg := b.check(v, text); msg != "" {
+		ps.add(path, "%s", msg)
+	}
 }

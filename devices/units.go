@@ -49,8 +49,8 @@ var durationUnits = []unitFactor{
 }
 
 var flopsUnits = []unitFactor{
-	{"FLOPS", 1}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12},
-	{"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12},
+	{"FLOPS", 1}, {"GFLOPS", 1e9}, {"TFLOPS", 1e12}, {"PFLOPS", 1e15},
+	{"FLOP/s", 1}, {"GFLOP/s", 1e9}, {"TFLOP/s", 1e12}, {"PFLOP/s", 1e15},
 }
 
 type unitFactor struct {
@@ -90,7 +90,9 @@ func unitNames(us []unitFactor) string {
 // ("4 MiB", not "4194304"), so a value is never read in the wrong unit; a
 // dimensionless value is a plain number or a percentage. Space between the
 // number and the unit is optional. The result is finite and may be zero or
-// negative; range checks belong to the caller.
+// negative; range checks belong to the caller. NaN and infinities are never
+// accepted: not as words ("NaN", "Inf", YAML's ".nan", ".inf"), and not as
+// numbers too large for a float64 ("1e999 B", "1e300 TB").
 func ParseQuantity(s string, k Kind) (float64, error) {
 	t := strings.TrimSpace(s)
 	if t == "" {
@@ -118,7 +120,10 @@ func ParseQuantity(s string, k Kind) (float64, error) {
 	}
 	for _, u := range k.units() {
 		if u.name == unit {
-			return v * u.factor, nil
+			if r := v * u.factor; !math.IsInf(r, 0) {
+				return r, nil
+			}
+			return 0, fmt.Errorf("%q is out of range", s)
 		}
 	}
 	return 0, fmt.Errorf("%q: unknown %s unit %q (valid: %s)", s, k, unit, unitNames(k.units()))

@@ -35,6 +35,7 @@ func TestParseQuantity(t *testing.T) {
 		{"5 min", Duration, 0, "unknown duration unit"},
 		{"1.5 TFLOPS", Throughput, 1.5e12, ""},
 		{"400 GFLOP/s", Throughput, 400e9, ""},
+		{"4.5 PFLOPS", Throughput, 4.5e15, ""},
 		{"0.6", Dimensionless, 0.6, ""},
 		{"60%", Dimensionless, 0.6, ""},
 		{"4", Dimensionless, 4, ""},

@@ -8,37 +8,29 @@ import (
 	"strings"
 )
 
-// field is one scalar quantity of a profile with its dotted path and kind.
+// field is one scalar quantity of a profile with its dotted path and kind;
+// its plausible range is the Bound of the same path.
 type field struct {
 	path string
 	kind Kind
 	q    *Quantity
-	ok   func(float64) bool // range check
-	want string             // the range, for the message
 }
-
-var (
-	positive = func(v float64) bool { return v > 0 }
-	nonNeg   = func(v float64) bool { return v >= 0 }
-	fraction = func(v float64) bool { return v > 0 && v <= 1 }
-	atLeast1 = func(v float64) bool { return v >= 1 }
-)
 
 // fields lists the profile's scalar quantities in schema order.
 func (p *Profile) fields() []field {
 	m, c, f := &p.Memory, &p.Compute, &p.Flash
 	return []field{
-		{"memory.ram", Size, &m.RAM, positive, "> 0"},
-		{"memory.reserve", Size, &m.Reserve, nonNeg, ">= 0"},
-		{"memory.bandwidth", Rate, &m.Bandwidth, positive, "> 0"},
-		{"memory.efficiency", Dimensionless, &m.Efficiency, fraction, "in (0,1]"},
-		{"compute.flops", Throughput, &c.FLOPS, positive, "> 0"},
-		{"compute.layer_overhead", Duration, &c.LayerOverhead, nonNeg, ">= 0"},
-		{"flash.lanes", Dimensionless, &f.Lanes, atLeast1, ">= 1"},
-		{"flash.latency", Duration, &f.Latency, nonNeg, ">= 0"},
-		{"flash.page_size", Size, &f.PageSize, positive, "> 0"},
-		{"flash.read_ahead", Size, &f.ReadAhead, nonNeg, ">= 0"},
-		{"flash.fault_cost", Duration, &f.FaultCost, nonNeg, ">= 0"},
+		{"memory.ram", Size, &m.RAM},
+		{"memory.reserve", Size, &m.Reserve},
+		{"memory.bandwidth", Rate, &m.Bandwidth},
+		{"memory.efficiency", Dimensionless, &m.Efficiency},
+		{"compute.flops", Throughput, &c.FLOPS},
+		{"compute.layer_overhead", Duration, &c.LayerOverhead},
+		{"flash.lanes", Dimensionless, &f.Lanes},
+		{"flash.latency", Duration, &f.Latency},
+		{"flash.page_size", Size, &f.PageSize},
+		{"flash.read_ahead", Size, &f.ReadAhead},
+		{"flash.fault_cost", Duration, &f.FaultCost},
 	}
 }
 
@@ -89,6 +81,17 @@ func (p *Profile) Device() (*Device, error) {
 	return d, nil
 }
 
+// Warnings lists what validation accepted but found suspicious, each as
+// "field.path: reason", the same as the resolved Device.Warnings; nil when
+// there is nothing to say or the profile is invalid (Validate says why).
+func (p *Profile) Warnings() []string {
+	d, ps := p.resolve()
+	if len(ps) > 0 {
+		return nil
+	}
+	return d.Warnings
+}
+
 // resolve parses every quantity, checks ranges and builds the Device; it
 // returns every problem found. The Device is meaningful only without problems.
 func (p *Profile) resolve() (*Device, problems) {
@@ -104,16 +107,12 @@ func (p *Profile) resolve() (*Device, problems) {
 		if f.kind == Size || f.kind == Duration {
 			v = math.Round(v) // whole bytes and nanoseconds
 		}
-		switch {
-		case !ok:
-		case math.Abs(v) > 1<<62:
-			ps.add(f.path, "out of range (got %s)", f.q.Value)
-		case !f.ok(v):
-			ps.add(f.path, "must be %s (got %s)", f.want, f.q.Value)
-		case f.path == "flash.lanes" && (v != math.Trunc(v) || v > 1<<20):
-			ps.add(f.path, "must be a whole number <= 1048576 (got %s)", f.q.Value)
-		default:
-			vals[f.path] = v
+		if ok {
+			if msg := bound(f.path).check(v, f.q.Value); msg != "" {
+				ps.add(f.path, "%s", msg)
+			} else {
+				vals[f.path] = v
+			}
 		}
 		if f.q.set && IsAssumed(f.q.Source) {
 			d.Assumed = append(d.Assumed, f.path)
@@ -141,8 +140,8 @@ func (p *Profile) resolve() (*Device, problems) {
 	if !okLat {
 		lat = -1 // unknown: parse the curves but skip the conversion
 	}
-	single, assumedS := ps.curve("flash.single_lane", p.Flash.SingleLane, true, lat)
-	agg, assumedA := ps.curve("flash.aggregate", p.Flash.Aggregate, false, lat)
+	single, assumedS := ps.curve("flash.single_lane", p.Flash.SingleLane, true, lat, &d.Warnings)
+	agg, assumedA := ps.curve("flash.aggregate", p.Flash.Aggregate, false, lat, &d.Warnings)
 	if assumedS {
 		d.Assumed = append(d.Assumed, "flash.single_lane")
 	}
@@ -181,22 +180,25 @@ func (ps *problems) quantity(f field) (float64, bool) {
 	return v, true
 }
 
-// curve checks and parses one curve: non-empty, every point parsed, positive
-// and sourced, read sizes strictly increasing, single-lane points measured at
-// one lane. With a known latency (>= 0) it converts each measured point into
-// a transfer rate: n reads of size S in flight took T = n·S/measured each,
-// of which the latency is spent before the transfer, so the transfers ran at
-// n·S/(T − latency) in total. It reports whether any point is assumed. The
-// returned curve is nil when any point failed.
-func (ps *problems) curve(path string, pts []CurveSample, singleLane bool, latencyNS float64) ([]CurvePoint, bool) {
+// curve checks and parses one curve: non-empty, every point parsed, within
+// its bounds and sourced, read sizes strictly increasing, single-lane points
+// measured at one lane. With a known latency (>= 0) it converts each measured
+// point into a transfer rate: n reads of size S in flight took T = n·S/measured
+// each, of which the latency is spent before the transfer, so the transfers
+// ran at n·S/(T − latency) in total; that rate must lie within its bound too.
+// Throughput that falls as reads grow is accepted with a warning, appended to
+// warn. It reports whether any point is assumed. The returned curve is nil
+// when any point failed.
+func (ps *problems) curve(path string, pts []CurveSample, singleLane bool, latencyNS float64, warn *[]string) ([]CurvePoint, bool) {
 	if len(pts) == 0 {
 		ps.add(path, "empty: want at least one {read: <size>, bandwidth: <rate>, source: ...} point")
 		return nil, false
 	}
 	out := make([]CurvePoint, 0, len(pts))
 	assumed, bad := false, false
-	prev := ""    // the previous parsed point's read size as written
-	var idx []int // index in pts of each point in out
+	var prev CurveSample // the previous parsed point as written
+	prevBW := 0.0        // and its measured throughput
+	var idx []int        // index in pts of each point in out
 	for i, c := range pts {
 		pp := fmt.Sprintf("%s[%d]", path, i)
 		for _, u := range c.unknown {
@@ -209,15 +211,11 @@ func (ps *problems) curve(path string, pts []CurveSample, singleLane bool, laten
 		}
 		ps.checkSource(pp, c.Source)
 		assumed = assumed || IsAssumed(c.Source)
-		size, okS := ps.curveValue(pp+".read", c.Read, Size)
-		bw, okB := ps.curveValue(pp+".bandwidth", c.Bandwidth, Rate)
+		size, okS := ps.curveValue(pp+".read", c.Read, Size, "flash.*[].read")
+		bw, okB := ps.curveValue(pp+".bandwidth", c.Bandwidth, Rate, "flash.*[].bandwidth")
 		lanes, okL := 1.0, true
 		if strings.TrimSpace(c.Lanes) != "" {
-			lanes, okL = ps.curveValue(pp+".lanes", c.Lanes, Dimensionless)
-			if okL && (lanes != math.Trunc(lanes) || lanes > 1<<20) {
-				ps.add(pp+".lanes", "must be a whole number (got %s)", c.Lanes)
-				okL = false
-			}
+			lanes, okL = ps.curveValue(pp+".lanes", c.Lanes, Dimensionless, "flash.*[].lanes")
 			if okL && singleLane && lanes != 1 {
 				ps.add(pp+".lanes", "must be 1 on the single-lane curve (got %s)", c.Lanes)
 				okL = false
@@ -227,14 +225,17 @@ func (ps *problems) curve(path string, pts []CurveSample, singleLane bool, laten
 			bad = true
 			continue
 		}
-		read := int64(math.Round(size))
+		read := int64(size) // whole: curveValue rounds sizes
 		if j := slices.IndexFunc(out, func(o CurvePoint) bool { return o.ReadBytes == read }); j >= 0 {
 			ps.add(pp+".read", "duplicate read size %s (same as point %d)", c.Read, idx[j])
 			bad = true
 			continue
 		} else if n := len(out); n > 0 && read < out[n-1].ReadBytes {
-			ps.add(pp+".read", "not sorted: %s after %s (read sizes must increase)", c.Read, prev)
+			ps.add(pp+".read", "not sorted: %s after %s (read sizes must increase)", c.Read, prev.Read)
 			bad = true
+		} else if n > 0 && bw < prevBW {
+			*warn = append(*warn, fmt.Sprintf("%s: throughput falls as reads grow (%s at %s after %s at %s); accepted, but check the point: larger reads are normally at least as fast",
+				pp, c.Bandwidth, c.Read, prev.Bandwidth, prev.Read))
 		}
 		rate := bw
 		if latencyNS >= 0 {
@@ -243,12 +244,17 @@ func (ps *problems) curve(path string, pts []CurveSample, singleLane bool, laten
 				ps.add(pp, "%d × %s at %s is %.0f ns per read, not more than flash.latency (%.0f ns): lower the latency or check the point",
 					int(lanes), c.Read, c.Bandwidth, perRead, latencyNS)
 				bad = true
+			} else {
+				rate = lanes * float64(read) / ((perRead - latencyNS) / 1e9)
+				if msg := bound(transferRateField).check(rate, fmt.Sprintf("%.4g B/s", rate)); msg != "" {
+					ps.add(pp, "transfer rate after removing flash.latency: %s", msg)
+					bad = true
+				}
 			}
-			rate = lanes * float64(read) / ((perRead - latencyNS) / 1e9)
 		}
 		idx = append(idx, i)
 		out = append(out, CurvePoint{ReadBytes: read, BytesPerSec: rate})
-		prev = c.Read
+		prev, prevBW = c, bw
 	}
 	if bad {
 		return nil, assumed
@@ -256,8 +262,9 @@ func (ps *problems) curve(path string, pts []CurveSample, singleLane bool, laten
 	return out, assumed
 }
 
-// curveValue parses one curve field, which must be present and positive.
-func (ps *problems) curveValue(path, s string, k Kind) (float64, bool) {
+// curveValue parses one curve field, which must be present and within the
+// bound named by field; sizes are rounded to whole bytes first.
+func (ps *problems) curveValue(path, s string, k Kind, field string) (float64, bool) {
 	if strings.TrimSpace(s) == "" {
 		ps.add(path, "missing")
 		return 0, false
@@ -267,8 +274,11 @@ func (ps *problems) curveValue(path, s string, k Kind) (float64, bool) {
 		ps.add(path, "%v", err)
 		return 0, false
 	}
-	if v <= 0 || k == Size && math.Round(v) <= 0 {
-		ps.add(path, "must be > 0 (got %s)", s)
+	if k == Size {
+		v = math.Round(v)
+	}
+	if msg := bound(field).check(v, s); msg != "" {
+		ps.add(path, "%s", msg)
 		return 0, false
 	}
 	return v, true

@@ -1,0 +1,180 @@
+package devices
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+)
+
+// Bound is the plausible range of one profile or model-spec number, with the
+// reason for it. Validation, docs/profile-bounds.md and the tests all read
+// the one table Bounds returns, so they cannot drift apart.
+//
+// Field is the dotted path as Validate reports it; "flash.*[]" stands for
+// every point of both flash curves and "model.layers[]" for every MoE layer.
+// Min and Max are written as a profile writes them ("1 GB/s"), parsed with
+// Kind; counts and FLOPs are Dimensionless and name their Unit.
+type Bound struct {
+	Field      string
+	Kind       Kind
+	Min, Max   string
+	Unit       string // unit of a Dimensionless bound, for people ("FLOP", "experts")
+	Whole      bool   // must be a whole number
+	PowerOfTwo bool   // must be a power of two
+	Reason     string
+
+	lo, hi float64 // Min and Max in SI base units
+}
+
+// Range returns Min and Max in SI base units (bytes, bytes/s, ns, FLOP/s).
+func (b Bound) Range() (lo, hi float64) { return b.lo, b.hi }
+
+// Contains reports whether v (SI base units) satisfies the bound: finite,
+// within [Min, Max], and whole or a power of two where the bound says so.
+func (b Bound) Contains(v float64) bool {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0) || v < b.lo || v > b.hi:
+		return false
+	case b.Whole && v != math.Trunc(v):
+		return false
+	case b.PowerOfTwo && (v != math.Trunc(v) || v < 1 || int64(v)&(int64(v)-1) != 0):
+		return false
+	}
+	return true
+}
+
+// RangeText is the range as messages and docs show it: "[1 GB/s, 10 TB/s]",
+// with "whole" or "a power of two" added where the bound says so.
+func (b Bound) RangeText() string {
+	unit := ""
+	if b.Unit != "" {
+		unit = " " + b.Unit
+	}
+	s := fmt.Sprintf("[%s, %s]%s", b.Min, b.Max, unit)
+	switch {
+	case b.PowerOfTwo:
+		s += ", a power of two"
+	case b.Whole:
+		s += ", whole"
+	}
+	return s
+}
+
+// check returns the problem with v (written as text) or "" when v fits.
+func (b Bound) check(v float64, text string) string {
+	if b.Contains(v) {
+		return ""
+	}
+	return fmt.Sprintf("%s is outside %s: %s", strings.TrimSpace(text), b.RangeText(), b.Reason)
+}
+
+// transferRateField names the one bound on a value derived from a profile
+// rather than written in it: each flash curve point's transfer rate once the
+// latency is removed.
+const transferRateField = "flash.*[].transfer_rate"
+
+// boundTable is the one table of plausible ranges. Each reason cites a device
+// class or the physics behind the ends. NB: the ends also keep simulated time
+// exact: see TestWorstCaseConversions and docs/profile-bounds.md.
+var boundTable = []Bound{
+	// Profile: memory.
+	{Field: "memory.ram", Kind: Size, Min: "256 MiB", Max: "16 TiB",
+		Reason: "256 MiB is the smallest RAM that holds an OS and an LLM runtime (old embedded boards); 16 TiB covers large 8-socket servers, far beyond any device that streams experts from flash"},
+	{Field: "memory.reserve", Kind: Size, Min: "0 B", Max: "16 TiB",
+		Reason: "0 when nothing else needs memory; it can never exceed RAM (at most 16 TiB) and must also be less than memory.ram"},
+	{Field: "memory.bandwidth", Kind: Rate, Min: "1 GB/s", Max: "10 TB/s",
+		Reason: "single-channel DDR or LPDDR on old embedded boards gives 1-3 GB/s; HBM3e accelerators (8 TB/s on one GPU) are the fastest memory a decoder reads"},
+	{Field: "memory.efficiency", Kind: Dimensionless, Min: "0.01", Max: "1", Unit: "of peak",
+		Reason: "a fraction of peak bandwidth: above 1 is impossible; decode kernels reach 30-90%, and below 1% memory would not be the bottleneck this model assumes"},
+	// Profile: compute.
+	{Field: "compute.flops", Kind: Throughput, Min: "1 GFLOPS", Max: "10 PFLOPS",
+		Reason: "one in-order embedded core sustains about 1 GFLOPS; the largest accelerators reach a few PFLOPS dense (about 4.5 PFLOPS FP8 on a B200)"},
+	{Field: "compute.layer_overhead", Kind: Duration, Min: "0 ns", Max: "100 ms",
+		Reason: "dispatch and synchronisation cost microseconds per layer; 100 ms per layer would spend seconds per token before any work"},
+	// Profile: flash.
+	{Field: "flash.lanes", Kind: Dimensionless, Min: "1", Max: "1024", Unit: "reads", Whole: true,
+		Reason: "at least one read must be in flight; UFS queues 32 commands and NVMe engines keep at most a few hundred reads in flight per device"},
+	{Field: "flash.latency", Kind: Duration, Min: "1 us", Max: "100 ms",
+		Reason: "no storage answers a request faster than about 1 us (3D XPoint and XL-Flash take 5-10 us, TLC NAND 50-100 us); 100 ms covers SD cards and spun-down disks"},
+	{Field: "flash.page_size", Kind: Size, Min: "4 KiB", Max: "2 MiB", PowerOfTwo: true,
+		Reason: "MMU pages are powers of two: 4 KiB on x86 and most ARM, 16 KiB on Apple, 64 KiB on some ARM64 kernels, 2 MiB huge pages"},
+	{Field: "flash.read_ahead", Kind: Size, Min: "0 B", Max: "64 MiB",
+		Reason: "0 is MADV_RANDOM; Linux read_ahead_kb defaults to 128 KiB and is rarely raised beyond a few MiB"},
+	{Field: "flash.fault_cost", Kind: Duration, Min: "0 ns", Max: "1 ms",
+		Reason: "a page fault costs 0.1-10 us of CPU besides its I/O; a millisecond would be a pathological kernel"},
+	{Field: "flash.*[].read", Kind: Size, Min: "512 B", Max: "1 GiB",
+		Reason: "512 B is the smallest sector a block device reads; beyond 1 GiB per read nothing new is measured (the curve holds flat past its last point)"},
+	{Field: "flash.*[].lanes", Kind: Dimensionless, Min: "1", Max: "1024", Unit: "reads", Whole: true,
+		Reason: "the reads in flight during the measurement, within flash.lanes' range"},
+	{Field: "flash.*[].bandwidth", Kind: Rate, Min: "1 MB/s", Max: "100 GB/s",
+		Reason: "SD cards and eMMC read small random blocks at a few MB/s; several PCIe 5.0 NVMe drives striped reach about 60 GB/s"},
+	{Field: transferRateField, Kind: Rate, Min: "1 MB/s", Max: "1 TB/s",
+		Reason: "derived, not written: a point's size over its time per read minus flash.latency; no storage link moves data faster than DRAM, so a higher rate means the point is barely slower than the latency"},
+
+	// Model specs.
+	{Field: "model.blocks", Kind: Dimensionless, Min: "1", Max: "1024", Unit: "blocks", Whole: true,
+		Reason: "transformer blocks: the deepest published LLMs have about 126 (Llama 3.1 405B)"},
+	{Field: "model.layers", Kind: Dimensionless, Min: "1", Max: "1024", Unit: "MoE layers", Whole: true,
+		Reason: "MoE layers are some of the blocks: 48 in Qwen3-30B-A3B, 58 in DeepSeek-V3"},
+	{Field: "model.experts", Kind: Dimensionless, Min: "1", Max: "4096", Unit: "experts", Whole: true,
+		Reason: "routed experts per layer: 8 (Mixtral) to 512 (Qwen3-Next) in released models; 4096 leaves room for finer-grained research models"},
+	{Field: "model.top_k", Kind: Dimensionless, Min: "1", Max: "64", Unit: "experts", Whole: true,
+		Reason: "experts used per token: 1 (Switch) to 10 (Qwen3-Next) in released models; it must also be at most experts"},
+	{Field: "model.shared_experts", Kind: Dimensionless, Min: "0", Max: "64", Unit: "experts", Whole: true,
+		Reason: "always-on experts: 0 to 4 in released models (DeepSeek-V2 2, Qwen1.5-MoE 4)"},
+	{Field: "model.hidden", Kind: Dimensionless, Min: "1", Max: "65536", Unit: "weights", Whole: true,
+		Reason: "model width: 16384 in Llama 3.1 405B, 18432 in Nemotron-4 340B; toy test models use 32"},
+	{Field: "model.expert_ffn", Kind: Dimensionless, Min: "1", Max: "131072", Unit: "weights", Whole: true,
+		Reason: "one expert's FFN width: 768 (Qwen3-30B-A3B) to 32768 (Grok-1)"},
+	{Field: "model.shared_ffn", Kind: Dimensionless, Min: "0", Max: "131072", Unit: "weights", Whole: true,
+		Reason: "the shared experts' FFN width, at most expert_ffn's range"},
+	{Field: "model.vocab", Kind: Dimensionless, Min: "0", Max: "1048576", Unit: "tokens", Whole: true,
+		Reason: "0 when unknown; 262144 (Gemma) is the largest common vocabulary"},
+	{Field: "model.layers[].expert_bytes", Kind: Size, Min: "16 B", Max: "4 GiB",
+		Reason: "test models use 100-byte experts and real ones are megabytes; Grok-1's experts (604M weights) are 2.4 GB even at F32"},
+	{Field: "model.layers[].dense_bytes", Kind: Size, Min: "0 B", Max: "64 GiB",
+		Reason: "one block's attention, router and shared experts: a few GB even for 405B-class models at F32"},
+	{Field: "model.layers[].dense_flops_per_token", Kind: Dimensionless, Min: "0", Max: "1e12", Unit: "FLOP",
+		Reason: "2 FLOPs per weight: 1e12 is 500 G weights, more than any one block of a released model"},
+	{Field: "model.layers[].expert_flops_per_token", Kind: Dimensionless, Min: "0", Max: "1e12", Unit: "FLOP",
+		Reason: "2 FLOPs per weight: 1e12 is 500 G weights, far more than any one expert"},
+	{Field: "model.head_bytes", Kind: Size, Min: "0 B", Max: "64 GiB",
+		Reason: "the output projection: vocab × hidden, 1M × 65536 at 8 bits at most"},
+	{Field: "model.head_flops_per_token", Kind: Dimensionless, Min: "0", Max: "1e12", Unit: "FLOP",
+		Reason: "2 FLOPs per weight of the output projection (at most 1M × 65536 weights)"},
+	{Field: "model.non_expert_bytes", Kind: Size, Min: "0 B", Max: "16 TiB",
+		Reason: "resident weights must fit in RAM, at most 16 TiB"},
+	{Field: "model.kv_bytes_per_token", Kind: Size, Min: "0 B", Max: "64 MiB",
+		Reason: "0 when unknown; 4.5 MiB for GPT-3 175B's F16 cache without grouped queries; 64 MiB leaves room"},
+}
+
+// boundIndex finds a table row by field.
+var boundIndex = func() map[string]int {
+	idx := make(map[string]int, len(boundTable))
+	for i := range boundTable {
+		b := &boundTable[i]
+		var err error
+		if b.lo, err = ParseQuantity(b.Min, b.Kind); err == nil {
+			b.hi, err = ParseQuantity(b.Max, b.Kind)
+		}
+		if err != nil || b.lo > b.hi {
+			panic(fmt.Sprintf("devices: bound %s: bad range %q..%q: %v", b.Field, b.Min, b.Max, err)) // a typo in the table above
+		}
+		idx[b.Field] = i
+	}
+	return idx
+}()
+
+// Bounds returns the table of plausible ranges for profile and model-spec
+// numbers, in schema order.
+func Bounds() []Bound { return slices.Clone(boundTable) }
+
+// bound returns the table row of field; a missing row is a bug in this package.
+func bound(field string) Bound {
+	i, ok := boundIndex[field]
+	if !ok {
+		panic("devices: no bound for " + field)
+	}
+	return boundTable[i]
+}
