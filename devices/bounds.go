@@ -92,6 +92,10 @@ var boundTable = []Bound{
 		Reason: "one in-order embedded core sustains about 1 GFLOPS; the largest accelerators reach a few PFLOPS dense (about 4.5 PFLOPS FP8 on a B200)"},
 	{Field: "compute.layer_overhead", Kind: Duration, Min: "0 ns", Max: "100 ms",
 		Reason: "dispatch and synchronisation cost microseconds per layer; 100 ms per layer would spend seconds per token before any work"},
+	{Field: "compute.load_fixed", Kind: Duration, Min: "0 ns", Max: "10 ms",
+		Reason: "allocating, committing and booking one expert costs microseconds of CPU (mmap/madvise calls, page-table updates); 10 ms per load would dwarf its read"},
+	{Field: "compute.load_rate", Kind: Rate, Min: "100 MB/s", Max: "1 TB/s",
+		Reason: "the compute thread touches loaded bytes at memory-copy speed: 1-50 GB/s on phones and laptops (the BigMoeOnEdge phone run's management time grows 0.12 ms per MB read, about 8 GB/s); below 100 MB/s copying would be slower than the flash read itself"},
 	// Profile: flash.
 	{Field: "flash.lanes", Kind: Dimensionless, Min: "1", Max: "1024", Unit: "reads", Whole: true,
 		Reason: "at least one read must be in flight; UFS queues 32 commands and NVMe engines keep at most a few hundred reads in flight per device"},

@@ -16,6 +16,13 @@ type Device struct {
 	ComputeFLOPS  float64 `json:"compute_flops"`  // sustained matmul throughput, FLOP/s
 	LayerOverhead int64   `json:"layer_overhead_ns"`
 
+	// LoadFixedNS and LoadRate are what loading one expert costs the compute
+	// thread besides the flash read (allocating and committing memory,
+	// copying or repacking, cache bookkeeping): LoadFixedNS per load plus its
+	// bytes at LoadRate bytes/s. Zero means free (the profile does not state it).
+	LoadFixedNS int64   `json:"load_fixed_ns,omitempty"`
+	LoadRate    float64 `json:"load_rate,omitempty"`
+
 	Flash Flash `json:"flash"`
 
 	// Assumed lists the dotted names of fields whose values are assumptions, not

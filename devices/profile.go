@@ -40,6 +40,10 @@ type MemorySection struct {
 type ComputeSection struct {
 	FLOPS         Quantity `yaml:"flops"`          // sustained matmul throughput
 	LayerOverhead Quantity `yaml:"layer_overhead"` // fixed time per layer (dispatch, sync)
+	// LoadFixed and LoadRate (optional) are the compute thread's cost of
+	// loading one expert: LoadFixed per load plus its bytes at LoadRate.
+	LoadFixed Quantity `yaml:"load_fixed,omitempty"`
+	LoadRate  Quantity `yaml:"load_rate,omitempty"`
 }
 
 // FlashSection is the storage part of a profile.

@@ -11,26 +11,29 @@ import (
 // field is one scalar quantity of a profile with its dotted path and kind;
 // its plausible range is the Bound of the same path.
 type field struct {
-	path string
-	kind Kind
-	q    *Quantity
+	path     string
+	kind     Kind
+	q        *Quantity
+	optional bool // absent means "not stated" (zero in the Device)
 }
 
 // fields lists the profile's scalar quantities in schema order.
 func (p *Profile) fields() []field {
 	m, c, f := &p.Memory, &p.Compute, &p.Flash
 	return []field{
-		{"memory.ram", Size, &m.RAM},
-		{"memory.reserve", Size, &m.Reserve},
-		{"memory.bandwidth", Rate, &m.Bandwidth},
-		{"memory.efficiency", Dimensionless, &m.Efficiency},
-		{"compute.flops", Throughput, &c.FLOPS},
-		{"compute.layer_overhead", Duration, &c.LayerOverhead},
-		{"flash.lanes", Dimensionless, &f.Lanes},
-		{"flash.latency", Duration, &f.Latency},
-		{"flash.page_size", Size, &f.PageSize},
-		{"flash.read_ahead", Size, &f.ReadAhead},
-		{"flash.fault_cost", Duration, &f.FaultCost},
+		{"memory.ram", Size, &m.RAM, false},
+		{"memory.reserve", Size, &m.Reserve, false},
+		{"memory.bandwidth", Rate, &m.Bandwidth, false},
+		{"memory.efficiency", Dimensionless, &m.Efficiency, false},
+		{"compute.flops", Throughput, &c.FLOPS, false},
+		{"compute.layer_overhead", Duration, &c.LayerOverhead, false},
+		{"compute.load_fixed", Duration, &c.LoadFixed, true},
+		{"compute.load_rate", Rate, &c.LoadRate, true},
+		{"flash.lanes", Dimensionless, &f.Lanes, false},
+		{"flash.latency", Duration, &f.Latency, false},
+		{"flash.page_size", Size, &f.PageSize, false},
+		{"flash.read_ahead", Size, &f.ReadAhead, false},
+		{"flash.fault_cost", Duration, &f.FaultCost, false},
 	}
 }
 
@@ -103,6 +106,9 @@ func (p *Profile) resolve() (*Device, problems) {
 	d := &Device{Name: p.Name}
 	vals := map[string]float64{}
 	for _, f := range p.fields() {
+		if f.optional && !f.q.set {
+			continue
+		}
 		v, ok := ps.quantity(f)
 		if f.kind == Size || f.kind == Duration {
 			v = math.Round(v) // whole bytes and nanoseconds
@@ -130,6 +136,8 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.MemEfficiency = vals["memory.efficiency"]
 	d.ComputeFLOPS = vals["compute.flops"]
 	d.LayerOverhead = int64(math.Round(vals["compute.layer_overhead"]))
+	d.LoadFixedNS = int64(math.Round(vals["compute.load_fixed"]))
+	d.LoadRate = vals["compute.load_rate"]
 	d.Flash.Lanes = int(vals["flash.lanes"])
 	d.Flash.LatencyNS = int64(math.Round(vals["flash.latency"]))
 	d.Flash.PageBytes = int64(math.Round(vals["flash.page_size"]))

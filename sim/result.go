@@ -32,6 +32,7 @@ type Result struct {
 	StallNS           int64   `json:"stall_ns"`             // compute thread idle or faulting, waiting for experts
 	StallFlashNS      int64   `json:"stall_flash_ns"`       // of which waiting for reads to finish
 	StallFaultCPUNS   int64   `json:"stall_fault_cpu_ns"`   // of which page-fault handling (gguf-mmap)
+	LoadCPUNS         int64   `json:"load_cpu_ns"`          // compute thread loading experts (commit, copy, bookkeeping)
 	DemandQueueWaitNS int64   `json:"demand_queue_wait_ns"` // demand reads waiting for a lane (behind other reads)
 	FlashBusyNS       int64   `json:"flash_busy_ns"`        // decode time with at least one transfer in progress
 
@@ -67,10 +68,12 @@ type Result struct {
 // PassSample is one decode pass: when it started, how long it took, how much
 // of that the compute thread stalled, and how many tokens it emitted.
 type PassSample struct {
-	StartNS  int64 `json:"start_ns"`
-	TimeNS   int64 `json:"time_ns"`
-	StallNS  int64 `json:"stall_ns"`
-	Accepted int   `json:"accepted"`
+	StartNS    int64 `json:"start_ns"`
+	TimeNS     int64 `json:"time_ns"`
+	StallNS    int64 `json:"stall_ns"`
+	LoadCPUNS  int64 `json:"load_cpu_ns"`
+	FlashBytes int64 `json:"flash_bytes"`
+	Accepted   int   `json:"accepted"`
 }
 
 // percentile is the nearest-rank percentile of sorted samples: the smallest
