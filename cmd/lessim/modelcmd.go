@@ -49,8 +49,13 @@ so next-layer lookahead has signal as in trained models.`,
 			default:
 				return fmt.Errorf("unknown preset %q (valid: default, trained-like)", preset)
 			}
+			// NB: every flag starts at its default, so a 0 here was typed: validate
+			// before the library's EnsureDefaults would turn it back into the default.
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			// The file is written atomically: on any error, what was at --out stays.
 			if err := gguf.SynthMoE(out, o); err != nil {
-				os.Remove(out)
 				return err
 			}
 			st, err := os.Stat(out)

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
+
+	"github.com/lessim/lessim/internal/atomicfile"
 )
 
 // DefaultAlignment is the data alignment when general.alignment is absent (gguf.h).
@@ -167,33 +167,19 @@ func (w *Writer) add(t writerTensor) {
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
-// WriteFile writes the file to path (through a temporary file in the same directory,
-// renamed on success, so a failed write leaves no partial model behind).
+// WriteFile writes the file to path atomically (package internal/atomicfile: a
+// temporary file in the same folder, synced and renamed on success), so a failed or
+// interrupted write leaves no partial model behind and whatever was at path untouched.
 func (w *Writer) WriteFile(path string) error {
-	if err := w.writeFile(path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-func (w *Writer) writeFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := w.WriteTo(tmp); err != nil {
-		tmp.Close()
-		return err
+	defer f.Abort()
+	if _, err := w.WriteTo(f); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return f.Commit()
 }
 
 // WriteTo writes the whole file to out and returns the bytes written.
