@@ -56,6 +56,8 @@ func LeastSquares(model Model, measured []float64, params []Param, maxEvals int)
 		evals++
 		pred, err := model(toValues(z))
 		if err != nil {
+			// NB: an infeasible point (e.g. a profile the bounds refuse) is
+			// just a bad point; the fit fails only if the optimum is infeasible.
 			modelErr = err
 			return math.Inf(1)
 		}
@@ -77,16 +79,13 @@ func LeastSquares(model Model, measured []float64, params []Param, maxEvals int)
 	prob := optimize.Problem{Func: sse}
 	settings := &optimize.Settings{FuncEvaluations: maxEvals, Converger: &optimize.FunctionConverge{Absolute: 1e-12, Relative: 1e-9, Iterations: 40}}
 	res, err := optimize.Minimize(prob, z0, settings, &optimize.NelderMead{SimplexSize: 0.3})
-	if modelErr != nil {
-		return nil, modelErr
-	}
 	if err != nil && res == nil {
 		return nil, fmt.Errorf("fit: %w", err)
 	}
 	best := toValues(res.X)
 	pred, err := model(best)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("fit: the best point is infeasible: %w (last model error: %v)", err, modelErr)
 	}
 	out := &Outcome{Evals: evals}
 	for i := range pred {

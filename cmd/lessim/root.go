@@ -31,6 +31,7 @@ cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
 		newPoliciesCmd(),
 		newModelCmd(),
 		newRecordCmd(),
+		newCalibrateCmd(),
 	)
 	return root
 }
