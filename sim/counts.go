@@ -14,3 +14,11 @@ func (r *Result) addCounts(c Counts) {
 	r.WastedPrefetchBytes += c.WastedPrefetchBytes
 	r.PeakResidentBytes = max(r.PeakResidentBytes, c.PeakResidentBytes)
 }
+
+// AddCounts adds a Books' tallies to r's counters (the live driver's results
+// take them as the simulator's do).
+func (r *Result) AddCounts(c Counts) { r.addCounts(c) }
+
+// Finish derives r's ratio and percentile fields from its counters and the
+// per-token latencies (sorted in place), as a simulated run does.
+func (r *Result) Finish(latencies []int64) { r.finish(latencies) }

@@ -64,5 +64,23 @@
 // A Policy sees the moments a real engine has, in order: the router input of
 // a layer (Prefetch, with lookahead scores when the trace has them), the
 // layer's selection (Observe Used), and the need for space (Victim). It sees
-// a read-only CacheView and never time. The engine validates every decision.
+// a read-only CacheView and never time. Pass boundaries are explicit: a
+// PassStart event (first step, tokens) precedes each pass's first Prefetch.
+//
+// # The books
+//
+// Books keep the cache's accounts for the simulator and for the live driver
+// (runtime/live) alike: capacity, residency, admission and eviction through
+// the policy, cancelling queued prefetches, the policy's event stream,
+// prefetch accounting and in-use marking, and every decision's validation.
+// The I/O is the caller's (raft's Ready/Advance shape): the Books hand out
+// reads through a small Loader (Start, Drop, Cancel, Wait) and the caller
+// reports finished loads with Loaded. Here the engine is the Loader, with the
+// virtual flash behind it; live, the residency lanes' preads.
+//
+// Built with -tags invariants, the engine checks the books after every layer
+// (every key in use is resident once computed) and every pass (used bytes =
+// resident + loading bytes within capacity, loading bytes = the Loading keys'
+// bytes, no absent key with reads pending) and panics on a violation; without
+// the tag the checks compile away.
 package sim

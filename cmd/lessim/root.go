@@ -32,6 +32,7 @@ cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
 		newModelCmd(),
 		newRecordCmd(),
 		newCalibrateCmd(),
+		newLiveCmd(),
 	)
 	return root
 }

@@ -1,0 +1,61 @@
+//go:build llamacpp
+
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestLiveEndToEnd runs lessim live on a small synthetic model: the text
+// result has simulate's shape, JSON decodes to a measured Result, --series
+// writes a file, and bad input is one clear error.
+func TestLiveEndToEnd(t *testing.T) {
+	dir, err := os.MkdirTemp("/var/tmp", "lessim-live-cmd-")
+	if err != nil {
+		t.Skipf("no folder on a real disk: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	out := runCLI(t, dir, "model", "synth", "--layers", "4", "--experts", "16", "--top-k", "4", "--hidden", "128",
+		"--expert-ffn", "128", "--heads", "4", "--heads-kv", "2", "--head-dim", "32", "--quant", "q8_0",
+		"--router-correlation", "0.7", "--seed", "1", "--out", "tiny.gguf")
+	if !strings.HasPrefix(out, "wrote tiny.gguf") {
+		t.Fatalf("model synth: %s", out)
+	}
+	txt := runCLI(t, dir, "live", "--model", "tiny.gguf", "--policy", "les", "--cache", "40%", "--tokens", "8")
+	for _, want := range []string{"policy", "les", "this machine (live)", "throughput", "8 tokens in 8 passes", "hit rate", "prefetch    recall"} {
+		if !strings.Contains(txt, want) {
+			t.Fatalf("live text output lacks %q:\n%s", want, txt)
+		}
+	}
+	js := runCLI(t, dir, "live", "--model", "tiny.gguf", "--policy", "ondemand", "--cache", "40%", "--tokens", "8",
+		"--format", "json", "--series", "tokens.parquet")
+	var got liveOutput
+	if err := json.Unmarshal([]byte(js), &got); err != nil {
+		t.Fatalf("live json: %v\n%s", err, js)
+	}
+	if got.Result == nil || got.Result.Tokens != 8 || got.Result.Uses != 8*4*4 || got.Result.TimeNS <= 0 {
+		t.Fatalf("live json result: %+v", got.Result)
+	}
+	if st, err := os.Stat(filepath.Join(dir, "tokens.parquet")); err != nil || st.Size() == 0 {
+		t.Fatalf("series file: %v", err)
+	}
+	stock := runCLI(t, dir, "live", "--model", "tiny.gguf", "--policy", "ondemand", "--cache", "40%", "--tokens", "4", "--stock")
+	if !strings.Contains(stock, "stock mmap") || !strings.Contains(stock, "4 tokens in 4 passes") {
+		t.Fatalf("live --stock:\n%s", stock)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--policy nope", `unknown policy "nope"`},
+		{"--cache 1KiB", "smaller than one layer's top-4"},
+		{"--cache auto", "--cache auto needs a device profile"},
+		{"--stock --policy les", "stock mode has no prefetch"},
+	} {
+		args := append([]string{"live", "--model", "tiny.gguf", "--tokens", "2"}, strings.Fields(tc.args)...)
+		if out := runCLI(t, dir, args...); !strings.Contains(out, tc.want) {
+			t.Errorf("live %s: %q, want %q", tc.args, out, tc.want)
+		}
+	}
+}

@@ -1,0 +1,108 @@
+package live
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Options configures Run.
+type Options struct {
+	Model  string // GGUF file (a MoE model llama.cpp supports)
+	Policy string // registry name (policies.Names)
+	// Cache is the expert cache budget in bytes.
+	Cache int64
+	// Tokens is the number of decode tokens to generate and measure.
+	Tokens int
+	// Prompt is the text prefilled before decoding; "" uses DefaultPrompt.
+	Prompt string
+	// Lanes is the number of I/O lanes issuing preads (default 2).
+	Lanes int
+	// Threads is llama.cpp's compute threads (default 1).
+	Threads int
+	// Depth and Prefetch override the policy's lookahead depth and prefetch
+	// switch when Depth >= 0 (les); -1 keeps the policy's defaults.
+	Depth    int
+	Prefetch bool
+	// Stock runs the stock baseline: page faults, no pread, no prefetch (the
+	// policy must not prefetch: ondemand or lru).
+	Stock bool
+	// KeepSeries records one TokenSample per decode token.
+	KeepSeries bool
+}
+
+// DefaultPrompt is the text prefilled when Options.Prompt is empty.
+const DefaultPrompt = "The history of the printing press begins"
+
+// DefaultOptions are the options lessim live starts from.
+func DefaultOptions() Options {
+	return Options{Policy: "les", Tokens: 64, Lanes: 2, Threads: 1, Depth: -1, Prefetch: true}
+}
+
+func (o *Options) ensureDefaults() {
+	if o.Lanes == 0 {
+		o.Lanes = 2
+	}
+	if o.Threads == 0 {
+		o.Threads = 1
+	}
+	if o.Prompt == "" {
+		o.Prompt = DefaultPrompt
+	}
+}
+
+// Validate reports every problem with the options at once.
+func (o *Options) Validate() error {
+	var errs []error
+	if o.Model == "" {
+		errs = append(errs, errors.New("model: missing (a GGUF file)"))
+	}
+	if o.Policy == "" {
+		errs = append(errs, errors.New("policy: missing"))
+	}
+	if o.Cache <= 0 {
+		errs = append(errs, fmt.Errorf("cache %d bytes: must be positive", o.Cache))
+	}
+	if o.Tokens < 1 {
+		errs = append(errs, fmt.Errorf("tokens %d: want >= 1", o.Tokens))
+	}
+	if o.Lanes < 1 {
+		errs = append(errs, fmt.Errorf("lanes %d: want >= 1", o.Lanes))
+	}
+	if o.Threads < 1 {
+		errs = append(errs, fmt.Errorf("threads %d: want >= 1", o.Threads))
+	}
+	if o.Stock && o.Policy != "ondemand" && o.Policy != "lru" {
+		errs = append(errs, fmt.Errorf("stock mode has no prefetch and evicts LRU: policy %q does not fit (use ondemand)", o.Policy))
+	}
+	return errors.Join(errs...)
+}
+
+// TokenSample is one decode token as measured.
+type TokenSample struct {
+	Token         int   `json:"token"`          // decode token index, from 0
+	WallNS        int64 `json:"wall_ns"`        // the Decode call
+	StallNS       int64 `json:"stall_ns"`       // waiting for loads in the hooks (0 in stock mode: not measured)
+	ComputeNS     int64 `json:"compute_ns"`     // wall − stall
+	BytesRead     int64 `json:"bytes_read"`     // completed pread loads during the token
+	Reads         int64 `json:"reads"`          // pread loads (one per expert) completed during the token
+	Hits          int64 `json:"hits"`           // the Books' counts for the token
+	InflightHits  int64 `json:"inflight_hits"`  //
+	Misses        int64 `json:"misses"`         //
+	PrefetchLoads int64 `json:"prefetch_loads"` //
+	MajorFaults   int64 `json:"major_faults"`   // getrusage delta over the Decode call
+	ResidentBytes int64 `json:"resident_bytes"` // expert bytes in the page cache at the token's end (mincore)
+	StrayBytes    int64 `json:"stray_bytes"`    // stock mode: read-ahead pages of experts the books hold absent, evicted after the token
+}
+
+// Unmeasured lists the Result fields (JSON names) a live run does not
+// measure: they stay zero. With sim.Result's Source/Unmeasured fields (the
+// experiment spec's), a live result is Source "measured" with this list.
+func Unmeasured(stock bool) []string {
+	u := []string{"device_budget_bytes", "flash_busy_ns", "stall_fault_cpu_ns"}
+	if stock {
+		// Page faults happen inside the expert matmuls: their wait cannot be
+		// told apart from compute, and no read is issued by lessim.
+		u = append(u, "demand_queue_wait_ns", "flash_bytes", "flash_bytes_per_token", "flash_reads", "stall_flash_ns", "stall_ns")
+	}
+	return u
+}
