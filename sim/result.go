@@ -55,6 +55,8 @@ type Result struct {
 	PrefetchBytes       int64   `json:"prefetch_bytes"`        // bytes read by prefetch
 	WastedPrefetchBytes int64   `json:"wasted_prefetch_bytes"` // prefetched, evicted (or left at end) unused
 	PeakResidentBytes   int64   `json:"peak_resident_bytes"`   // resident + loading, maximum over the run
+	OverBudgetLoads     int64   `json:"over_budget_loads"`     // demand loads admitted beyond the cache (a batch needing more than fits)
+	OverBudgetBytes     int64   `json:"over_budget_bytes"`     // the most held beyond the cache budget
 
 	PrefillTokens int64 `json:"prefill_tokens"`
 	PrefillNS     int64 `json:"prefill_ns"`
