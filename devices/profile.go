@@ -61,6 +61,11 @@ type FlashSection struct {
 	PageSize   Quantity      `yaml:"page_size"`   // OS page size
 	ReadAhead  Quantity      `yaml:"read_ahead"`  // mmap fault read-ahead window
 	FaultCost  Quantity      `yaml:"fault_cost"`  // CPU time of one page fault
+	// ThermalFloor and ThermalBytes (optional, together) derate bandwidth
+	// under sustained reads: the fraction of cold bandwidth left when hot, and
+	// the bytes read over which about 63% of the drop has happened.
+	ThermalFloor Quantity `yaml:"thermal_floor,omitempty"`
+	ThermalBytes Quantity `yaml:"thermal_bytes,omitempty"`
 }
 
 // Quantity is one profile number: its value as written (a number, or a number

@@ -34,6 +34,8 @@ func (p *Profile) fields() []field {
 		{"flash.page_size", Size, &f.PageSize, false},
 		{"flash.read_ahead", Size, &f.ReadAhead, false},
 		{"flash.fault_cost", Duration, &f.FaultCost, false},
+		{"flash.thermal_floor", Dimensionless, &f.ThermalFloor, true},
+		{"flash.thermal_bytes", Size, &f.ThermalBytes, true},
 	}
 }
 
@@ -143,6 +145,11 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.Flash.PageBytes = int64(math.Round(vals["flash.page_size"]))
 	d.Flash.ReadAheadBytes = int64(math.Round(vals["flash.read_ahead"]))
 	d.Flash.FaultNS = int64(math.Round(vals["flash.fault_cost"]))
+	d.Flash.ThermalFloor = vals["flash.thermal_floor"]
+	d.Flash.ThermalBytes = int64(vals["flash.thermal_bytes"])
+	if p.Flash.ThermalFloor.set != p.Flash.ThermalBytes.set {
+		ps.add("flash.thermal_floor", "give flash.thermal_floor and flash.thermal_bytes together (or neither)")
+	}
 
 	lat, okLat := vals["flash.latency"]
 	if !okLat {
