@@ -14,7 +14,7 @@ import (
 func TestPrefillBeyondCache(t *testing.T) {
 	m := tinyModel()
 	steps := withPrompt(randomSteps(m, 40, 5), 12) // 12 prompt tokens × top-4 of 16 experts
-	cfg := baseConfig(sim.MinCacheBytes(m, 1))    // 4 experts: less than one prompt layer's union
+	cfg := baseConfig(sim.MinCacheBytes(m, 1))     // 4 experts: less than one prompt layer's union
 	cfg.Prefill = true
 	for _, policy := range []string{"lru", "les", "oracle", "belady"} {
 		res := run(t, cfg, steps, policy, policies.DefaultParams(m))
