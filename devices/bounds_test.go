@@ -20,8 +20,8 @@ import (
 func boundsProfile(over map[string]string) []byte {
 	v := map[string]string{
 		"memory.ram": "16 GiB", "memory.reserve": "4 GiB", "memory.bandwidth": "60 GB/s", "memory.efficiency": "0.7",
-		"compute.flops": "1 TFLOPS", "compute.layer_overhead": "20 us",
-		"flash.lanes": "4", "flash.latency": "100 us", "flash.page_size": "16 KiB", "flash.read_ahead": "128 KiB", "flash.fault_cost": "2 us",
+		"compute.flops": "1 TFLOPS", "compute.layer_overhead": "20 us", "compute.load_fixed": "10 us", "compute.load_rate": "8 GB/s",
+		"flash.lanes": "4", "flash.latency": "100 us", "flash.page_size": "16 KiB", "flash.read_ahead": "128 KiB", "flash.fault_cost": "2 us", "flash.thermal_floor": "0.7", "flash.thermal_bytes": "8 GiB",
 		"single.read": "4 MiB", "single.bandwidth": "20 MB/s",
 		"agg.read": "4 MiB", "agg.lanes": "8", "agg.bandwidth": "100 MB/s",
 	}
@@ -41,6 +41,8 @@ memory:
 compute:
   flops: %s
   layer_overhead: %s
+  load_fixed: %s
+  load_rate: %s
 flash:
   lanes: %s
   latency: %s
@@ -51,10 +53,12 @@ flash:
   page_size: %s
   read_ahead: %s
   fault_cost: %s
+  thermal_floor: %s
+  thermal_bytes: %s
 `, q("memory.ram"), q("memory.reserve"), q("memory.bandwidth"), q("memory.efficiency"),
-		q("compute.flops"), q("compute.layer_overhead"), q("flash.lanes"), q("flash.latency"),
+		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("flash.lanes"), q("flash.latency"),
 		v["single.read"], v["single.bandwidth"], v["agg.read"], v["agg.lanes"], v["agg.bandwidth"],
-		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"))
+		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"), q("flash.thermal_floor"), q("flash.thermal_bytes"))
 }
 
 // baseUnit is the unit a value of kind k is written in at full precision.
@@ -144,7 +148,7 @@ func TestProfileBounds(t *testing.T) {
 			}
 		}
 	}
-	if tested != 14 {
+	if tested != 18 {
 		t.Errorf("only %d profile bounds tested", tested)
 	}
 }

@@ -16,6 +16,13 @@ type Device struct {
 	ComputeFLOPS  float64 `json:"compute_flops"`  // sustained matmul throughput, FLOP/s
 	LayerOverhead int64   `json:"layer_overhead_ns"`
 
+	// LoadFixedNS and LoadRate are what loading one expert costs the compute
+	// thread besides the flash read (allocating and committing memory,
+	// copying or repacking, cache bookkeeping): LoadFixedNS per load plus its
+	// bytes at LoadRate bytes/s. Zero means free (the profile does not state it).
+	LoadFixedNS int64   `json:"load_fixed_ns,omitempty"`
+	LoadRate    float64 `json:"load_rate,omitempty"`
+
 	Flash Flash `json:"flash"`
 
 	// Assumed lists the dotted names of fields whose values are assumptions, not
@@ -49,6 +56,13 @@ type Flash struct {
 	PageBytes      int64 `json:"page_bytes"`       // OS page size (iOS 16 KiB)
 	ReadAheadBytes int64 `json:"read_ahead_bytes"` // mmap fault read-ahead window
 	FaultNS        int64 `json:"fault_ns"`         // CPU cost of one page fault, on the compute thread
+
+	// ThermalFloor and ThermalBytes derate bandwidth as the flash heats
+	// under sustained reads: after B bytes read every rate is multiplied by
+	// ThermalFloor + (1 − ThermalFloor)·exp(−B / ThermalBytes). Zero
+	// ThermalBytes means no derating (the profile does not state it).
+	ThermalFloor float64 `json:"thermal_floor,omitempty"`
+	ThermalBytes int64   `json:"thermal_bytes,omitempty"`
 }
 
 // CurvePoint is one (read size, bytes/s) sample; curves interpolate linearly in

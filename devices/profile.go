@@ -40,6 +40,10 @@ type MemorySection struct {
 type ComputeSection struct {
 	FLOPS         Quantity `yaml:"flops"`          // sustained matmul throughput
 	LayerOverhead Quantity `yaml:"layer_overhead"` // fixed time per layer (dispatch, sync)
+	// LoadFixed and LoadRate (optional) are the compute thread's cost of
+	// loading one expert: LoadFixed per load plus its bytes at LoadRate.
+	LoadFixed Quantity `yaml:"load_fixed,omitempty"`
+	LoadRate  Quantity `yaml:"load_rate,omitempty"`
 }
 
 // FlashSection is the storage part of a profile.
@@ -57,6 +61,11 @@ type FlashSection struct {
 	PageSize   Quantity      `yaml:"page_size"`   // OS page size
 	ReadAhead  Quantity      `yaml:"read_ahead"`  // mmap fault read-ahead window
 	FaultCost  Quantity      `yaml:"fault_cost"`  // CPU time of one page fault
+	// ThermalFloor and ThermalBytes (optional, together) derate bandwidth
+	// under sustained reads: the fraction of cold bandwidth left when hot, and
+	// the bytes read over which about 63% of the drop has happened.
+	ThermalFloor Quantity `yaml:"thermal_floor,omitempty"`
+	ThermalBytes Quantity `yaml:"thermal_bytes,omitempty"`
 }
 
 // Quantity is one profile number: its value as written (a number, or a number

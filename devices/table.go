@@ -20,6 +20,9 @@ type Row struct {
 func (p *Profile) Rows() []Row {
 	var rows []Row
 	for _, f := range p.fields() {
+		if f.optional && !f.q.set {
+			continue
+		}
 		rows = append(rows, Row{f.path, f.q.Value, f.q.Source})
 	}
 	for _, c := range []struct {

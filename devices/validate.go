@@ -11,26 +11,31 @@ import (
 // field is one scalar quantity of a profile with its dotted path and kind;
 // its plausible range is the Bound of the same path.
 type field struct {
-	path string
-	kind Kind
-	q    *Quantity
+	path     string
+	kind     Kind
+	q        *Quantity
+	optional bool // absent means "not stated" (zero in the Device)
 }
 
 // fields lists the profile's scalar quantities in schema order.
 func (p *Profile) fields() []field {
 	m, c, f := &p.Memory, &p.Compute, &p.Flash
 	return []field{
-		{"memory.ram", Size, &m.RAM},
-		{"memory.reserve", Size, &m.Reserve},
-		{"memory.bandwidth", Rate, &m.Bandwidth},
-		{"memory.efficiency", Dimensionless, &m.Efficiency},
-		{"compute.flops", Throughput, &c.FLOPS},
-		{"compute.layer_overhead", Duration, &c.LayerOverhead},
-		{"flash.lanes", Dimensionless, &f.Lanes},
-		{"flash.latency", Duration, &f.Latency},
-		{"flash.page_size", Size, &f.PageSize},
-		{"flash.read_ahead", Size, &f.ReadAhead},
-		{"flash.fault_cost", Duration, &f.FaultCost},
+		{"memory.ram", Size, &m.RAM, false},
+		{"memory.reserve", Size, &m.Reserve, false},
+		{"memory.bandwidth", Rate, &m.Bandwidth, false},
+		{"memory.efficiency", Dimensionless, &m.Efficiency, false},
+		{"compute.flops", Throughput, &c.FLOPS, false},
+		{"compute.layer_overhead", Duration, &c.LayerOverhead, false},
+		{"compute.load_fixed", Duration, &c.LoadFixed, true},
+		{"compute.load_rate", Rate, &c.LoadRate, true},
+		{"flash.lanes", Dimensionless, &f.Lanes, false},
+		{"flash.latency", Duration, &f.Latency, false},
+		{"flash.page_size", Size, &f.PageSize, false},
+		{"flash.read_ahead", Size, &f.ReadAhead, false},
+		{"flash.fault_cost", Duration, &f.FaultCost, false},
+		{"flash.thermal_floor", Dimensionless, &f.ThermalFloor, true},
+		{"flash.thermal_bytes", Size, &f.ThermalBytes, true},
 	}
 }
 
@@ -103,6 +108,9 @@ func (p *Profile) resolve() (*Device, problems) {
 	d := &Device{Name: p.Name}
 	vals := map[string]float64{}
 	for _, f := range p.fields() {
+		if f.optional && !f.q.set {
+			continue
+		}
 		v, ok := ps.quantity(f)
 		if f.kind == Size || f.kind == Duration {
 			v = math.Round(v) // whole bytes and nanoseconds
@@ -130,11 +138,18 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.MemEfficiency = vals["memory.efficiency"]
 	d.ComputeFLOPS = vals["compute.flops"]
 	d.LayerOverhead = int64(math.Round(vals["compute.layer_overhead"]))
+	d.LoadFixedNS = int64(math.Round(vals["compute.load_fixed"]))
+	d.LoadRate = vals["compute.load_rate"]
 	d.Flash.Lanes = int(vals["flash.lanes"])
 	d.Flash.LatencyNS = int64(math.Round(vals["flash.latency"]))
 	d.Flash.PageBytes = int64(math.Round(vals["flash.page_size"]))
 	d.Flash.ReadAheadBytes = int64(math.Round(vals["flash.read_ahead"]))
 	d.Flash.FaultNS = int64(math.Round(vals["flash.fault_cost"]))
+	d.Flash.ThermalFloor = vals["flash.thermal_floor"]
+	d.Flash.ThermalBytes = int64(vals["flash.thermal_bytes"])
+	if p.Flash.ThermalFloor.set != p.Flash.ThermalBytes.set {
+		ps.add("flash.thermal_floor", "give flash.thermal_floor and flash.thermal_bytes together (or neither)")
+	}
 
 	lat, okLat := vals["flash.latency"]
 	if !okLat {

@@ -44,11 +44,19 @@
 //     extra layer of depth; the previous token's experts alone predict only
 //     35–43%. A hit-rate gain is not a throughput gain: on UFS 4 flash the
 //     extra reads (+37% bytes) cost wall-clock time, which sim shows.
-//   - oracle: perfect next-layer prefetch plus Belady eviction — the upper
-//     bound. Reference: L. A. Belady, "A study of replacement algorithms for a
+//   - oracle: perfect next-layer prefetch plus Belady eviction — a hit-rate
+//     reference for prefetching policies, NOT a throughput bound: its perfect
+//     prefetches still cost flash bandwidth, so on saturated flash a policy
+//     that reads less can decode faster.
+//   - belady: classic Belady MIN, demand admission and farthest-next-use
+//     eviction, what other replay tools report as the optimum: with one
+//     token per pass and equal expert sizes no demand-paging policy misses
+//     less. Reference: L. A. Belady, "A study of replacement algorithms for a
 //     virtual-storage computer", IBM Systems Journal 5(2), 1966 (MIN).
 //   - pinned-hot: a static hot list from an offline profile of the trace,
-//     pinned in PinFraction of the cache; LRU for the rest.
+//     pinned in PinFraction of the cache; LRU for the rest. NB: the profile is
+//     the same trace it is evaluated on (in-sample), so it flatters the policy;
+//     results carry a warning saying so.
 //
 // # Units and determinism
 //

@@ -31,6 +31,9 @@ const never = math.MaxInt64
 // (stale entries are dropped when popped, the heap is compacted when mostly
 // stale), so a victim costs O(s log n) for s skipped keys, not a scan.
 type Oracle struct {
+	name       string
+	demandOnly bool // belady: no prefetch, demand admission only (MIN)
+
 	trace   []traces.Step
 	layers  int
 	experts int
@@ -67,7 +70,12 @@ func NewOracle(p Params) (*Oracle, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Oracle{trace: p.Trace, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
+	return newOracle("oracle", p)
+}
+
+// newOracle builds the precomputed next-use index over p.Trace (p resolved).
+func newOracle(name string, p Params) (*Oracle, error) {
+	o := &Oracle{name: name, demandOnly: name == "belady", trace: p.Trace, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
 	n := numKeys(p.Model)
 	o.start = make([]int32, n+1)
 	o.forEachUse(func(k sim.Key, _ int64) { o.start[k+1]++ })
@@ -113,7 +121,7 @@ func dupBefore(xs []int32, i int) bool {
 }
 
 // Name is the registry name.
-func (o *Oracle) Name() string { return "oracle" }
+func (o *Oracle) Name() string { return o.name }
 
 // next is k's next use position, or never.
 func (o *Oracle) next(k sim.Key) int64 {
@@ -146,7 +154,7 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 			o.passFirst, o.passLast = min(o.passFirst, s), max(o.passLast, s)
 		}
 	}
-	if la.Layer < 0 || la.Layer >= o.layers || len(la.Steps) == 0 {
+	if o.demandOnly || la.Layer < 0 || la.Layer >= o.layers || len(la.Steps) == 0 {
 		return dst
 	}
 	o.gen++

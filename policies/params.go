@@ -103,7 +103,7 @@ func (p Params) validate(name string) error {
 	if p.PinFraction < 0 || p.PinFraction > 1 || p.PinFraction != p.PinFraction {
 		add("pin fraction: must be in [0,1] (got %g)", p.PinFraction)
 	}
-	if (name == "oracle" || name == "pinned-hot") && p.Model != nil && len(p.Model.Layers) > 0 && p.Model.Experts > 0 {
+	if (name == "oracle" || name == "belady" || name == "pinned-hot") && p.Model != nil && len(p.Model.Layers) > 0 && p.Model.Experts > 0 {
 		if err := checkTrace(p.Model, p.Trace); err != nil {
 			errs = append(errs, err)
 		}

@@ -33,7 +33,8 @@ var registry = map[string]entry{
 	"ondemand":   {build(NewOnDemand), "stock baseline: load on demand, evict LRU (same behaviour as lru; the ablation's first step)"},
 	"lfu":        {build(NewLFU), "evict the least frequently used expert (uses counted over the whole run), ties LRU; no prefetch"},
 	"les":        {build(NewLES), "lookahead expert scheduling: prefetch the next layers' top router candidates, LRU eviction that protects prefetches"},
-	"oracle":     {build(NewOracle), "upper bound: true next-layer experts prefetched, Belady eviction (reads the whole trace)"},
+	"oracle":     {build(NewOracle), "hit-rate reference, not a throughput bound: Belady eviction plus perfect one-layer-ahead prefetch (reads the whole trace)"},
+	"belady":     {build(NewBelady), "classic Belady MIN: demand admission, evict the expert used farthest in the future (reads the whole trace); the demand-paging hit-rate bound"},
 	"pinned-hot": {build(NewPinnedHot), "pin the trace's most popular experts (PinFraction of the cache), LRU for the rest"},
 }
 

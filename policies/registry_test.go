@@ -9,7 +9,7 @@ import (
 )
 
 func TestRegistry(t *testing.T) {
-	want := []string{"les", "lfu", "lru", "ondemand", "oracle", "pinned-hot"}
+	want := []string{"belady", "les", "lfu", "lru", "ondemand", "oracle", "pinned-hot"}
 	if got := Names(); !slices.Equal(got, want) {
 		t.Fatalf("Names() = %v, want %v", got, want)
 	}
@@ -43,8 +43,8 @@ func TestNewErrors(t *testing.T) {
 		p      Params
 		want   []string // every fragment must appear
 	}{
-		{"unknown name lists valid ones", "belady", Params{Model: m},
-			[]string{`unknown policy "belady"`, "les, lfu, lru, ondemand, oracle, pinned-hot"}},
+		{"unknown name lists valid ones", "mru", Params{Model: m},
+			[]string{`unknown policy "mru"`, "belady, les, lfu, lru, ondemand, oracle, pinned-hot"}},
 		{"missing model", "lru", Params{}, []string{"model: missing"}},
 		{"empty model", "lru", Params{Model: testModel(0, 0)}, []string{"needs layers, experts and top_k"}},
 		{"bad expert size", "lru", Params{Model: testModel(8, 2, 100, 0)}, []string{"layer 1: expert_bytes must be positive"}},

@@ -22,7 +22,7 @@ step "+ lookahead prefetch"                     --policy les --layout gguf-mmap 
 step "+ per-expert layout, cached experts first" --policy les --layout per-expert
 step "+ mixed precision (Q3_K experts)"         --policy les --layout per-expert --variant mixed-q3k-experts
 step "+ speculative decoding (block 4, α 0.7)"  --policy les --layout per-expert --variant mixed-q3k-experts --spec-block 4 --spec-accept 0.7
-step "oracle bound (same storage, Q3_K)"        --policy oracle --layout per-expert --variant mixed-q3k-experts
+step "oracle (hit-rate reference, Q3_K)"        --policy oracle --layout per-expert --variant mixed-q3k-experts
 echo
 echo "full result of the LES configuration:"
 echo

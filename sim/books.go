@@ -43,6 +43,11 @@ type Counts struct {
 	PrefetchBytes, WastedPrefetchBytes int64
 
 	PeakResidentBytes int64
+	// OverBudgetLoads counts demand loads admitted beyond the capacity because
+	// every resident expert was in use by the batch (a prefill whose distinct
+	// experts exceed the cache); OverBudgetBytes is the most the books held
+	// beyond the capacity.
+	OverBudgetLoads, OverBudgetBytes int64
 }
 
 // keyState is one expert's bookkeeping, kept together so that classifying,
@@ -359,10 +364,28 @@ func (b *Books) makeRoom(need int64, prefetch bool) (bool, error) {
 			continue
 		}
 		if !b.io.Wait(true) {
+			return b.overBudget(need)
+		}
+	}
+	return true, nil
+}
+
+// overBudget admits a demand load beyond the capacity when nothing can make
+// room: every resident expert is in use by the current batch and nothing is
+// loading. This happens only when a batch (a prefill pass) needs more distinct
+// experts at one layer than the cache holds; like BigMoeOnEdge's engine, the
+// books exceed the budget for the batch and evict back under it as later
+// admissions need room. A policy that declines while evictable experts exist
+// is still an error.
+func (b *Books) overBudget(need int64) (bool, error) {
+	for k := range b.keys {
+		if b.keys[k].state == Resident && b.keys[k].seen != b.stamp {
 			return false, fmt.Errorf("policy %s declined to evict but %s more are needed and nothing is loading (cache %s)",
 				b.pol.Name(), FormatBytes(need-(b.capacity-b.used)), FormatBytes(b.capacity))
 		}
 	}
+	b.c.OverBudgetLoads++
+	b.c.OverBudgetBytes = max(b.c.OverBudgetBytes, b.used+need-b.capacity)
 	return true, nil
 }
 

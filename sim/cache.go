@@ -14,11 +14,26 @@ var _ Loader = (*engine)(nil)
 // or for a gguf-mmap demand miss a synchronous fault-in when the compute
 // thread reaches the expert.
 func (e *engine) Start(k Key, demand bool) {
+	e.chargeLoad(k)
 	if demand && e.cfg.Layout == LayoutGGUFMmap {
 		e.bk.keys[k].syncLoad = true
 		return
 	}
 	e.startAsync(k, demand)
+}
+
+// chargeLoad spends the compute thread's cost of loading k (memory commit,
+// copy, bookkeeping: Device.LoadFixedNS and LoadRate) before its read is
+// issued. NB: prefetches pay it too, at moment 1 on the compute thread.
+func (e *engine) chargeLoad(k Key) {
+	d := e.times.load[int(k)/e.nE]
+	if d == 0 {
+		return
+	}
+	e.now += d
+	if e.bk.Measure {
+		e.res.LoadCPUNS += d
+	}
 }
 
 // Drop has nothing to do: a virtual page cache frees nothing.

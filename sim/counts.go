@@ -13,6 +13,8 @@ func (r *Result) addCounts(c Counts) {
 	r.PrefetchBytes += c.PrefetchBytes
 	r.WastedPrefetchBytes += c.WastedPrefetchBytes
 	r.PeakResidentBytes = max(r.PeakResidentBytes, c.PeakResidentBytes)
+	r.OverBudgetLoads += c.OverBudgetLoads
+	r.OverBudgetBytes = max(r.OverBudgetBytes, c.OverBudgetBytes)
 }
 
 // AddCounts adds a Books' tallies to r's counters (the live driver's results

@@ -147,7 +147,7 @@ func (e *engine) run(steps []traces.Step) error {
 			j++
 		}
 		e.bk.Measure = true
-		start, bytes0, reads0, stall0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS
+		start, bytes0, reads0, stall0, load0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS, e.res.LoadCPUNS
 		e.fl.advance(e.now)
 		busy0 := e.fl.busyNS
 		if err := e.pass(steps, i, j); err != nil {
@@ -169,7 +169,8 @@ func (e *engine) run(steps []traces.Step) error {
 			e.latencies = append(e.latencies, dt/int64(accepted))
 		}
 		if e.cfg.KeepSeries {
-			e.res.Series = append(e.res.Series, PassSample{StartNS: e.res.TimeNS - dt, TimeNS: dt, StallNS: e.res.StallNS - stall0, Accepted: accepted})
+			e.res.Series = append(e.res.Series, PassSample{StartNS: e.res.TimeNS - dt, TimeNS: dt, StallNS: e.res.StallNS - stall0,
+				LoadCPUNS: e.res.LoadCPUNS - load0, FlashBytes: e.fl.bytesRead - bytes0, Accepted: accepted})
 		}
 		i += accepted
 	}

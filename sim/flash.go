@@ -39,6 +39,9 @@ type flash struct {
 
 	rates []sizeRate // read size → (single, aggregate) bytes/ns
 
+	thermalFloor float64 // fraction of cold bandwidth left when hot (0: no derating)
+	thermalBytes float64 // bytes read over which ~63% of the drop happens
+
 	// done is called when a read completes, at time f.now.
 	done func(id int32, r *flashReq)
 
@@ -92,7 +95,21 @@ func newFlash(f devices.Flash) *flash {
 		agg:     f.Aggregate,
 		nextT:   math.MaxInt64,
 		nextID:  -1,
+
+		thermalFloor: f.ThermalFloor,
+		thermalBytes: float64(f.ThermalBytes),
 	}
+}
+
+// heat is the bandwidth factor after the bytes read so far:
+// floor + (1 − floor)·exp(−read / thermalBytes), or 1 without derating.
+// NB: rates change only at rerate, so the factor is piecewise constant
+// between flash events.
+func (f *flash) heat() float64 {
+	if f.thermalBytes <= 0 {
+		return 1
+	}
+	return f.thermalFloor + (1-f.thermalFloor)*math.Exp(-float64(f.bytesRead)/f.thermalBytes)
 }
 
 // rateFor returns (single-lane, aggregate) bytes per ns for reads of size b.
@@ -193,6 +210,7 @@ func (f *flash) startReq(id int32) {
 func (f *flash) rerate() {
 	k := float64(f.xfers)
 	elapsed := float64(f.now - f.mark)
+	h := f.heat()
 	best, bestID := Time(math.MaxInt64), int32(-1)
 	var bestSeq uint64
 	for _, id := range f.active {
@@ -201,7 +219,7 @@ func (f *flash) rerate() {
 			// Bring remaining up to date at the old rate (0 for a transfer
 			// that has just begun), then set the new rate.
 			r.remaining -= float64(r.rate * elapsed)
-			r.rate = min(r.curve[0], float64(r.curve[1]/k))
+			r.rate = min(r.curve[0], float64(r.curve[1]/k)) * h
 			r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
 		}
 		if t := r.eta; t < best || t == best && r.seq < bestSeq {

@@ -17,6 +17,23 @@ import (
 //  4. the routed experts compute, each only once resident: resident ones
 //     first when CachedFirst, otherwise in rank order.
 func (e *engine) pass(steps []traces.Step, i, j int) error {
+	start := e.now
+	if err := e.passBody(steps, i, j); err != nil {
+		return err
+	}
+	// NB: devices' bounds keep each conversion below 2^53 ns, not a run's
+	// sum; a run of absurdly slow inputs is refused rather than wrapped.
+	if e.now < start || e.now > maxTime {
+		return fmt.Errorf("simulated time passed %d years at step %d: the device is too slow for this trace", maxTime/(365*24*3600*1e9), i)
+	}
+	return nil
+}
+
+// maxTime bounds virtual time well below int64's limit (about 146 years).
+const maxTime Time = 1 << 62
+
+// passBody is pass without the overflow check.
+func (e *engine) passBody(steps []traces.Step, i, j int) error {
 	tokens := j - i
 	e.phase = steps[i].Phase
 	e.bk.BeginPass(int64(i), tokens)

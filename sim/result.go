@@ -40,6 +40,7 @@ type Result struct {
 	StallNS           int64   `json:"stall_ns"`             // compute thread idle or faulting, waiting for experts
 	StallFlashNS      int64   `json:"stall_flash_ns"`       // of which waiting for reads to finish
 	StallFaultCPUNS   int64   `json:"stall_fault_cpu_ns"`   // of which page-fault handling (gguf-mmap)
+	LoadCPUNS         int64   `json:"load_cpu_ns"`          // compute thread loading experts (commit, copy, bookkeeping)
 	DemandQueueWaitNS int64   `json:"demand_queue_wait_ns"` // demand reads waiting for a lane (behind other reads)
 	FlashBusyNS       int64   `json:"flash_busy_ns"`        // decode time with at least one transfer in progress
 
@@ -62,6 +63,8 @@ type Result struct {
 	PrefetchBytes       int64   `json:"prefetch_bytes"`        // bytes read by prefetch
 	WastedPrefetchBytes int64   `json:"wasted_prefetch_bytes"` // prefetched, evicted (or left at end) unused
 	PeakResidentBytes   int64   `json:"peak_resident_bytes"`   // resident + loading, maximum over the run
+	OverBudgetLoads     int64   `json:"over_budget_loads"`     // demand loads admitted beyond the cache (a batch needing more than fits)
+	OverBudgetBytes     int64   `json:"over_budget_bytes"`     // the most held beyond the cache budget
 
 	PrefillTokens int64 `json:"prefill_tokens"`
 	PrefillNS     int64 `json:"prefill_ns"`
@@ -81,10 +84,12 @@ const (
 // PassSample is one decode pass: when it started, how long it took, how much
 // of that the compute thread stalled, and how many tokens it emitted.
 type PassSample struct {
-	StartNS  int64 `json:"start_ns"`
-	TimeNS   int64 `json:"time_ns"`
-	StallNS  int64 `json:"stall_ns"`
-	Accepted int   `json:"accepted"`
+	StartNS    int64 `json:"start_ns"`
+	TimeNS     int64 `json:"time_ns"`
+	StallNS    int64 `json:"stall_ns"`
+	LoadCPUNS  int64 `json:"load_cpu_ns"`
+	FlashBytes int64 `json:"flash_bytes"`
+	Accepted   int   `json:"accepted"`
 }
 
 // percentile is the nearest-rank percentile of sorted samples: the smallest

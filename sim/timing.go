@@ -29,13 +29,25 @@ func durationNS(amount, perSecond float64) Time {
 // weights from DRAM at MemBandwidth×MemEfficiency and doing its FLOPs at
 // ComputeFLOPS.
 type computeModel struct {
-	memRate float64 // bytes/s
-	flops   float64 // FLOP/s
-	over    Time
+	memRate   float64 // bytes/s
+	flops     float64 // FLOP/s
+	over      Time
+	loadFixed Time    // compute-thread cost per expert load
+	loadRate  float64 // bytes/s the compute thread handles loaded bytes at (0: free)
 }
 
 func newComputeModel(d *devices.Device) computeModel {
-	return computeModel{memRate: float64(d.MemBandwidth * d.MemEfficiency), flops: d.ComputeFLOPS, over: d.LayerOverhead}
+	return computeModel{memRate: float64(d.MemBandwidth * d.MemEfficiency), flops: d.ComputeFLOPS, over: d.LayerOverhead,
+		loadFixed: d.LoadFixedNS, loadRate: d.LoadRate}
+}
+
+// load is the compute thread's cost of loading one expert of bytes:
+// loadFixed + bytes / loadRate (the second term only when a rate is stated).
+func (c computeModel) load(bytes int64) Time {
+	if c.loadRate <= 0 {
+		return c.loadFixed
+	}
+	return c.loadFixed + durationNS(float64(bytes), c.loadRate)
 }
 
 // part is the time of reading bytes once and doing flopsPerToken for tokens tokens.
@@ -45,14 +57,15 @@ func (c computeModel) part(bytes, flopsPerToken int64, tokens int) Time {
 
 // timeTable caches one-token part times per layer (the common decode case).
 type timeTable struct {
-	dense, expert []Time
-	head          Time
+	dense, expert, load []Time
+	head                Time
 }
 
 func newTimeTable(e *engine) timeTable {
-	t := timeTable{dense: make([]Time, e.nL), expert: make([]Time, e.nL)}
+	t := timeTable{dense: make([]Time, e.nL), expert: make([]Time, e.nL), load: make([]Time, e.nL)}
 	for l := range e.m.Layers {
 		ls := &e.m.Layers[l]
+		t.load[l] = e.cm.load(ls.ExpertBytes)
 		t.dense[l] = e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, 1) + e.cm.over
 		t.expert[l] = e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, 1)
 	}

@@ -22,6 +22,9 @@ func warnings(e *engine, ctxTokens int) []string {
 		w = append(w, fmt.Sprintf("device %s: assumed values (replace with measurements): %s",
 			e.cfg.Device.Name, strings.Join(e.cfg.Device.Assumed, ", ")))
 	}
+	for _, dw := range e.cfg.Device.Warnings {
+		w = append(w, fmt.Sprintf("device %s: %s", e.cfg.Device.Name, dw))
+	}
 	if total := e.m.TotalExpertBytes(); e.cfg.CacheBytes >= total {
 		w = append(w, fmt.Sprintf("cache %s holds every expert (%s): only cold misses remain", FormatBytes(e.cfg.CacheBytes), FormatBytes(total)))
 	}
@@ -29,6 +32,10 @@ func warnings(e *engine, ctxTokens int) []string {
 		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (RAM %s - reserve %s - resident weights %s - KV for %d tokens %s): this configuration would not fit",
 			FormatBytes(e.cfg.CacheBytes), FormatBytes(budget), FormatBytes(e.cfg.Device.RAMBytes), FormatBytes(e.cfg.Device.ReserveBytes),
 			FormatBytes(e.m.NonExpertBytes), ctxTokens, FormatBytes(e.m.KVBytesPerToken*int64(ctxTokens))))
+	}
+	if r.OverBudgetLoads > 0 {
+		w = append(w, fmt.Sprintf("a batch needed more distinct experts than the cache holds: %d loads went up to %s over the %s budget for their batch (prefill streams through the cache)",
+			r.OverBudgetLoads, FormatBytes(r.OverBudgetBytes), FormatBytes(e.cfg.CacheBytes)))
 	}
 	if e.cfg.SpecFromTrace && r.Passes > 0 {
 		w = append(w, "speculative passes from the trace: rejected drafts are not recorded, so their experts are not loaded")

@@ -1,124 +1,84 @@
-//go:build llamacpp
-
 package main
 
 import (
+	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"strconv"
-	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
-
-	"github.com/lessim/lessim/devices"
-	"github.com/lessim/lessim/runtime/calibrate"
 )
 
+// hostFlags are calibrate's command line for measuring this machine.
+type hostFlags struct {
+	model, lanes, sizes    string
+	samples, reads, tokens int
+	quiet                  bool
+}
+
+// hostOnly are the flags that make sense only when measuring this machine.
+var hostOnly = []string{"model", "lanes", "sizes", "samples", "reads", "tokens", "quiet"}
+
 func newCalibrateCmd() *cobra.Command {
-	o := calibrate.DefaultOptions()
-	var lanes, sizes string
-	var quiet bool
+	var f fromRunFlags
+	var h hostFlags
 	cmd := &cobra.Command{
 		Use:   "calibrate",
-		Short: "Measure this machine and write a device profile for it",
-		Long: `calibrate measures this machine and writes a device profile (the YAML schema of
-devices/profiles) for simulate --device-file: random O_DIRECT read throughput of the
-model's file system by read size and lanes, page size, read-ahead, page-fault cost,
-RAM, memory bandwidth, and llama.cpp decode time (1 thread, everything in RAM) on the
-model and synthetic variants of its shape. Every value's source gives its sample
-count, median and interquartile range; what cannot be measured says "assumed:".
-The model must be on a real file system: tmpfs refuses O_DIRECT.`,
+		Short: "Write a device profile: measured on this machine, or fitted to a measured run",
+		Long: `calibrate writes a device profile (the YAML schema of devices/profiles) for
+simulate --device-file, in one of two ways.
+
+With --model it measures this machine (needs the llama.cpp build): random O_DIRECT read
+throughput of the model's file system by read size and lanes, page size, read-ahead,
+page-fault cost, RAM, memory bandwidth, and llama.cpp decode time (1 thread, everything
+in RAM) on the model and synthetic variants of its shape. Every value's source gives its
+sample count, median and interquartile range; what cannot be measured says "assumed:".
+The model must be on a real file system: tmpfs refuses O_DIRECT.
+
+With --from-run it fits a profile's compute and load-cost parameters (and a scale on its
+flash bandwidth) to a measured run whose routing is known: the run's per-token times, its
+trace, and the profile to start from. It prints each fitted value with its standard
+error, what the run could not identify, the per-token residuals, and draws measured vs
+predicted per-token time.`,
 		Example: `  lessim calibrate --model tiny.gguf --out host.yaml
-  lessim calibrate --model tiny.gguf --out host.yaml --lanes 1,2,4,8 --sizes 128KiB,1MiB,4MiB --samples 9`,
+  lessim calibrate --from-run qwen.metrics.csv --trace qwen.parquet --device ufs4-phone-12gb --out my-phone.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if o.Lanes, err = parseInts(lanes); err != nil {
-				return fmt.Errorf("--lanes: %w", err)
+			if f.out == "" {
+				return errors.New("calibrate needs --out (the profile to write)")
 			}
-			if o.Sizes, err = parseSizes(sizes); err != nil {
-				return fmt.Errorf("--sizes: %w", err)
+			if f.run != "" {
+				if err := refuseFlags(cmd, hostOnly, "with --from-run (they measure this machine)"); err != nil {
+					return err
+				}
+				return calibrateFromRun(cmd, &f)
 			}
-			if !quiet {
-				o.Log = cmd.ErrOrStderr()
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			r, err := calibrate.Run(ctx, o)
-			if err != nil {
+			if err := refuseFlags(cmd, fromRunOnly, "without --from-run"); err != nil {
 				return err
 			}
-			p, err := devices.ParseProfile(r.YAML, o.Out)
-			if err != nil {
-				return err
+			if h.model == "" {
+				return errors.New("calibrate needs --model (measure this machine) or --from-run (fit to a measured run)")
 			}
-			d, err := p.Device()
-			if err != nil {
-				return err
-			}
-			u := r.Compute.Points[0]
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "wrote %s: device %s\n", o.Out, d.Name)
-			big, most := o.Sizes[len(o.Sizes)-1], o.Lanes[len(o.Lanes)-1]
-			one, _ := r.Point(big, 1)
-			all, _ := r.Point(big, most)
-			fmt.Fprintf(out, "flash: %s reads %s at 1 lane, %s at %d lanes; latency %.0f us; lanes %d\n",
-				strings.TrimSpace(sizeText(big)), mib(one.Throughput.Median), mib(all.Throughput.Median), most, float64(d.Flash.LatencyNS)/1e3, d.Flash.Lanes)
-			fmt.Fprintf(out, "memory: %.2f GB/s × efficiency %.3f; compute %.2f GFLOPS, %.1f us per layer\n",
-				d.MemBandwidth/1e9, d.MemEfficiency, d.ComputeFLOPS/1e9, float64(d.LayerOverhead)/1e3)
-			fmt.Fprintf(out, "decode (all in RAM, 1 thread): %.2f ms/token on %s\n", u.TokenNS.Median/1e6, u.Name)
-			if len(d.Assumed) > 0 {
-				fmt.Fprintf(out, "assumed (not measured): %s\n", strings.Join(d.Assumed, ", "))
-			}
-			return nil
+			return calibrateHost(cmd, &h, f.out)
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&o.Model, "model", "", "GGUF Mixture-of-Experts model on the storage to measure")
-	fl.StringVar(&o.Out, "out", "", "device profile to write (YAML)")
-	fl.StringVar(&lanes, "lanes", "1,2,4", "reads in flight to measure, increasing")
-	fl.StringVar(&sizes, "sizes", "128KiB,256KiB,512KiB,1MiB,2MiB,4MiB", "O_DIRECT read sizes, increasing multiples of 4 KiB")
-	fl.IntVar(&o.Samples, "samples", o.Samples, "samples per measured value")
-	fl.IntVar(&o.Reads, "reads", o.Reads, "reads per lane per flash sample")
-	fl.IntVar(&o.Tokens, "tokens", o.Tokens, "decoded tokens per model shape")
-	fl.BoolVar(&quiet, "quiet", false, "no progress lines")
+	fl.StringVar(&f.out, "out", "", "device profile to write (YAML)")
+	fl.StringVar(&h.model, "model", "", "GGUF Mixture-of-Experts model on the storage to measure")
+	fl.StringVar(&h.lanes, "lanes", "1,2,4", "reads in flight to measure, increasing")
+	fl.StringVar(&h.sizes, "sizes", "128KiB,256KiB,512KiB,1MiB,2MiB,4MiB", "O_DIRECT read sizes, increasing multiples of 4 KiB")
+	fl.IntVar(&h.samples, "samples", 5, "samples per measured value")
+	fl.IntVar(&h.reads, "reads", 16, "reads per lane per flash sample")
+	fl.IntVar(&h.tokens, "tokens", 16, "decoded tokens per model shape")
+	fl.BoolVar(&h.quiet, "quiet", false, "no progress lines")
+	addFromRunFlags(cmd, &f)
 	return cmd
 }
 
-// sizeText prints a read size in KiB or MiB.
-func sizeText(b int64) string {
-	if b >= 1<<20 && b%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", b>>20)
-	}
-	return fmt.Sprintf("%d KiB", b>>10)
-}
-
-func mib(bps float64) string { return fmt.Sprintf("%.0f MiB/s", bps/(1<<20)) }
-
-// parseInts parses "1,2,4".
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a whole number", f)
+// refuseFlags fails when the user set any of names: they do not apply.
+func refuseFlags(cmd *cobra.Command, names []string, why string) error {
+	for _, n := range names {
+		if cmd.Flags().Changed(n) {
+			return fmt.Errorf("--%s does not apply %s", n, why)
 		}
-		out = append(out, n)
 	}
-	return out, nil
-}
-
-// parseSizes parses "128KiB,1MiB".
-func parseSizes(s string) ([]int64, error) {
-	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		n, err := devices.ParseSize(strings.TrimSpace(f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, nil
+	return nil
 }

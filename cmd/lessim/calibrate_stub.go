@@ -8,13 +8,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-func newCalibrateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:                "calibrate",
-		Short:              "Measure this machine into a device profile (needs a build with -tags llamacpp)",
-		DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("this lessim was built without llama.cpp: build it with `make build` (go build -tags llamacpp with CGO_CPPFLAGS from the Makefile) to calibrate")
-		},
-	}
+// calibrateHost needs llama.cpp to time decoding.
+func calibrateHost(*cobra.Command, *hostFlags, string) error {
+	return errors.New("this lessim was built without llama.cpp: build it with `make build` (go build -tags llamacpp with CGO_CPPFLAGS from the Makefile) to measure this machine; --from-run works in every build")
 }

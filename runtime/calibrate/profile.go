@@ -46,9 +46,6 @@ func (r *Result) profile() ([]byte, error) {
 	}
 	w("# On %s: one expert %s of compute (%.0f bytes), one layer's dense part %s plus %s overhead.\n",
 		filepath.Base(o.Model), us(u.ExpertBytes/c.BytesPerSec*1e9), u.ExpertBytes, us(u.DenseBytes/c.BytesPerSec*1e9), us(c.LayerOverheadNS))
-	w("#\n# Not in the profile schema (devices has no field for it yet): the compute-thread CPU cost\n")
-	w("# of a synchronous expert load by pread from a cold page cache, %s + %.3f ns/byte\n", us(r.Load.FixedNS), r.Load.PerByteNS)
-	w("# (least squares over %d reads of 64 KiB to 4 MiB, R² %.2f; I/O wait excluded).\n", r.Load.N, r.Load.R2)
 	w("name: %s\n", q("calibrated-"+o.Host))
 	w("description: %s\n", q(fmt.Sprintf("This machine (%s) as lessim calibrate measured it: 1-thread llama.cpp CPU decode, flash = the file system of %s", o.Host, filepath.Base(o.Model))))
 	w("calibration: %s\n", q("Measured here by `lessim calibrate --model "+filepath.Base(o.Model)+"`; run it again after changing the machine, the model's file system or its read-ahead. Values marked assumed: could not be measured."))
@@ -92,6 +89,7 @@ func (r *Result) profile() ([]byte, error) {
 	} else {
 		kv("  ", "layer_overhead", "0 us", "assumed: not separable from the byte rate here ("+c.Why+"); the decode time is all charged to bytes")
 	}
+	loadCost(r, kv, m)
 
 	w("flash:\n")
 	big := o.Sizes[len(o.Sizes)-1]
@@ -136,4 +134,21 @@ func (r *Result) profile() ([]byte, error) {
 		return nil, fmt.Errorf("calibrate: the measured profile does not validate (nothing written):\n%w", err)
 	}
 	return data, nil
+}
+
+// loadCost writes compute.load_fixed and compute.load_rate from the measured
+// CPU cost of a synchronous expert load (pread from a cold page cache): a
+// least-squares line of thread CPU time against bytes. A term the fit gives
+// as negative or outside the profile's bounds is left out (the simulator then
+// charges nothing for it) and the reason goes in a comment.
+func loadCost(r *Result, kv func(indent, key, value, source string), m string) {
+	how := fmt.Sprintf("compute-thread CPU time of a synchronous expert load by pread from a cold page cache: least squares over %d reads of 64 KiB to 4 MiB, R² %.2f, I/O wait excluded", r.Load.N, r.Load.R2)
+	if r.Load.FixedNS >= 0 && r.Load.FixedNS <= 10e6 {
+		kv("  ", "load_fixed", us(r.Load.FixedNS), m+how+": the intercept")
+	}
+	if r.Load.PerByteNS > 0 {
+		if rate := 1e9 / r.Load.PerByteNS; rate >= 1e8 && rate <= 1e12 {
+			kv("  ", "load_rate", fmt.Sprintf("%.4g MB/s", rate/1e6), m+how+fmt.Sprintf(": 1 / the slope (%.3f ns per byte)", r.Load.PerByteNS))
+		}
+	}
 }

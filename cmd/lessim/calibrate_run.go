@@ -1,0 +1,175 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/fit"
+	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/reports"
+	"github.com/lessim/lessim/runs"
+	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
+)
+
+// fromRunFlags are calibrate --from-run's command line.
+type fromRunFlags struct {
+	run, runFormat, trace string
+	device, deviceFile    string
+	policy, cache, layout string
+	cachedFirst, prefill  bool
+	out, plot             string
+}
+
+func addFromRunFlags(cmd *cobra.Command, f *fromRunFlags) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.run, "from-run", "", "fit a device profile to this measured run (per-token times) instead of measuring this machine")
+	fl.StringVar(&f.runFormat, "run-format", "bmoe-metrics-csv", "format of --from-run (valid: "+strings.Join(runs.Formats(), ", ")+")")
+	fl.StringVar(&f.trace, "trace", "", "with --from-run: the run's routing as a lessim trace (Parquet; see trace import)")
+	fl.StringVar(&f.device, "device", "", "with --from-run: the embedded profile to start from")
+	fl.StringVar(&f.deviceFile, "device-file", "", "with --from-run: the profile YAML to start from")
+	fl.StringVar(&f.policy, "policy", "lru", "with --from-run: the run's cache policy (BigMoeOnEdge's cache is a global LRU)")
+	fl.StringVar(&f.cache, "cache", "", "with --from-run: the run's cache budget (default: cache_budget_MiB of the run's summary)")
+	fl.StringVar(&f.layout, "layout", string(sim.LayoutPerExpert), "with --from-run: the run's expert layout")
+	fl.BoolVar(&f.cachedFirst, "cached-first", true, "with --from-run: the run computed resident experts while misses loaded")
+	fl.BoolVar(&f.prefill, "prefill", true, "with --from-run: replay the prompt first (the run's cache was warm from it)")
+	fl.StringVar(&f.plot, "plot", "", "with --from-run: draw measured vs predicted per-token time to PREFIX.png and PREFIX.svg (default: --out without .yaml, plus -fit)")
+}
+
+// fromRunOnly are the flags that make sense only with --from-run.
+var fromRunOnly = []string{"run-format", "trace", "device", "device-file", "policy", "cache", "layout", "cached-first", "prefill", "plot"}
+
+// calibrateFromRun fits f.device's profile to a measured run and writes it.
+// Everything is read and checked before the fit; the profile is written
+// before the plot, so a plot that fails loses nothing.
+func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
+	if f.out == "" || f.trace == "" {
+		return fmt.Errorf("calibrate --from-run needs --trace (the run's routing) and --out (the profile to write)")
+	}
+	if err := atomicfile.CheckDistinct(f.out, f.run, f.trace, f.deviceFile); err != nil {
+		return err
+	}
+	run, err := runs.Read(f.run, f.runFormat)
+	if err != nil {
+		return err
+	}
+	base, err := baseProfile(f.device, f.deviceFile)
+	if err != nil {
+		return err
+	}
+	rp, err := replayFromFlags(f, run)
+	if err != nil {
+		return err
+	}
+	plot := f.plot
+	if plot == "" {
+		plot = strings.TrimSuffix(strings.TrimSuffix(f.out, ".yaml"), ".yml") + "-fit"
+	}
+	plot = reports.TrimPlotExt(plot)
+	label := filepath.Base(f.run)
+	res, err := fit.FromRun(base, *rp, run, label)
+	if err != nil {
+		return err
+	}
+	y, err := res.Profile.YAML()
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(f.out, y); err != nil {
+		return err
+	}
+	w := cmd.OutOrStdout()
+	printRunFit(w, f, rp, res)
+	files, err := reports.WriteFitPlot(res.Measured, res.Predicted,
+		fmt.Sprintf("%s: measured vs fitted %s", label, res.Profile.Name), plot)
+	if err != nil {
+		return fmt.Errorf("the profile was written, but the plot failed: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", strings.Join(files, ", "))
+	return nil
+}
+
+// baseProfile is the profile a fit starts from: a file or an embedded name.
+func baseProfile(name, file string) (*devices.Profile, error) {
+	switch {
+	case file != "" && name != "":
+		return nil, fmt.Errorf("give --device or --device-file, not both")
+	case file != "":
+		return devices.ParseProfileFile(file)
+	case name != "":
+		return devices.LoadProfile(name)
+	}
+	return nil, fmt.Errorf("calibrate --from-run needs the profile to start from: --device NAME or --device-file FILE")
+}
+
+// replayFromFlags reads the trace and resolves the replay settings.
+func replayFromFlags(f *fromRunFlags, run *runs.Run) (*fit.Replay, error) {
+	layout, err := sim.ParseLayout(f.layout)
+	if err != nil {
+		return nil, err
+	}
+	r, err := traces.Open(f.trace)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	steps, err := traces.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	meta := r.Meta()
+	cache, err := runCache(f.cache, run)
+	if err != nil {
+		return nil, err
+	}
+	return &fit.Replay{Model: &meta.Model, Steps: steps, Policy: f.policy, CacheBytes: cache,
+		Layout: layout, CachedFirst: f.cachedFirst, Prefill: f.prefill}, nil
+}
+
+// runCache is --cache, or the run summary's cache budget.
+func runCache(flag string, run *runs.Run) (int64, error) {
+	if flag != "" {
+		return devices.ParseSize(flag)
+	}
+	v, ok := run.Summary["cache_budget_MiB"]
+	if !ok {
+		return 0, fmt.Errorf("--cache: the run's summary has no cache_budget_MiB; give the run's cache size")
+	}
+	mib, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(mib > 0 && mib < 1<<24) {
+		return 0, fmt.Errorf("--cache: the run's summary cache_budget_MiB=%q is not a size; give --cache", v)
+	}
+	return int64(mib * (1 << 20)), nil
+}
+
+func printRunFit(w io.Writer, f *fromRunFlags, rp *fit.Replay, r *fit.RunFit) {
+	e := r.Errors
+	fmt.Fprintf(w, "wrote %s: device %s\n\n", f.out, r.Profile.Name)
+	fmt.Fprintf(w, "fitted to %d measured tokens (replay: %s, cache %s; simulated flash bytes within 1%% of measured on %d of %d tokens)\n",
+		r.Tokens, rp.Policy, sim.FormatBytes(rp.CacheBytes), r.BytesMatched, r.Tokens)
+	if r.Load != nil {
+		fmt.Fprintf(w, "  %-22s %.4g ms per MB ± %.2g (management time vs bytes read: intercept %.2f ms/token, R² %.3f)\n",
+			fit.ParamLoadRate, r.Load.Slope, r.Load.SlopeSE, r.Load.Intercept/1e6, r.Load.R2)
+	}
+	for _, p := range r.Params {
+		note := ""
+		if !p.Identified || p.Why != "" {
+			note = "  (" + p.Why + ")"
+		}
+		fmt.Fprintf(w, "  %-22s %.4g ± %.2g%s\n", p.Name, p.Value, p.SE, note)
+	}
+	fmt.Fprintf(w, "\nper-token time: mean %.1f ms predicted vs %.1f measured (%+.1f%%), median %.1f vs %.1f (%+.1f%%)\n",
+		e.MeanPredNS/1e6, e.MeanMeasNS/1e6, 100*(e.MeanPredNS/e.MeanMeasNS-1),
+		e.MedianPredNS/1e6, e.MedianMeasNS/1e6, 100*(e.MedianPredNS/e.MedianMeasNS-1))
+	fmt.Fprintf(w, "per-token error: mean %+.1f%%, |error| p50 %.1f%%, p90 %.1f%%\n", 100*e.Mean, 100*e.P50Abs, 100*e.P90Abs)
+	fmt.Fprintln(w, "\nkept as they were:")
+	for _, k := range r.Kept {
+		fmt.Fprintf(w, "  - %s\n", k)
+	}
+}

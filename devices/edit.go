@@ -1,0 +1,22 @@
+package devices
+
+import "slices"
+
+// Clone returns a deep copy of p that keeps its file name but not the bytes
+// it was read from, so YAML encodes the copy's current values (without the
+// original's comments). Tools that derive a profile (a fit, a calibration)
+// edit a clone and write it.
+func (p *Profile) Clone() *Profile {
+	c := *p
+	c.raw = nil
+	c.problems = slices.Clone(p.problems)
+	c.Flash.SingleLane = slices.Clone(p.Flash.SingleLane)
+	c.Flash.Aggregate = slices.Clone(p.Flash.Aggregate)
+	return &c
+}
+
+// Set replaces q's value (a number with its unit, as a profile writes it)
+// and its source, and marks it present.
+func (q *Quantity) Set(value, source string) {
+	*q = Quantity{Value: value, Source: source, set: true}
+}

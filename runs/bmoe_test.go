@@ -1,0 +1,128 @@
+package runs
+
+import (
+	"bytes"
+	"compress/gzip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const refMetrics = "../../shared/reference/runs/qwen.metrics.csv"
+
+// Reference: ../shared/reference/README.md "runs/qwen.metrics.csv" (BigMoeOnEdge,
+// github.com/Helldez/BigMoeOnEdge, Apache-2.0): 128 decoded tokens, 176.8 ms mean.
+func TestReadBMoEMetricsReference(t *testing.T) {
+	if _, err := os.Stat(refMetrics); err != nil {
+		t.Skipf("reference run absent: %v", err)
+	}
+	r, err := Read(refMetrics, "bmoe-metrics-csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tokens) != 128 {
+		t.Fatalf("tokens = %d, want 128", len(r.Tokens))
+	}
+	if got := r.MeanWallNS() / 1e6; got < 176 || got > 178 {
+		t.Errorf("mean wall = %.2f ms, want about 176.8 (summary s/tok=0.177)", got)
+	}
+	if r.Summary["tokens"] != "128" {
+		t.Errorf("summary tokens = %q", r.Summary["tokens"])
+	}
+	first := r.Tokens[0]
+	if first.WallNS != 265825000 || first.ReadBytes != 456413184 || first.MgmtNS != 57378000 || first.MajorFaults != 189 {
+		t.Errorf("first token = %+v", first)
+	}
+	for _, f := range []Field{FieldWall, FieldIO, FieldCompute, FieldStall, FieldMgmt, FieldRead, FieldFaults, FieldCPU, FieldHitPct} {
+		if !r.Has(f) {
+			t.Errorf("field %s missing", f)
+		}
+	}
+}
+
+const tinyMetrics = "step,steps,wall_ms,read_bytes,mgmt_ms\n1,2,10.5,100,1\n2,2,9.25,0,0.5\n# summary tokens=2 s/tok=0.010\n"
+
+func TestParseBMoEMetrics(t *testing.T) {
+	r, err := ParseBMoEMetrics(strings.NewReader(tinyMetrics), "tiny.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tokens) != 2 || r.Tokens[1].WallNS != 9250000 || r.Tokens[0].ReadBytes != 100 || r.Tokens[1].MgmtNS != 500000 {
+		t.Fatalf("tokens = %+v", r.Tokens)
+	}
+	if r.Has(FieldStall) || r.Tokens[0].StallNS != -1 {
+		t.Errorf("stall must be absent: %+v", r.Tokens[0])
+	}
+}
+
+func TestParseBMoEMetricsGzipBOM(t *testing.T) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	zw.Write([]byte("\ufeff" + tinyMetrics))
+	zw.Close()
+	dir := t.TempDir()
+	p := filepath.Join(dir, "m.csv")
+	if err := os.WriteFile(p, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, err := ReadBMoEMetrics(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Tokens) != 2 {
+		t.Fatalf("tokens = %d", len(r.Tokens))
+	}
+}
+
+func TestParseBMoEMetricsErrors(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"empty", "", "no header"},
+		{"no rows", "step,wall_ms\n", "no token rows"},
+		{"no wall", "step,io_ms\n1,2\n", "needs columns step and wall_ms"},
+		{"dup col", "step,wall_ms,wall_ms\n", `x.csv:1: column "wall_ms" appears twice`},
+		{"nan", "step,wall_ms\n1,NaN\n", "x.csv:2: column wall_ms"},
+		{"inf", "step,wall_ms\n1,+Inf\n", "x.csv:2: column wall_ms"},
+		{"negative", "step,wall_ms\n1,-3\n", "x.csv:2: column wall_ms"},
+		{"huge", "step,wall_ms\n1,1e300\n", "x.csv:2: column wall_ms"},
+		{"garbage", "step,wall_ms\n1,abc\n", `x.csv:2: column wall_ms: "abc"`},
+		{"step gap", "step,wall_ms\n1,2\n3,2\n", "x.csv:3: step 3: want 2"},
+		{"too many", "step,wall_ms\n1,2,3\n", "x.csv:2: 3 columns, header has 2"},
+		{"short mid", "step,wall_ms\n1\n2,3\n", "x.csv:2: 1 columns, header has 2"},
+		{"truncated", "step,wall_ms\n1,2\n2", "x.csv:3: file is truncated"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseBMoEMetrics(strings.NewReader(c.in), "x.csv")
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("err = %v, want %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestReadUnknownFormat(t *testing.T) {
+	_, err := Read("x", "nope")
+	if err == nil || !strings.Contains(err.Error(), "valid: bmoe-metrics-csv") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func FuzzParseBMoEMetrics(f *testing.F) {
+	f.Add([]byte(tinyMetrics))
+	f.Add([]byte("step,wall_ms\n1,NaN\n"))
+	f.Add([]byte("\ufeffstep,wall_ms\n1,2\n2"))
+	if b, err := os.ReadFile(refMetrics); err == nil {
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := ParseBMoEMetrics(bytes.NewReader(b), "fuzz.csv")
+		if err != nil {
+			return
+		}
+		for i, tok := range r.Tokens {
+			if tok.Step != i+1 || tok.WallNS < 0 {
+				t.Fatalf("token %d = %+v", i, tok)
+			}
+		}
+	})
+}
