@@ -204,6 +204,7 @@ func resolvePolicy(r *Spec, p *Plan) error {
 			return fmt.Errorf("policy.les.depth %d: the trace carries lookahead scores to depth %d only (a stated predictor of that depth, --predict-recall, provides more for a trace without scores)", l.Depth, have)
 		}
 	case "pinned-hot":
+		p.Warnings = append(p.Warnings, "pinned-hot ranks expert popularity on the same trace it is evaluated on (in-sample): its hit rate is optimistic for unseen text")
 		if r.Policy.PinnedHot == nil {
 			r.Policy.PinnedHot = &PinnedHot{}
 		}

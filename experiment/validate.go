@@ -171,8 +171,14 @@ func checkDevice(d *devices.Device) []error {
 	}
 	pos("compute_flops", d.ComputeFLOPS)
 	f := &d.Flash
-	if d.LayerOverhead < 0 || f.LatencyNS < 0 || f.FaultNS < 0 || f.PageBytes < 0 || f.ReadAheadBytes < 0 {
-		bad("layer_overhead_ns, flash latency_ns, fault_ns, page_bytes and read_ahead_bytes must be >= 0")
+	if d.LayerOverhead < 0 || d.LoadFixedNS < 0 || f.LatencyNS < 0 || f.FaultNS < 0 || f.PageBytes < 0 || f.ReadAheadBytes < 0 || f.ThermalBytes < 0 {
+		bad("layer_overhead_ns, load_fixed_ns, flash latency_ns, fault_ns, page_bytes, read_ahead_bytes and thermal_bytes must be >= 0")
+	}
+	if !finite(d.LoadRate) || d.LoadRate < 0 {
+		bad("load_rate must be a finite number >= 0 (0: loading is free; got %v)", d.LoadRate)
+	}
+	if !finite(f.ThermalFloor) || f.ThermalFloor < 0 || f.ThermalFloor > 1 || (f.ThermalBytes > 0) != (f.ThermalFloor > 0) {
+		bad("flash.thermal_floor must be in (0, 1] with thermal_bytes > 0, or both 0 (got %v, %d)", f.ThermalFloor, f.ThermalBytes)
 	}
 	if f.Lanes < 1 {
 		bad("flash.lanes must be >= 1 (got %d)", f.Lanes)

@@ -45,8 +45,11 @@ func TestCalibrateFromRunBadInput(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"calibrate"}, "needs --from-run"},
-		{[]string{"calibrate", "--from-run", "run.csv", "--trace", "t.parquet", "--device", "ufs4-phone-12gb"}, "needs --trace (the run's routing) and --out"},
+		{[]string{"calibrate"}, "calibrate needs --out"},
+		{[]string{"calibrate", "--out", "o.yaml"}, "calibrate needs --model (measure this machine) or --from-run"},
+		{[]string{"calibrate", "--from-run", "run.csv", "--device", "ufs4-phone-12gb", "--out", "o.yaml"}, "needs --trace (the run's routing)"},
+		{[]string{"calibrate", "--from-run", "run.csv", "--model", "m.gguf", "--out", "o.yaml"}, "--model does not apply with --from-run"},
+		{[]string{"calibrate", "--model", "m.gguf", "--trace", "t.parquet", "--out", "o.yaml"}, "--trace does not apply without --from-run"},
 		{[]string{"calibrate", "--from-run", "run.csv", "--trace", "t.parquet", "--device", "ufs4-phone-12gb", "--out", "run.csv"}, "run.csv"},
 		{[]string{"calibrate", "--from-run", "run.csv", "--run-format", "nope", "--trace", "t.parquet", "--device", "ufs4-phone-12gb", "--out", "o.yaml"}, `unknown run format "nope" (valid: bmoe-metrics-csv)`},
 		{[]string{"calibrate", "--from-run", "run.csv", "--trace", "t.parquet", "--device", "ufs4-phone-12gb", "--out", "o.yaml"}, "run.csv:3: column wall_ms"},
