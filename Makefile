@@ -14,7 +14,7 @@ LLAMA_ENV = OD=$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama) && \
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build build-sim demo test test-sim test-runtime bench bench-runtime lint fmt deps clean
+.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-runtime lint fmt deps clean
 
 all: build
 
@@ -34,10 +34,33 @@ build-sim: deps
 demo: build-sim
 	@bash scripts/demo.sh $(BIN)/lessim-sim
 
-test: lint test-sim test-runtime
+# test: lint (gofmt, vet, staticcheck, go.mod tidy), the pure-Go tests, the
+# pure-Go packages again under the race detector, a short run of every fuzz
+# target, and the llama.cpp tests.
+test: lint test-sim test-race fuzz-smoke test-runtime
 
 test-sim: deps
 	$(GO) test -count=1 ./...
+
+# test-race: every package outside runtime/ and cmd/ (the engine, policies,
+# traces, devices, reports, internal/..., and any package added later) under
+# -race. runtime/ is cgo and cmd/ re-runs whole simulations: too slow here.
+RACE_PKGS = $$($(GO) list ./... | grep -v -e /runtime/ -e /cmd/)
+test-race: deps
+	CGO_ENABLED=1 $(GO) test -race -count=1 $(RACE_PKGS)
+
+# fuzz-smoke: every fuzz target of the pure-Go build, found by
+# `go test -list '^Fuzz'` in each package, fuzzed for FUZZTIME with a short
+# minimize time (scripts/fuzz-smoke.sh). A new Fuzz function is picked up
+# without editing anything. Longer: make fuzz-smoke FUZZTIME=2m.
+FUZZTIME ?= 5s
+fuzz-smoke: deps
+	GO=$(GO) bash scripts/fuzz-smoke.sh $(FUZZTIME) 2s
+
+# tidy-check: go.mod and go.sum are exactly what `go mod tidy` writes
+# (direct dependencies marked direct, nothing stale).
+tidy-check:
+	$(GO) mod tidy -diff
 
 test-runtime: deps
 	$(LLAMA_ENV) && $(GO) test -count=1 -tags llamacpp ./runtime/... ./cmd/...
@@ -48,7 +71,7 @@ bench: deps
 bench-runtime: deps
 	$(LLAMA_ENV) && $(GO) test -tags llamacpp -run '^$$' -bench . -benchtime 1x ./runtime/...
 
-lint: deps
+lint: deps tidy-check
 	@test -z "$$(gofmt -l .)" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...

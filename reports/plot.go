@@ -2,6 +2,7 @@ package reports
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/sim"
 )
 
@@ -70,10 +72,29 @@ func WritePassPlot(r *sim.Result, title, prefix string) ([]string, error) {
 	p.X.Min, p.X.Max = 0, xmax
 	p.Y.Min, p.Y.Max = 0, ymax*1.25
 	p.Add(plotter.NewGrid())
+	return savePlot(p, prefix, 8*vg.Inch, 4*vg.Inch)
+}
+
+// savePlot draws p in every PlotFormat and writes prefix.EXT atomically
+// (internal/atomicfile): a failed write leaves the file that was there. All
+// formats are drawn before any file is written. It returns the files written.
+func savePlot(p *plot.Plot, prefix string, w, h vg.Length) ([]string, error) {
+	drawn := make([]io.WriterTo, len(PlotFormats))
+	for i, ext := range PlotFormats {
+		wt, err := p.WriterTo(w, h, strings.TrimPrefix(ext, "."))
+		if err != nil {
+			return nil, fmt.Errorf("plot %s: %w", filepath.Base(prefix+ext), err)
+		}
+		drawn[i] = wt
+	}
 	var files []string
-	for _, ext := range PlotFormats {
+	for i, ext := range PlotFormats {
 		path := prefix + ext
-		if err := p.Save(8*vg.Inch, 4*vg.Inch, path); err != nil {
+		err := atomicfile.Write(path, func(out io.Writer) error {
+			_, err := drawn[i].WriteTo(out)
+			return err
+		})
+		if err != nil {
 			return files, fmt.Errorf("plot %s: %w", filepath.Base(path), err)
 		}
 		files = append(files, path)

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lessim/lessim/internal/atomicfile/atomictest"
 	"github.com/lessim/lessim/sim"
 )
 
@@ -34,4 +35,25 @@ func TestWritePassPlot(t *testing.T) {
 	if _, err := WritePassPlot(&sim.Result{}, "empty", prefix); err == nil {
 		t.Fatal("a result without a series should be refused")
 	}
+}
+
+// TestWritePassPlotKeepsOld: a plot that cannot be written (its .svg path is
+// a folder) leaves no temporary, and a plot file already there stays whole.
+func TestWritePassPlotKeepsOld(t *testing.T) {
+	r := &sim.Result{TimeNS: 3e8, LatencyP50NS: 1e8, LatencyP99NS: 1.2e8, Series: []sim.PassSample{
+		{StartNS: 0, TimeNS: 1e8, StallNS: 4e7, Accepted: 1},
+	}}
+	dir := t.TempDir()
+	prefix := filepath.Join(dir, "run")
+	if err := os.Mkdir(prefix+".svg", 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files, err := WritePassPlot(r, "test", prefix)
+	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("error %v, want the .svg refused", err)
+	}
+	if len(files) != 1 || files[0] != prefix+".png" {
+		t.Errorf("files %v, want only the PNG", files)
+	}
+	atomictest.NoTemporaries(t, dir)
 }

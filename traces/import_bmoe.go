@@ -27,9 +27,16 @@ package traces
 // per layer named "expert" with the layer's bytes and no quant type (the CSV
 // does not give the gate/up/down split), TopK = n_expert_used (the run's
 // top-k, which may differ from the model's default).
+//
+// Input forms: the file may be gzip-compressed (recognised by its magic bytes
+// 1f 8b, whatever its name) and may begin with a UTF-8 byte-order mark
+// (skipped). A last line that ends without a newline and is not a complete
+// row (or leaves its token's slots incomplete) is reported as a truncated
+// file at that line, as is a gzip stream that ends early.
 
 import (
 	"bufio"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -51,7 +58,8 @@ const bmoeHeader = "turn,phase,step,layer,slot,expert,weight,residency,expert_by
 const bmoeMaxErrors = 10
 
 // ImportBMoE reads a BigMoeOnEdge route trace (see the comment at the top of
-// import_bmoe.go). Errors are positioned: "file.csv:LINE: reason".
+// import_bmoe.go), plain or gzip-compressed. Errors are positioned:
+// "file.csv:LINE: reason".
 func ImportBMoE(path string) (Meta, []Step, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -92,22 +100,59 @@ type bmoeParser struct {
 	curN  int          // slots of cur so far (0: no group open)
 	curAt int          // line where cur began
 	rows  int
+	// noNewline is set when the scanner hands out a last line that has no
+	// newline; cut while an error on that line means the file was truncated.
+	noNewline, cut bool
 }
 
 // errorf records a positioned error; it reports whether the cap was reached.
 func (p *bmoeParser) errorf(format string, a ...any) bool {
-	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.name, p.line, fmt.Sprintf(format, a...)))
+	msg := fmt.Sprintf(format, a...)
+	if p.cut {
+		msg = "truncated file: the last line ends without a newline and is incomplete (" + msg + ")"
+	}
+	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.name, p.line, msg))
 	return len(p.errs) >= bmoeMaxErrors
+}
+
+// splitLines is bufio.ScanLines that notes a last line without a newline.
+func (p *bmoeParser) splitLines(data []byte, atEOF bool) (int, []byte, error) {
+	adv, tok, err := bufio.ScanLines(data, atEOF)
+	if atEOF && adv > 0 && adv == len(data) && data[adv-1] != '\n' {
+		p.noNewline = true
+	}
+	return adv, tok, err
+}
+
+// bmoeInput returns r decompressed when it starts with the gzip magic bytes.
+func bmoeInput(r io.Reader, name string) (io.Reader, func(), error) {
+	br := bufio.NewReaderSize(r, 64<<10)
+	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
+		zr, err := gzip.NewReader(br)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: gzip: %w", name, err)
+		}
+		return zr, func() { zr.Close() }, nil
+	}
+	return br, func() {}, nil
 }
 
 func parseBMoE(r io.Reader, name string) (Meta, []Step, error) {
 	p := &bmoeParser{name: name, index: map[bmoeTokenKey]int{}, seen: map[bmoeGroupKey]bool{}}
-	sc := bufio.NewScanner(r)
+	in, done, err := bmoeInput(r, name)
+	if err != nil {
+		return Meta{}, nil, err
+	}
+	defer done()
+	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Split(p.splitLines)
 	for sc.Scan() {
 		p.line++
+		p.cut = p.noNewline
 		text := strings.TrimRight(sc.Text(), "\r")
 		if p.line == 1 {
+			text = strings.TrimPrefix(text, "\ufeff") // UTF-8 byte-order mark
 			if strings.TrimSpace(text) != "# route_trace v1" {
 				p.errorf("not a route trace: first line must be %q", "# route_trace v1")
 				return Meta{}, nil, errors.Join(p.errs...)
@@ -138,6 +183,9 @@ func parseBMoE(r io.Reader, name string) (Meta, []Step, error) {
 		}
 	}
 	if err := sc.Err(); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			return Meta{}, nil, fmt.Errorf("%s:%d: truncated file: the gzip stream ends early (%w)", name, p.line+1, err)
+		}
 		return Meta{}, nil, fmt.Errorf("%s:%d: %w", name, p.line+1, err)
 	}
 	if len(p.errs) < bmoeMaxErrors {

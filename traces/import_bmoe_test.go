@@ -311,6 +311,12 @@ func FuzzImportBMoE(f *testing.F) {
 	f.Add(tsBMoEBase)
 	f.Add(strings.Replace(tsBMoEBase, "n_layer=2", "n_layer=0", 1))
 	f.Add(strings.Replace(tsBMoEBase, "0,1,0,1,1,0,0.4,0,150", "0,1,0,1,1,0,0.4,0", 1))
+	f.Add("\ufeff" + tsBMoEBase)                          // byte-order mark
+	f.Add(strings.TrimSuffix(tsBMoEBase, "50\n"))         // cut mid-row, no newline
+	f.Add(string(tsGzip(f, []byte(tsBMoEBase))))          // gzip
+	f.Add(string(tsGzip(f, []byte("\ufeff"+tsBMoEBase)))) // gzip + BOM
+	z := tsGzip(f, small)
+	f.Add(string(z[:len(z)/2])) // cut gzip stream
 	f.Fuzz(func(t *testing.T, in string) {
 		meta, steps, err := parseBMoE(strings.NewReader(in), "f.csv")
 		if err != nil {

@@ -5,12 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lessim/lessim/internal/atomicfile"
 )
 
 // Writer writes steps to a trace file: one Parquet row per token per MoE
@@ -22,7 +23,7 @@ type Writer struct {
 	name    string // file name for errors, "" for NewWriter
 	fw      *pqarrow.FileWriter
 	bw      *bufio.Writer
-	file    *os.File // set by Create; closed by Close
+	file    *atomicfile.File // set by Create; committed by Close
 	rb      *array.RecordBuilder
 	cols    pqBuilders
 	rows    int64 // rows in rb
@@ -49,20 +50,23 @@ type pqBuilders struct {
 	computeNS        *array.Int64Builder
 }
 
-// Create creates (or truncates) the file at path and returns a Writer for a
-// trace described by meta. Close closes the file.
+// Create returns a Writer for a trace described by meta, to be written at
+// path atomically (package internal/atomicfile): the rows go to a temporary
+// file beside path, and only a successful Close puts it in place. Until then,
+// and whenever Close fails or Abort is called, whatever was at path stays
+// as it was and the temporary is removed.
 func Create(path string, meta Meta) (*Writer, error) {
 	if err := pqCheckMeta(&meta); err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	f, err := os.Create(path)
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return nil, err
 	}
 	bw := bufio.NewWriterSize(f, 1<<20)
 	w, err := newWriter(bw, meta, path)
 	if err != nil {
-		return nil, errors.Join(err, f.Close())
+		return nil, errors.Join(err, f.Abort())
 	}
 	w.bw, w.file = bw, f
 	return w, nil
@@ -229,8 +233,10 @@ func (w *Writer) flush() error {
 	return nil
 }
 
-// Close writes the buffered rows and the file footer (with Meta), then closes
-// the file if the Writer came from Create. It is safe to call twice.
+// Close writes the buffered rows and the file footer (with Meta); for a
+// Writer from Create it then commits the file (sync, rename over the path)
+// or, on any error, removes the temporary and leaves the path untouched. It
+// is safe to call twice.
 func (w *Writer) Close() error {
 	if w.closed {
 		return w.err
@@ -252,12 +258,31 @@ func (w *Writer) Close() error {
 		}
 	}
 	if w.file != nil {
-		if e := w.file.Close(); e != nil && err == nil {
-			err = e
+		if err == nil {
+			err = w.file.Commit()
+		} else {
+			w.file.Abort()
 		}
 	}
 	w.err = err
 	return err
+}
+
+// Abort ends the Writer without finishing the trace: for a Writer from
+// Create the temporary file is removed and the path keeps what it had; for
+// one from NewWriter nothing more is written (what was written stays). Use
+// it when the steps' source fails; a later Close returns an error. Abort
+// after Close, or twice, does nothing.
+func (w *Writer) Abort() {
+	if w.closed {
+		return
+	}
+	w.closed = true
+	w.rb.Release()
+	if w.file != nil {
+		w.file.Abort()
+	}
+	w.err = w.wrap(errors.New("trace writer aborted"))
 }
 
 // wrap prefixes err with the file name when the Writer has one.

@@ -6,9 +6,16 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/lessim/lessim/internal/atomicfile"
 )
 
+// main installs the atomic-write signal handler (a SIGINT, SIGTERM or SIGHUP
+// removes the temporaries of writes in progress, so the files at their
+// targets stay as they were, then ends the process with that signal) and runs
+// the command line. run, used by the tests in-process, installs no handler.
 func main() {
+	atomicfile.HandleSignals()
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "lessim:", err)
 		os.Exit(1)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/sim"
 )
@@ -19,6 +20,7 @@ func newModelCmd() *cobra.Command {
 func newModelSynthCmd() *cobra.Command {
 	o := gguf.DefaultSynthOptions()
 	var out, preset string
+	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "synth",
 		Short: "Write a synthetic MoE GGUF that llama.cpp loads and decodes",
@@ -49,8 +51,21 @@ so next-layer lookahead has signal as in trained models.`,
 			default:
 				return fmt.Errorf("unknown preset %q (valid: default, trained-like)", preset)
 			}
-			if err := gguf.SynthMoE(out, o); err != nil {
-				os.Remove(out)
+			// NB: every flag starts at its default, so a 0 here was typed: validate
+			// before the library's EnsureDefaults would turn it back into the default.
+			if err := o.Validate(); err != nil {
+				return err
+			}
+			w, err := gguf.NewSynthWriter(o)
+			if err != nil {
+				return err
+			}
+			bar := progress.New(cmd.ErrOrStderr(), w.DataSize(), "writing "+out, progress.Options{Quiet: quiet, Unit: "bytes"})
+			w.SetProgress(func(n int64) { bar.Set(n) })
+			// The file is written atomically: on any error, what was at --out stays.
+			err = w.WriteFile(out)
+			bar.Finish()
+			if err != nil {
 				return err
 			}
 			st, err := os.Stat(out)
@@ -81,6 +96,7 @@ so next-layer lookahead has signal as in trained models.`,
 	fl.StringVar(&preset, "preset", "default", "routing statistics: default, or trained-like (router correlation 0.9, attention scale 2, sharing 0.97: lookahead recall ≈ 0.87, reuse ≈ 0.42 on the default shape)")
 	fl.Uint64Var(&o.Seed, "seed", o.Seed, "seed of every weight")
 	fl.StringVar(&out, "out", "", "output GGUF file")
+	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	return cmd
 }
 

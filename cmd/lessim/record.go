@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
 )
@@ -47,15 +47,17 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			if err := o.Validate(); err != nil {
 				return err
 			}
+			if err := atomicfile.CheckDistinct(o.Out, o.ModelPath, promptsFile); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
 			if _, err := record.CheckModel(o.ModelPath); err != nil {
 				return err
 			}
-			if !quiet {
-				o.Progress = progress(cmd.ErrOrStderr())
-			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
-			defer stop()
-			sum, err := record.Record(ctx, o)
+			// A Ctrl-C ends the process through main's atomicfile handler, which
+			// removes the half-written trace; what was at --out stays.
+			o.Progress = progressFunc(cmd.ErrOrStderr(), quiet)
+			sum, err := record.Record(cmd.Context(), o)
+			o.Progress(-1, 0)
 			if err != nil {
 				return err
 			}
@@ -80,20 +82,23 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	fl.IntVar(&o.Threads, "threads", o.Threads, "compute threads (1 recommended on shared machines)")
 	fl.StringVar(&o.Out, "out", "", "output trace (Parquet)")
 	fl.BoolVar(&o.Verbose, "verbose", false, "show llama.cpp's log")
-	fl.BoolVar(&quiet, "quiet", false, "no progress bar")
+	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	return cmd
 }
 
-// progress draws a bar on w, fed with (tokens done, total).
-func progress(w io.Writer) func(done, total int) {
-	var bar *progressbar.ProgressBar
+// progressFunc adapts a progress.Bar on w to record.Options.Progress (tokens
+// done, total); done < 0 finishes the bar.
+func progressFunc(w io.Writer, quiet bool) func(done, total int) {
+	var bar *progress.Bar
 	return func(done, total int) {
-		if bar == nil {
-			bar = progressbar.NewOptions(total, progressbar.OptionSetWriter(w), progressbar.OptionSetDescription("recording"),
-				progressbar.OptionShowCount(), progressbar.OptionShowIts(), progressbar.OptionSetItsString("tok"),
-				progressbar.OptionThrottle(200_000_000), progressbar.OptionOnCompletion(func() { fmt.Fprintln(w) }))
+		if done < 0 {
+			bar.Finish()
+			return
 		}
-		bar.Set(done)
+		if bar == nil {
+			bar = progress.New(w, int64(total), "recording", progress.Options{Quiet: quiet, Unit: "tok"})
+		}
+		bar.Set(int64(done))
 	}
 }
 

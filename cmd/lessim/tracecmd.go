@@ -3,12 +3,13 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -21,6 +22,7 @@ func newTraceCmd() *cobra.Command {
 func newTraceSynthCmd() *cobra.Command {
 	o := traces.DefaultSynthOptions()
 	var model, variant, out string
+	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "synth",
 		Short: "Write a synthetic trace of any model shape",
@@ -42,7 +44,8 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 				return err
 			}
 			setInfo(&meta, "lessim_version", version)
-			n, err := writeTrace(out, meta, src)
+			total := int64(o.Sequences) * int64(o.Tokens+o.PromptTokens)
+			n, err := writeTrace(out, meta, src, progress.New(cmd.ErrOrStderr(), total, "synth", progress.Options{Quiet: quiet, Unit: "tok"}))
 			if err != nil {
 				return err
 			}
@@ -63,27 +66,30 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 	fl.Float64Var(&o.LookaheadRecall, "lookahead-recall", o.LookaheadRecall, "mean top-k recall of the depth-1 lookahead scores")
 	fl.IntVar(&o.LookaheadDepth, "depth", o.LookaheadDepth, "lookahead depth (layers of scores per row)")
 	fl.BoolVar(&o.Logits, "logits", o.Logits, "also write full router logits")
+	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	return cmd
 }
 
-// writeTrace streams src into a new Parquet trace and returns the step count.
-func writeTrace(path string, meta traces.Meta, src traces.Source) (int, error) {
+// writeTrace streams src into a Parquet trace at path, written atomically
+// (see traces.Create): on any error whatever was at path is left as it was.
+// It reports each step to bar and returns the step count.
+func writeTrace(path string, meta traces.Meta, src traces.Source, bar *progress.Bar) (int, error) {
 	w, err := traces.Create(path, meta)
 	if err != nil {
 		return 0, err
 	}
+	defer bar.Finish()
 	n := 0
 	for src.Next() {
 		if err := w.Write(src.Step()); err != nil {
-			w.Close()
-			os.Remove(path)
+			w.Abort()
 			return 0, err
 		}
 		n++
+		bar.Add(1)
 	}
 	if err := src.Err(); err != nil {
-		w.Close()
-		os.Remove(path)
+		w.Abort()
 		return 0, err
 	}
 	return n, w.Close()
@@ -134,12 +140,16 @@ var importFormats = []string{"bmoe-route-csv"}
 
 func newTraceImportCmd() *cobra.Command {
 	var format, out string
+	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "import FILE",
 		Short: "Convert another engine's route trace to a lessim trace",
 		Long: `import converts a foreign router trace. bmoe-route-csv is the route trace of the
 BigMoeOnEdge engine (github.com/Helldez/BigMoeOnEdge, Apache-2.0), including its
-recorded cache residency, so replays can be checked against the recording.`,
+recorded cache residency, so replays can be checked against the recording. The
+input may be gzip-compressed (detected from its first bytes) and may start with a
+UTF-8 byte-order mark; a last line cut off without a newline is reported as a
+truncated file. --out must not name the input.`,
 		Example: "  lessim trace import --format bmoe-route-csv qwen.route.csv --out qwen.parquet",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -149,12 +159,16 @@ recorded cache residency, so replays can be checked against the recording.`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
+			if err := atomicfile.CheckDistinct(out, args[0]); err != nil {
+				return fmt.Errorf("--out: %w", err)
+			}
 			meta, steps, err := traces.ImportBMoE(args[0])
 			if err != nil {
 				return err
 			}
 			setInfo(&meta, "lessim_version", version)
-			n, err := writeTrace(out, meta, traces.NewSliceSource(steps))
+			bar := progress.New(cmd.ErrOrStderr(), int64(len(steps)), "import", progress.Options{Quiet: quiet, Unit: "tok"})
+			n, err := writeTrace(out, meta, traces.NewSliceSource(steps), bar)
 			if err != nil {
 				return err
 			}
@@ -164,6 +178,7 @@ recorded cache residency, so replays can be checked against the recording.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "bmoe-route-csv", "input format: "+strings.Join(importFormats, ", "))
 	cmd.Flags().StringVar(&out, "out", "", "output Parquet file")
+	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	return cmd
 }
 

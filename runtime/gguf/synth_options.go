@@ -147,6 +147,30 @@ var synthArchs = []string{"olmoe", "qwen3moe"}
 // synthQuants maps SynthOptions.Quant to the matrix type.
 var synthQuants = map[string]TypeID{"f16": TypeF16, "q8_0": TypeQ8_0}
 
+// Upper bounds of SynthOptions: far above any real model (the largest MoE
+// models have under 100 layers, under 200 heads of 128 to 256, contexts of at
+// most a few million tokens), low enough that sizes cannot overflow and a typo
+// is caught before a multi-terabyte file is started.
+const (
+	maxLayers     = 4096
+	maxHeads      = 1 << 12
+	maxContext    = 1 << 24
+	maxSynthBytes = float64(1 << 40) // 1 TiB
+)
+
+// approxBytes estimates the file size from the matrices (expert, attention,
+// router, embedding and output), in float64 so it cannot overflow.
+func (o SynthOptions) approxBytes(qt TypeID) float64 {
+	per := 2.0 // f16
+	if qt == TypeQ8_0 {
+		per = 34.0 / 32
+	}
+	h, ffn, L, E := float64(o.Hidden), float64(o.ExpertFFN), float64(o.Layers), float64(o.Experts)
+	attn := 2*h*float64(o.Heads*o.HeadDim) + 2*h*float64(o.HeadsKV*o.HeadDim)
+	weights := L*(E*3*h*ffn+attn) + 2*float64(o.Vocab)*h
+	return weights*per + L*E*h*4 // routers stay F32
+}
+
 // minVocab is the special and byte tokens plus the "▁" piece.
 const minVocab = 3 + 256 + 1
 
@@ -214,13 +238,24 @@ func (o SynthOptions) Validate() error {
 			}
 		}
 	}
+	// Each size alone is capped first, so products below cannot overflow.
 	const maxDim = 1 << 20
 	for _, p := range []struct {
-		name string
-		v    int
-	}{{"hidden", o.Hidden}, {"expert-ffn", o.ExpertFFN}, {"heads×head-dim", o.Heads * o.HeadDim}, {"vocab", o.Vocab}, {"layers", o.Layers}} {
-		if p.v > maxDim {
-			bad("%s %d is too large (at most %d)", p.name, p.v, maxDim)
+		name   string
+		v, max int
+	}{{"hidden", o.Hidden, maxDim}, {"expert-ffn", o.ExpertFFN, maxDim}, {"heads", o.Heads, maxHeads},
+		{"heads-kv", o.HeadsKV, maxHeads}, {"head-dim", o.HeadDim, maxHeads}, {"vocab", o.Vocab, maxDim},
+		{"layers", o.Layers, maxLayers}, {"context", o.Context, maxContext}} {
+		if p.v > p.max {
+			bad("%s %d is too large (at most %d)", p.name, p.v, p.max)
+		}
+	}
+	if o.Heads <= maxHeads && o.HeadDim <= maxHeads && o.Heads*o.HeadDim > maxDim {
+		bad("heads×head-dim %d is too large (at most %d)", o.Heads*o.HeadDim, maxDim)
+	}
+	if okQuant && len(errs) == 0 {
+		if b := o.approxBytes(qt); b > maxSynthBytes {
+			bad("the model would be about %.0f GiB (routed experts alone: layers × experts × 3 × hidden × expert-ffn weights); at most %d GiB", b/(1<<30), int64(maxSynthBytes)>>30)
 		}
 	}
 	if len(errs) > 0 {

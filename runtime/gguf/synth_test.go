@@ -1,6 +1,7 @@
 package gguf
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -285,6 +286,20 @@ func TestWriteFileFailure(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 0 {
 		t.Errorf("left %d files", len(ents))
+	}
+	// Over an existing model: the failed write leaves it byte-identical.
+	old := []byte("GGUF an older model")
+	if err := os.WriteFile(path, old, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.WriteFile(path); err == nil {
+		t.Fatal("failing fill: no error")
+	}
+	if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, old) {
+		t.Errorf("the old model changed: %q %v", got, err)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("%d files in the folder, want only the old model", len(ents))
 	}
 }
 

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
+
+	"github.com/lessim/lessim/internal/atomicfile"
 )
 
 // DefaultAlignment is the data alignment when general.alignment is absent (gguf.h).
@@ -24,6 +24,7 @@ type Writer struct {
 	tensors   []writerTensor
 	names     map[string]bool
 	alignment int64
+	progress  func(written int64) // see SetProgress
 }
 
 type writerKV struct {
@@ -167,38 +168,38 @@ func (w *Writer) add(t writerTensor) {
 
 func alignUp(n, a int64) int64 { return (n + a - 1) / a * a }
 
-// WriteFile writes the file to path (through a temporary file in the same directory,
-// renamed on success, so a failed write leaves no partial model behind).
+// WriteFile writes the file to path atomically (package internal/atomicfile: a
+// temporary file in the same folder, synced and renamed on success), so a failed or
+// interrupted write leaves no partial model behind and whatever was at path untouched.
 func (w *Writer) WriteFile(path string) error {
-	if err := w.writeFile(path); err != nil {
-		return fmt.Errorf("writing %s: %w", path, err)
-	}
-	return nil
-}
-
-func (w *Writer) writeFile(path string) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp.Name()) // no-op after a successful rename
-	if _, err := w.WriteTo(tmp); err != nil {
-		tmp.Close()
-		return err
+	defer f.Abort()
+	if _, err := w.WriteTo(f); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
 	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
+	return f.Commit()
+}
+
+// SetProgress makes WriteTo (and WriteFile) call fn with the bytes written so
+// far after each buffered write (about every MiB); nil turns it off.
+func (w *Writer) SetProgress(fn func(written int64)) { w.progress = fn }
+
+// DataSize is the size in bytes of the tensor data section (every tensor,
+// aligned): all of the file but its header and tensor table.
+func (w *Writer) DataSize() int64 {
+	if len(w.tensors) == 0 {
+		return 0
 	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	last := w.tensors[len(w.tensors)-1]
+	return alignUp(last.offset+last.size, w.alignment)
 }
 
 // WriteTo writes the whole file to out and returns the bytes written.
 func (w *Writer) WriteTo(out io.Writer) (int64, error) {
-	cw := &countingWriter{w: out}
+	cw := &countingWriter{w: out, report: w.progress}
 	bw := bufio.NewWriterSize(cw, 1<<20)
 	e := encoder{w: bw}
 	e.bytes([]byte("GGUF"))
@@ -264,13 +265,17 @@ func pad(w io.Writer, n int64) error {
 }
 
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w      io.Writer
+	n      int64
+	report func(int64) // nil: none
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	if c.report != nil {
+		c.report(c.n)
+	}
 	return n, err
 }
 

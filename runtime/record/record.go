@@ -69,7 +69,8 @@ func (s *Summary) DecodeTokensPerSec() float64 {
 
 // Record runs the model on every prompt (one batched prefill pass, then
 // opt.Tokens single-token decode passes) and writes one trace step per token
-// to opt.Out. On error the partial output file is removed.
+// to opt.Out, atomically (traces.Create): on error or interruption the
+// temporary file is removed and whatever was at opt.Out stays as it was.
 func Record(ctx context.Context, opt Options) (sum *Summary, err error) {
 	if opt.Threads == 0 {
 		opt.Threads = 1
@@ -102,8 +103,7 @@ func Record(ctx context.Context, opt Options) (sum *Summary, err error) {
 	}
 	defer func() {
 		if err != nil {
-			w.Close()
-			os.Remove(opt.Out)
+			w.Abort()
 		}
 	}()
 	r.w = w

@@ -368,6 +368,20 @@ func TestRecordErrors(t *testing.T) {
 			if _, err := os.Stat(o.Out); err == nil {
 				t.Errorf("output %s left behind after an error", o.Out)
 			}
+			// Over an existing trace: the failed recording leaves it as it was.
+			old := []byte("an older trace")
+			if err := os.WriteFile(o.Out, old, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Record(ctx, o); err == nil {
+				t.Fatal("second Record: no error")
+			}
+			if got, err := os.ReadFile(o.Out); err != nil || string(got) != string(old) {
+				t.Errorf("existing output changed after an error: %q %v", got, err)
+			}
+			if ents, _ := os.ReadDir(filepath.Dir(o.Out)); len(ents) != 1 {
+				t.Errorf("%d files beside the output, want only the old trace", len(ents))
+			}
 		})
 	}
 }

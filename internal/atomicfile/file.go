@@ -1,0 +1,187 @@
+package atomicfile
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"syscall"
+)
+
+// DefaultMode is the permission of a new target (an existing one keeps its own).
+const DefaultMode os.FileMode = 0o644
+
+// File is a file being written atomically: writes go to a temporary beside
+// the target; Commit puts it in place, Abort throws it away. Its methods are
+// not safe for concurrent use. File has no Close on purpose: a library that
+// closes its sink on error (or on success) must not decide whether the
+// target is replaced; wrap the File to hide Close if a library needs one.
+type File struct {
+	f      *os.File
+	target string      // resolved target path
+	tmp    string      // temporary's path
+	mode   os.FileMode // mode the target gets
+	done   bool        // committed or aborted
+	err    error       // result of Commit or Abort
+}
+
+// Create starts an atomic write of path. Nothing at path changes until
+// Commit. It fails if path's folder does not exist or is not writable, or if
+// path exists and is not a regular file.
+func Create(path string) (*File, error) {
+	target, mode, err := resolveTarget(path)
+	if err != nil {
+		return nil, err
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
+	reg.live[f.Name()] = struct{}{}
+	return &File{f: f, target: target, tmp: f.Name(), mode: mode}, nil
+}
+
+// resolveTarget follows a symlink at path and returns the file to replace
+// and the mode it will get.
+func resolveTarget(path string) (string, os.FileMode, error) {
+	if path == "" {
+		return "", 0, errors.New("empty output path")
+	}
+	target := path
+	fi, err := os.Lstat(path)
+	if err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if target, err = filepath.EvalSymlinks(path); err != nil {
+			return "", 0, fmt.Errorf("output %s: %w", path, err)
+		}
+		fi, err = os.Lstat(target)
+	}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return target, DefaultMode, nil
+	case err != nil:
+		return "", 0, fmt.Errorf("output %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return "", 0, fmt.Errorf("output %s exists and is not a regular file (%s): refusing to replace it", path, fi.Mode().Type())
+	}
+	return target, fi.Mode().Perm(), nil
+}
+
+// Name returns the target path (a symlink resolved).
+func (f *File) Name() string { return f.target }
+
+// TempName returns the temporary file's path.
+func (f *File) TempName() string { return f.tmp }
+
+// Write writes p to the temporary file.
+func (f *File) Write(p []byte) (int, error) { return f.f.Write(p) }
+
+// WriteAt writes p at offset off of the temporary file.
+func (f *File) WriteAt(p []byte, off int64) (int, error) { return f.f.WriteAt(p, off) }
+
+// Seek sets the temporary file's offset for the next Write (io.Seeker).
+func (f *File) Seek(offset int64, whence int) (int64, error) { return f.f.Seek(offset, whence) }
+
+// Commit syncs the temporary, renames it over the target and syncs the
+// folder. If any step before the rename fails, the temporary is removed and
+// the target is untouched. Commit after Commit or Abort returns the first
+// call's result.
+func (f *File) Commit() error {
+	if f.done {
+		return f.err
+	}
+	if err := errors.Join(f.f.Sync(), f.f.Chmod(f.mode)); err != nil {
+		f.Abort()
+		f.err = fmt.Errorf("writing %s: %w", f.target, err)
+		return f.err
+	}
+	if err := f.f.Close(); err != nil {
+		f.Abort()
+		f.err = fmt.Errorf("writing %s: %w", f.target, err)
+		return f.err
+	}
+	f.done = true
+	reg.mu.Lock()
+	err := os.Rename(f.tmp, f.target)
+	if err != nil {
+		os.Remove(f.tmp)
+	}
+	delete(reg.live, f.tmp)
+	reg.mu.Unlock()
+	if err != nil {
+		f.err = fmt.Errorf("writing %s: %w", f.target, err)
+		return f.err
+	}
+	f.err = syncDir(filepath.Dir(f.target))
+	return f.err
+}
+
+// Abort closes and removes the temporary; the target is untouched. It is a
+// no-op after Commit, so `defer f.Abort()` is the idiom.
+func (f *File) Abort() error {
+	if f.done {
+		return nil
+	}
+	f.done = true
+	f.f.Close()
+	reg.mu.Lock()
+	err := os.Remove(f.tmp)
+	delete(reg.live, f.tmp)
+	reg.mu.Unlock()
+	if errors.Is(err, os.ErrNotExist) {
+		err = nil
+	}
+	f.err = errors.New("atomicfile: write aborted")
+	return err
+}
+
+// syncDir makes a rename in dir durable. File systems that cannot sync a
+// folder (EINVAL) are accepted: the rename happened, only its durability is
+// up to them.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if errors.Is(err, syscall.EINVAL) || errors.Is(err, syscall.ENOTSUP) {
+		err = nil
+	}
+	if e := d.Close(); err == nil {
+		err = e
+	}
+	if err != nil {
+		return fmt.Errorf("syncing folder %s: %w", dir, err)
+	}
+	return nil
+}
+
+// Write writes path atomically with fn, which gets a buffered writer over the
+// temporary file. If fn returns an error, nothing at path changes and the
+// error is returned as is.
+func Write(path string, fn func(io.Writer) error) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Abort()
+	bw := bufio.NewWriterSize(f, 1<<16)
+	if err := fn(bw); err != nil {
+		return err
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return f.Commit()
+}
+
+// WriteFile writes data to path atomically.
+func WriteFile(path string, data []byte) error {
+	return Write(path, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
