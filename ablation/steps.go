@@ -103,7 +103,7 @@ func Steps(s Settings) []Step {
 				{Option: "variant", Value: StockVariant, Field: "model.variant", WithModelOnly: true},
 			}},
 		{Key: "lookahead", Label: "+ lookahead prefetch",
-			About: "layer l's router input fed to layer l+1's router; its top candidates prefetched while layer l computes (policy les with its defaults)",
+			About:   "layer l's router input fed to layer l+1's router; its top candidates prefetched while layer l computes (policy les with its defaults)",
 			Changes: []Change{{Option: "policy", Value: "les", Field: "policy"}}},
 		{Key: "storage", Label: "+ per-expert storage, cached first",
 			About: "each expert contiguous (one read per expert), and experts already in RAM computed first while misses load",
@@ -124,7 +124,7 @@ func Steps(s Settings) []Step {
 	}
 	if s.Reference {
 		steps = append(steps, Step{Key: "oracle", Label: "oracle (hit-rate reference)", Reference: true,
-			About: "the last step's settings with policy oracle (true next-layer experts prefetched, Belady eviction): a hit-rate reference, not a throughput bound",
+			About:   "the last step's settings with policy oracle (true next-layer experts prefetched, Belady eviction): a hit-rate reference, not a throughput bound",
 			Changes: []Change{{Option: "policy", Value: "oracle", Field: "policy"}}})
 	}
 	return steps
