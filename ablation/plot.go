@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strings"
+	"unicode/utf8"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -30,7 +31,7 @@ func WritePlot(a *Ablation, prefix string) ([]string, error) {
 			continue
 		}
 		v := r.Outcome.Result.TokensPerSec
-		names = append(names, r.tag()+" "+strings.TrimPrefix(r.Step.Label, "+ "))
+		names = append(names, wrap(r.tag()+" "+strings.TrimPrefix(r.Step.Label, "+ "), 20))
 		if r.Step.Reference {
 			steps, refs = append(steps, 0), append(refs, v)
 		} else {
@@ -41,6 +42,7 @@ func WritePlot(a *Ablation, prefix string) ([]string, error) {
 	p := plot.New()
 	p.Title.Text = fmt.Sprintf("LES ablation: %s on %s, expert cache %s", first.Model.Name, first.Device.Name, sim.FormatBytes(first.Spec.Cache.Bytes))
 	p.Y.Label.Text = "decode tokens/s"
+	p.Add(plotter.NewGrid())
 	ymax := 0.0
 	for i, vs := range []plotter.Values{steps, refs} {
 		bars, err := plotter.NewBarChart(vs, vg.Points(36))
@@ -62,10 +64,25 @@ func WritePlot(a *Ablation, prefix string) ([]string, error) {
 	// NB: explicit limits, or gonum/plot clips the tallest bar and its label.
 	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
 	p.Y.Min, p.Y.Max = 0, max(ymax*1.15, 1)
-	p.X.Tick.Label.Rotation = 0.35
-	p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = -0.9, -0.2
-	p.Add(plotter.NewGrid())
 	return save(p, prefix, vg.Length(max(6, 1.6*float64(len(names))))*vg.Inch, 4.5*vg.Inch)
+}
+
+// wrap breaks s into lines of at most width runes at spaces (a longer word
+// keeps its own line).
+func wrap(s string, width int) string {
+	var lines []string
+	line := ""
+	for _, w := range strings.Fields(s) {
+		switch {
+		case line == "":
+			line = w
+		case utf8.RuneCountInString(line)+1+utf8.RuneCountInString(w) <= width:
+			line += " " + w
+		default:
+			lines, line = append(lines, line), w
+		}
+	}
+	return strings.Join(append(lines, line), "\n")
 }
 
 // barColors are the steps' and the reference's bars (Okabe–Ito blue and

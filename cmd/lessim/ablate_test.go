@@ -19,7 +19,7 @@ func TestAblateGolden(t *testing.T) {
 		{"ablate", []string{"ablate", "--device", "iphone-18-pro-max", "--cache", "3GiB", "--tokens", "200"}},
 		{"ablate-explain", []string{"ablate", "--cache", "3GiB", "--tokens", "200", "--explain"}},
 		{"ablate-json", []string{"ablate", "--cache", "3GiB", "--tokens", "60", "--seed", "2", "--spec-block", "3", "--spec-accept", "0.6", "--reference=false", "--format", "json"}},
-		{"ablate-qwen", []string{"ablate", "--model", "qwen3-30b-a3b", "--cache", "40%", "--tokens", "100"}},
+		{"ablate-qwen", []string{"ablate", "--model", "qwen3-30b-a3b", "--cache", "3GiB", "--tokens", "100"}},
 		{"ablate-err-unknown-device", []string{"ablate", "--device", "pixel", "--tokens", "10"}},
 		{"ablate-err-cache-too-small", []string{"ablate", "--cache", "10MiB", "--tokens", "10"}},
 		{"ablate-err-not-apply", []string{"ablate", "--trace", "t.parquet", "--tokens", "10", "--model", "qwen3-30b-a3b"}},
