@@ -250,8 +250,8 @@ func TestTraceFileSkipsMixedPrecision(t *testing.T) {
 	if err := WriteTable(&b, a); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "(4) skipped: --variant does not apply") {
-		t.Errorf("table does not say why step 4 was skipped:\n%s", b.String())
+	if !strings.Contains(b.String(), "(4) skipped: --variant does not apply") || !strings.Contains(b.String(), "quant: q4_k_m in every step that ran, from the trace's metadata") {
+		t.Errorf("table does not say why step 4 was skipped, or which quant the trace fixes:\n%s", b.String())
 	}
 }
 

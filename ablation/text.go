@@ -48,6 +48,9 @@ func WriteTable(w io.Writer, a *Ablation) error {
 			notes = append(notes, fmt.Sprintf("ref: %s", r.Step.About))
 		}
 	}
+	if first.Spec.Model == nil {
+		notes = append(notes, fmt.Sprintf("quant: %s in every step that ran, from the trace's metadata (a trace file fixes the model)", first.Model.Variant))
+	}
 	notes = append(notes, "vs prev: tokens/s over the step before that ran; vs stock: over step (1)")
 	fmt.Fprintln(w)
 	for _, n := range notes {
