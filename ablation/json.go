@@ -34,6 +34,7 @@ type jsonStep struct {
 	About      string           `json:"about"`
 	Reference  bool             `json:"reference,omitempty"`
 	Skipped    string           `json:"skipped,omitempty"`
+	Named      []Change         `json:"named_changes"`
 	Prev       int              `json:"builds_on,omitempty"`
 	Changes    []Difference     `json:"changes,omitempty"`
 	VsPrevious float64          `json:"speedup_vs_previous,omitempty"`
@@ -44,8 +45,9 @@ type jsonStep struct {
 }
 
 // WriteJSON prints the ablation as indented JSON: its settings and, per step,
-// its label and order, what changed from the step it builds on (builds_on:
-// that step's ablation_order), the speedups, and its full resolved spec,
+// its label and order, the option changes it names, what they changed in the
+// resolved spec from the step it builds on (builds_on: that step's
+// ablation_order), the speedups, and its full resolved spec,
 // spec hash and result.
 func WriteJSON(w io.Writer, a *Ablation) error {
 	out := jsonOutput{Settings: jsonSettings{Options: a.Settings.Base, Seed: a.Settings.Seed,
@@ -56,7 +58,7 @@ func WriteJSON(w io.Writer, a *Ablation) error {
 	for i := range a.Rows {
 		r := &a.Rows[i]
 		s := jsonStep{Order: r.Order, Label: r.Step.Label, Key: r.Step.Key, About: r.Step.About, Reference: r.Step.Reference,
-			Skipped: r.Skipped, Changes: r.Changes, VsPrevious: r.VsPrevious, VsBaseline: r.VsBaseline}
+			Skipped: r.Skipped, Named: r.Step.Changes, Changes: r.Changes, VsPrevious: r.VsPrevious, VsBaseline: r.VsBaseline}
 		if r.Prev >= 0 {
 			s.Prev = a.Rows[r.Prev].Order
 		}

@@ -29,7 +29,7 @@ type Step struct {
 	// About says what the step models, in one sentence.
 	About string `json:"about"`
 	// Changes are the option values applied to the previous step's spec.
-	Changes []Change `json:"-"`
+	Changes []Change `json:"named_changes"`
 	// Reference marks a reference row: compared with the baseline only, not
 	// a step of the sequence.
 	Reference bool `json:"reference,omitempty"`
@@ -38,14 +38,15 @@ type Step struct {
 // Change is one named option value of a step and the spec field it sets.
 type Change struct {
 	// Option is the experiment option's name (simulate's flag), Value its value as written.
-	Option, Value string
+	Option string `json:"option"`
+	Value  string `json:"value"`
 	// Field is the spec field (dotted JSON path) the option sets; the
 	// resolved spec may change below it (policy.les.* when the policy
 	// becomes les) and nowhere else.
-	Field string
+	Field string `json:"field"`
 	// WithModelOnly drops the change when the spec has no model (a trace
 	// file, whose metadata fixes the model and its variant).
-	WithModelOnly bool
+	WithModelOnly bool `json:"with_model_only,omitempty"`
 }
 
 // Settings are the ablation's inputs: what every step shares and the
