@@ -55,8 +55,8 @@ The speculative defaults (block 4, acceptance 0.7) are assumed, not measured.`,
 		fl.Var(&optionValue{opt: *o, raw: o.Default}, o.Name, o.Usage)
 	}
 	fl.Uint64Var(&f.set.Seed, "seed", f.set.Seed, "seed of the synthetic trace (when there is one) and of speculative acceptance")
-	fl.IntVar(&f.set.SpecBlock, "spec-block", f.set.SpecBlock, "speculative step: tokens verified per pass, >= 2 (default assumed)")
-	fl.Float64Var(&f.set.SpecAccept, "spec-accept", f.set.SpecAccept, "speculative step: probability each draft token is accepted (default assumed)")
+	fl.IntVar(&f.set.SpecBlock, "spec-block", f.set.SpecBlock, "speculative step: tokens verified per pass, >= 2; the default is assumed, not measured")
+	fl.Float64Var(&f.set.SpecAccept, "spec-accept", f.set.SpecAccept, "speculative step: probability each draft token is accepted; the default is assumed, not measured")
 	fl.BoolVar(&f.set.Reference, "reference", f.set.Reference, "add the oracle reference row (a hit-rate reference, not a throughput bound)")
 	fl.BoolVar(&f.explain, "explain", false, "show each step's settings and what changed from the step before")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
