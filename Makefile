@@ -29,10 +29,11 @@ build: deps
 build-sim: deps
 	$(GO) build -o $(BIN)/lessim-sim ./cmd/lessim
 
-# demo: the main job on the embedded defaults (no files needed): the stock
-# baseline and each LES step for MiniCPM-V 4.7 35B-A3B on an iPhone 17 Pro Max.
+# demo: the main job on embedded model and device profiles and a synthetic
+# trace (no files needed): the stepwise LES ablation (lessim ablate) of
+# MiniCPM-V 4.7 35B-A3B on an iPhone 18 Pro Max with a 3 GiB expert cache.
 demo: build-sim
-	@bash scripts/demo.sh $(BIN)/lessim-sim
+	$(BIN)/lessim-sim ablate --device iphone-18-pro-max --cache 3GiB
 
 # test: lint (gofmt, vet, staticcheck, go.mod tidy), the pure-Go tests, the
 # pure-Go packages again under the race detector, a short run of every fuzz

@@ -25,6 +25,7 @@ cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
 	root.CompletionOptions.DisableDefaultCmd = true
 	root.AddCommand(
 		newSimulateCmd(),
+		newAblateCmd(),
 		newTraceCmd(),
 		newDevicesCmd(),
 		newModelsCmd(),

@@ -1,0 +1,379 @@
+package ablation
+
+import (
+	"bytes"
+	"errors"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/traces"
+)
+
+// small is a short ablation on the embedded defaults with a 3 GiB cache.
+func small(opts map[string]string) Settings {
+	s := DefaultSettings()
+	s.Base = map[string]string{"tokens": "120", "cache": "3GiB"}
+	for k, v := range opts {
+		s.Base[k] = v
+	}
+	return s
+}
+
+func mustRun(t *testing.T, s Settings) *Ablation {
+	t.Helper()
+	var in experiment.Inputs
+	a, err := Run(&in, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// changedFields are the spec fields a step's changes name, and the options
+// that apply to spec (WithModelOnly ones dropped without a model).
+func changedFields(st Step, spec experiment.Spec) []string {
+	var f []string
+	for _, c := range st.Changes {
+		if !(c.WithModelOnly && spec.Model == nil) {
+			f = append(f, c.Field)
+		}
+	}
+	return f
+}
+
+// checkNamedOnly: every field of the resolved-spec diff lies under a field
+// the step names, and every named field changed.
+func checkNamedOnly(t *testing.T, a *Ablation) {
+	t.Helper()
+	for i, r := range a.Rows {
+		if r.Outcome == nil || r.Prev < 0 {
+			continue
+		}
+		fields := changedFields(r.Step, a.Rows[r.Prev].Outcome.Spec)
+		if len(r.Changes) == 0 {
+			t.Errorf("row %d (%s): spec identical to its predecessor", i, r.Step.Key)
+		}
+		for _, d := range r.Changes {
+			ok := false
+			for _, f := range fields {
+				ok = ok || Under(d.Field, f)
+			}
+			if !ok {
+				t.Errorf("row %d (%s): %s changed, but the step names only %v", i, r.Step.Key, d, fields)
+			}
+		}
+		for _, f := range fields {
+			hit := false
+			for _, d := range r.Changes {
+				hit = hit || Under(d.Field, f)
+			}
+			if !hit {
+				t.Errorf("row %d (%s): named field %s did not change", i, r.Step.Key, f)
+			}
+		}
+	}
+}
+
+// TestStepsDifferOnlyInNamedFields: each step's resolved spec differs from
+// its predecessor's exactly in the fields its changes name (and below them),
+// and the first step differs from the base spec only in its own.
+func TestStepsDifferOnlyInNamedFields(t *testing.T) {
+	s := small(map[string]string{"device": "iphone-18-pro-max"})
+	a := mustRun(t, s)
+	if len(a.Rows) != 6 {
+		t.Fatalf("%d rows, want 5 steps and a reference", len(a.Rows))
+	}
+	checkNamedOnly(t, a)
+	want := []string{"stock", "lookahead", "storage", "mixed", "speculative", "oracle"}
+	for i, r := range a.Rows {
+		if r.Step.Key != want[i] || r.Outcome == nil {
+			t.Fatalf("row %d: %s (skipped %q), want %s run", i, r.Step.Key, r.Skipped, want[i])
+		}
+	}
+	// Step 1 against the base: built specs, before resolution.
+	base, err := experiment.FromOptions(s.Base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := experiment.Apply(&base, map[string]string{"seed": "1"}); err != nil {
+		t.Fatal(err)
+	}
+	built, err := Build(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := Leaves(base)
+	l1, _ := Leaves(built[0].Spec)
+	for _, d := range Diff(lb, l1) {
+		ok := false
+		for _, f := range changedFields(built[0].Step, base) {
+			ok = ok || Under(d.Field, f)
+		}
+		if !ok {
+			t.Errorf("stock: %s changed from the base, not named", d)
+		}
+	}
+	// The specs say what the steps are meant to be.
+	r := a.Rows
+	if s := r[0].Outcome.Spec; s.Policy.Name != "ondemand" || s.Layout != "gguf-mmap" || s.CachedFirst || s.Model.Variant != "q4_k_m" || s.Speculative != nil {
+		t.Errorf("stock spec: %+v", s)
+	}
+	if s := r[4].Outcome.Spec; s.Policy.Name != "les" || s.Layout != "per-expert" || !s.CachedFirst || s.Model.Variant != MixedVariant ||
+		s.Speculative == nil || *s.Speculative != experiment.DefaultSpeculative() {
+		t.Errorf("speculative spec: %+v", s)
+	}
+}
+
+// TestSpeedupsAndBaseline: speedups are tokens/s over the step built on and
+// over the first step; the first step and the reference have no "previous".
+func TestSpeedupsAndBaseline(t *testing.T) {
+	a := mustRun(t, small(nil))
+	base := a.Rows[0].Outcome.Result.TokensPerSec
+	for i, r := range a.Rows {
+		tps := r.Outcome.Result.TokensPerSec
+		if got := r.VsBaseline; got != tps/base {
+			t.Errorf("row %d: vs baseline %v, want %v", i, got, tps/base)
+		}
+		switch {
+		case i == 0 || r.Step.Reference:
+			if r.VsPrevious != 0 {
+				t.Errorf("row %d: vs previous %v, want none", i, r.VsPrevious)
+			}
+		default:
+			if want := tps / a.Rows[r.Prev].Outcome.Result.TokensPerSec; r.VsPrevious != want {
+				t.Errorf("row %d: vs previous %v, want %v", i, r.VsPrevious, want)
+			}
+		}
+	}
+}
+
+// TestReproducesEachSpec: every row's result equals a fresh experiment.Run of
+// its resolved spec (no shared state between the parallel runs leaks into a
+// result), and two ablations print the same bytes.
+func TestReproducesEachSpec(t *testing.T) {
+	s := small(map[string]string{"device": "ipad-pro-m4"})
+	s.Seed = 7
+	a := mustRun(t, s)
+	for i, r := range a.Rows {
+		o, err := experiment.Run(r.Outcome.Spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if o.Hash != r.Outcome.Hash {
+			t.Errorf("row %d: resolving the resolved spec changed its hash", i)
+		}
+		var x, y bytes.Buffer
+		if err := WriteJSON(&x, &Ablation{Rows: []Row{{Outcome: o}}}); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteJSON(&y, &Ablation{Rows: []Row{{Outcome: r.Outcome}}}); err != nil {
+			t.Fatal(err)
+		}
+		if x.String() != y.String() {
+			t.Errorf("row %d (%s): the result differs from a fresh run of its spec", i, r.Step.Key)
+		}
+	}
+	if got := a.Rows[0].Outcome.Spec.Trace.Synthetic.Seed; got != 7 {
+		t.Errorf("trace seed %d, want 7", got)
+	}
+	if got := a.Rows[4].Outcome.Spec.Speculative.AcceptSeed; got != 7 {
+		t.Errorf("accept seed %d, want 7", got)
+	}
+	var first, second bytes.Buffer
+	if err := WriteJSON(&first, a); err != nil {
+		t.Fatal(err)
+	}
+	if err := WriteJSON(&second, mustRun(t, s)); err != nil {
+		t.Fatal(err)
+	}
+	if first.String() != second.String() {
+		t.Error("two runs of one ablation differ")
+	}
+}
+
+// writeTrace writes a synthetic trace of the default model to a file.
+func writeTrace(t *testing.T, tokens int) string {
+	t.Helper()
+	m, err := devices.LookupModel(experiment.DefaultModel, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := traces.DefaultSynthOptions()
+	o.Tokens, o.Seed = tokens, 5
+	meta, steps, err := traces.Synth(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	w, err := traces.Create(path, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range steps {
+		if err := w.Write(&steps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestTraceFileSkipsMixedPrecision: a trace file's metadata fixes the quant
+// variant, so step 4 is skipped with experiment's reason and step 5 builds
+// on step 3; the stock step keeps the trace's variant.
+func TestTraceFileSkipsMixedPrecision(t *testing.T) {
+	path := writeTrace(t, 60)
+	a := mustRun(t, Settings{Base: map[string]string{"trace": path, "cache": "3GiB"}, Seed: 3, SpecBlock: 3, SpecAccept: 0.5, Reference: false})
+	if len(a.Rows) != 5 {
+		t.Fatalf("%d rows, want 5 (no reference)", len(a.Rows))
+	}
+	mixed := a.Rows[3]
+	if mixed.Outcome != nil || !strings.Contains(mixed.Skipped, "--variant does not apply") || !strings.Contains(mixed.Skipped, "quant variant") {
+		t.Errorf("mixed step: skipped %q", mixed.Skipped)
+	}
+	if spec := a.Rows[4]; spec.Prev != 2 || spec.Outcome == nil {
+		t.Fatalf("speculative step builds on %d, want step 3 (index 2)", spec.Prev)
+	}
+	checkNamedOnly(t, a)
+	if sp := a.Rows[4].Outcome.Spec.Speculative; sp.Block != 3 || sp.Accept != 0.5 || sp.AcceptSeed != 3 {
+		t.Errorf("speculative group %+v", sp)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "(4) skipped: --variant does not apply") || !strings.Contains(b.String(), "quant: q4_k_m in every step that ran, from the trace's metadata") {
+		t.Errorf("table does not say why step 4 was skipped, or which quant the trace fixes:\n%s", b.String())
+	}
+}
+
+// TestModelWithoutMixedVariant: a built-in model without mixed-q3k-experts
+// has no mixed-precision step.
+func TestModelWithoutMixedVariant(t *testing.T) {
+	a := mustRun(t, small(map[string]string{"model": "qwen3-30b-a3b", "cache": "40%"}))
+	if r := a.Rows[3]; r.Outcome != nil || !strings.Contains(r.Skipped, "has no variant mixed-q3k-experts") {
+		t.Errorf("mixed step: skipped %q", r.Skipped)
+	}
+	checkNamedOnly(t, a)
+}
+
+// TestBadInput: bad settings and inputs fail with the reason, before any run.
+func TestBadInput(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		edit func(*Settings)
+		want string
+	}{
+		{"block 1", func(s *Settings) { s.SpecBlock = 1 }, "at least 2 tokens per pass"},
+		{"accept", func(s *Settings) { s.SpecAccept = 1.5 }, "probability in [0, 1]"},
+		{"own option", func(s *Settings) { s.Base["spec-block"] = "3" }, "the ablation's own setting"},
+		{"unknown device", func(s *Settings) { s.Base["device"] = "pixel" }, "pixel"},
+		{"cache too small", func(s *Settings) { s.Base["cache"] = "10MiB" }, "step 1 (stock)"},
+		{"does not apply", func(s *Settings) { s.Base["trace"] = "x.parquet" }, "--tokens does not apply"},
+		{"unknown option", func(s *Settings) { s.Base["colour"] = "red" }, `unknown option "colour"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := small(nil)
+			tc.edit(&s)
+			var in experiment.Inputs
+			_, err := Run(&in, s)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestLeavesAndDiff: flattening keeps field order and array positions; the
+// diff names changed, added and removed fields.
+func TestLeavesAndDiff(t *testing.T) {
+	a := experiment.DefaultSpec()
+	b := experiment.DefaultSpec()
+	b.Policy.LES = &experiment.LES{TopN: 4}
+	b.Layout = "gguf-mmap"
+	b.Trace.Synthetic = nil
+	b.Trace.Path = "x.parquet"
+	la, err := Leaves(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lb, _ := Leaves(b)
+	if la[0] != (Leaf{"version", "1"}) || la[1] != (Leaf{"model.name", strconv.Quote(experiment.DefaultModel)}) {
+		t.Errorf("leaves start %v", la[:2])
+	}
+	var got []string
+	for _, d := range Diff(la, lb) {
+		got = append(got, d.String())
+	}
+	want := `trace.path: absent → "x.parquet"|policy.les.top_n: absent → 4|layout: "per-expert" → "gguf-mmap"|` +
+		`trace.synthetic.tokens: 2000 → absent|trace.synthetic.prompt_tokens: 0 → absent|trace.synthetic.sequences: 1 → absent|` +
+		`trace.synthetic.skew: 1.3 → absent|trace.synthetic.reuse: 0.45 → absent|trace.synthetic.lookahead_recall: 0.807 → absent|` +
+		`trace.synthetic.lookahead_depth: 1 → absent|trace.synthetic.depth_penalty: 0.0375 → absent|trace.synthetic.seed: 1 → absent`
+	if strings.Join(got, "|") != want {
+		t.Errorf("diff\n%s\nwant\n%s", strings.Join(got, "|"), want)
+	}
+	d, err := devices.LoadProfile("ufs4-phone-12gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev, err := d.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Device.Profile = dev
+	la, _ = Leaves(a)
+	arrays := 0
+	for _, l := range la {
+		if strings.Contains(l.Path, "[") {
+			arrays++
+		}
+	}
+	if arrays == 0 {
+		t.Error("no array element among the device profile's leaves")
+	}
+	if Under("policy.les", "policy.le") || !Under("policy.les.top_n", "policy") || !Under("x[1]", "x") {
+		t.Error("Under")
+	}
+}
+
+// TestPlot: the bar chart is written as PNG and SVG; a folder that does not
+// exist fails and leaves nothing.
+func TestPlot(t *testing.T) {
+	a := mustRun(t, small(nil))
+	dir := t.TempDir()
+	files, err := WritePlot(a, filepath.Join(dir, "ablation"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) != 2 {
+		t.Fatalf("files %v", files)
+	}
+	f, err := os.Open(files[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil || img.Bounds().Dx() < 100 {
+		t.Fatalf("png: %v", err)
+	}
+	svg, err := os.ReadFile(files[1])
+	if err != nil || !bytes.Contains(svg, []byte("<svg")) || !bytes.Contains(svg, []byte("(1) stock llama.cpp")) {
+		t.Errorf("svg: %v", err)
+	}
+	_, err = WritePlot(a, filepath.Join(dir, "missing", "ablation"))
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("plot into a missing folder: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
+		t.Error("the failed plot created its folder")
+	}
+}

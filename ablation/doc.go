@@ -1,0 +1,51 @@
+// Package ablation builds and runs the stepwise Lookahead Expert Scheduling
+// (LES) ablation: the publisher's sequence of changes from stock llama.cpp to
+// the full mechanism, each step one experiment.Spec.
+//
+// # The steps
+//
+// Every step is the previous step's spec with named option changes, applied
+// through experiment.Apply, so the option rules that refuse a setting that
+// does not apply hold here as in simulate, and nothing is a per-step
+// constant: the model, device, policies and their defaults come from the
+// same registries as every other run.
+//
+//	(1) stock       policy ondemand, layout gguf-mmap, cached-first false, variant q4_k_m
+//	(2) lookahead   policy les (its defaults: the model's top-k next-layer candidates, depth 1)
+//	(3) storage     layout per-expert, cached-first true
+//	(4) mixed       variant mixed-q3k-experts (experts in Q3_K, the rest Q4_K_M)
+//	(5) speculative spec-block B, spec-accept A, accept-seed S
+//
+// A reference row (oracle: the true next-layer experts prefetched, Belady
+// eviction, on the last step's settings) follows. It is a hit-rate
+// reference, not a throughput bound: oracle reads every expert the next
+// layer needs as early as it can, which can cost more flash time than a
+// policy that reads less. No belady policy is registered (policies.Names),
+// so there is no separate Belady row.
+//
+// A step whose change cannot be expressed for the inputs is skipped with the
+// reason experiment gives: a trace file fixes the model's quant variant (its
+// metadata holds the model), and a model without a mixed-q3k-experts variant
+// has no mixed-precision step. The next step then builds on the last step
+// that ran, and its speedup is over that step.
+//
+// Speculative defaults (block 4, acceptance 0.7) are experiment's
+// DefaultSpeculative. They are assumed, not measured: no public acceptance
+// figure of the publisher's block drafter (DSpark) was found. Pass your
+// drafter's numbers with --spec-block and --spec-accept.
+//
+// # Running
+//
+// Run resolves every step through one experiment.Inputs, so steps of the same
+// model variant share one loaded (or generated) trace, then runs the plans in
+// parallel. Results are kept in step order, so output is deterministic. Each
+// row carries its resolved spec and hash: `lessim simulate --spec` on a row's
+// spec reproduces its result byte for byte.
+//
+// # Units
+//
+// Tokens per second of decode (accepted tokens ÷ decode time); speedups are
+// ratios of tokens per second; stall share is StallNS ÷ TimeNS; flash bytes
+// per token are bytes read from flash ÷ accepted decode tokens (see
+// docs/metrics.md).
+package ablation

@@ -1,0 +1,210 @@
+package ablation
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
+)
+
+// Variants of the built-in models the stock and mixed-precision steps use.
+const (
+	StockVariant = "q4_k_m"
+	MixedVariant = "mixed-q3k-experts"
+)
+
+// Step is one stage of the ablation: what it adds and the named option
+// changes (experiment.Options) that make it from the step before.
+type Step struct {
+	// Key is the step's short name: stock, lookahead, storage, mixed,
+	// speculative, or oracle for the reference row.
+	Key string `json:"key"`
+	// Label names the step in tables and plots, e.g. "+ lookahead prefetch".
+	Label string `json:"label"`
+	// About says what the step models, in one sentence.
+	About string `json:"about"`
+	// Changes are the option values applied to the previous step's spec.
+	Changes []Change `json:"named_changes"`
+	// Reference marks a reference row: compared with the baseline only, not
+	// a step of the sequence.
+	Reference bool `json:"reference,omitempty"`
+}
+
+// Change is one named option value of a step and the spec field it sets.
+type Change struct {
+	// Option is the experiment option's name (simulate's flag), Value its value as written.
+	Option string `json:"option"`
+	Value  string `json:"value"`
+	// Field is the spec field (dotted JSON path) the option sets; the
+	// resolved spec may change below it (policy.les.* when the policy
+	// becomes les) and nowhere else.
+	Field string `json:"field"`
+	// WithModelOnly drops the change when the spec has no model (a trace
+	// file, whose metadata fixes the model and its variant).
+	WithModelOnly bool `json:"with_model_only,omitempty"`
+}
+
+// Settings are the ablation's inputs: what every step shares and the
+// speculative step's parameters.
+type Settings struct {
+	// Base are experiment options common to every step (e.g. device, cache,
+	// model, tokens, trace), as written.
+	Base map[string]string
+	// Seed seeds the synthetic trace (when there is one) and speculative
+	// acceptance.
+	Seed uint64
+	// SpecBlock (>= 2) and SpecAccept (in [0, 1]) are the speculative step's
+	// tokens per verify pass and per-draft acceptance probability.
+	SpecBlock  int
+	SpecAccept float64
+	// Reference adds the oracle reference row.
+	Reference bool
+}
+
+// DefaultSettings are the embedded defaults: experiment's default model,
+// device and cache, seed 1, experiment.DefaultSpeculative's block and
+// acceptance (assumed; see the package doc), and the reference row.
+func DefaultSettings() Settings {
+	sp := experiment.DefaultSpeculative()
+	return Settings{Base: map[string]string{}, Seed: 1, SpecBlock: sp.Block, SpecAccept: sp.Accept, Reference: true}
+}
+
+// validate checks the settings that are the ablation's own.
+func (s *Settings) validate() error {
+	var errs []error
+	if s.SpecBlock < 2 {
+		errs = append(errs, fmt.Errorf("--spec-block %d: the speculative step verifies at least 2 tokens per pass", s.SpecBlock))
+	}
+	if math.IsNaN(s.SpecAccept) || s.SpecAccept < 0 || s.SpecAccept > 1 {
+		errs = append(errs, fmt.Errorf("--spec-accept %v: must be a probability in [0, 1]", s.SpecAccept))
+	}
+	for name := range s.Base {
+		if strings.HasPrefix(name, "spec-") || name == "seed" || name == "accept-seed" {
+			errs = append(errs, fmt.Errorf("option %q is the ablation's own setting (Settings.Seed, SpecBlock, SpecAccept)", name))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Steps lists the ablation's steps in order for s, then the reference row
+// when s.Reference is set.
+func Steps(s Settings) []Step {
+	steps := []Step{
+		{Key: "stock", Label: "stock llama.cpp",
+			About: "llama.cpp as shipped: experts reached through mmap page faults in the GGUF layout, loaded on demand (no prefetch), computed in router rank order, Q4_K_M",
+			Changes: []Change{
+				{Option: "policy", Value: "ondemand", Field: "policy"},
+				{Option: "layout", Value: "gguf-mmap", Field: "layout"},
+				{Option: "cached-first", Value: "false", Field: "cached_first"},
+				{Option: "variant", Value: StockVariant, Field: "model.variant", WithModelOnly: true},
+			}},
+		{Key: "lookahead", Label: "+ lookahead prefetch",
+			About:   "layer l's router input fed to layer l+1's router; its top candidates prefetched while layer l computes (policy les with its defaults)",
+			Changes: []Change{{Option: "policy", Value: "les", Field: "policy"}}},
+		{Key: "storage", Label: "+ per-expert storage, cached first",
+			About: "each expert contiguous (one read per expert), and experts already in RAM computed first while misses load",
+			Changes: []Change{
+				{Option: "layout", Value: "per-expert", Field: "layout"},
+				{Option: "cached-first", Value: "true", Field: "cached_first"},
+			}},
+		{Key: "mixed", Label: "+ mixed precision (Q3_K experts)",
+			About:   "expert weights in Q3_K, everything else Q4_K_M: fewer bytes per expert read and more experts per cache byte",
+			Changes: []Change{{Option: "variant", Value: MixedVariant, Field: "model.variant"}}},
+		{Key: "speculative", Label: fmt.Sprintf("+ speculative decoding (block %d, α %.2f)", s.SpecBlock, s.SpecAccept),
+			About: "a block drafter proposes tokens; the target verifies them in one pass whose layers load the union of their experts (geometric acceptance model)",
+			Changes: []Change{
+				{Option: "spec-block", Value: strconv.Itoa(s.SpecBlock), Field: "speculative"},
+				{Option: "spec-accept", Value: strconv.FormatFloat(s.SpecAccept, 'g', -1, 64), Field: "speculative"},
+				{Option: "accept-seed", Value: strconv.FormatUint(s.Seed, 10), Field: "speculative"},
+			}},
+	}
+	if s.Reference {
+		steps = append(steps, Step{Key: "oracle", Label: "oracle (hit-rate reference)", Reference: true,
+			About:   "the last step's settings with policy oracle (true next-layer experts prefetched, Belady eviction): a hit-rate reference, not a throughput bound",
+			Changes: []Change{{Option: "policy", Value: "oracle", Field: "policy"}}})
+	}
+	return steps
+}
+
+// Built is a step's spec before resolution, or the reason it is skipped.
+type Built struct {
+	Step Step
+	// Spec is the step's spec: Prev's spec with the step's changes.
+	Spec experiment.Spec
+	// Prev is the index of the step this one builds on (-1 for the first).
+	Prev int
+	// Skipped says why the step's change cannot be expressed here ("" = it runs).
+	Skipped string
+}
+
+// Build makes every step's spec from s: the base from s.Base over
+// experiment.DefaultSpec, then each step from the last step that was not
+// skipped. The first step cannot be skipped; an option that does not apply
+// to the base is an error with experiment's reason.
+func Build(s Settings) ([]Built, error) {
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	base, err := experiment.FromOptions(s.Base)
+	if err != nil {
+		return nil, err
+	}
+	if base.Trace.Synthetic != nil {
+		if err := experiment.Apply(&base, map[string]string{"seed": strconv.FormatUint(s.Seed, 10)}); err != nil {
+			return nil, err
+		}
+	}
+	var out []Built
+	prev, last := base, -1
+	for _, st := range Steps(s) {
+		spec, why := apply(prev, st.Changes)
+		if why != "" && last < 0 {
+			return nil, fmt.Errorf("step %s: %s", st.Key, why)
+		}
+		b := Built{Step: st, Spec: spec, Prev: last, Skipped: why}
+		out = append(out, b)
+		if why == "" && !st.Reference {
+			prev, last = spec, len(out)-1
+		}
+	}
+	return out, nil
+}
+
+// apply returns prev with changes, or why they cannot be applied.
+func apply(prev experiment.Spec, changes []Change) (experiment.Spec, string) {
+	s, err := roundTrip(prev)
+	if err != nil {
+		return s, err.Error()
+	}
+	values := map[string]string{}
+	for _, c := range changes {
+		if c.WithModelOnly && s.Model == nil {
+			continue
+		}
+		if c.Option == "variant" && s.Model != nil {
+			if vs := devices.ModelVariants(s.Model.Name); vs != nil && !slices.Contains(vs, c.Value) {
+				return s, fmt.Sprintf("model %s has no variant %s (its variants: %s)", s.Model.Name, c.Value, strings.Join(vs, ", "))
+			}
+		}
+		values[c.Option] = c.Value
+	}
+	if err := experiment.Apply(&s, values); err != nil {
+		return s, err.Error()
+	}
+	return s, ""
+}
+
+// roundTrip is a deep copy of s (through its canonical JSON), so a step's
+// changes never write into the spec it builds on.
+func roundTrip(s experiment.Spec) (experiment.Spec, error) {
+	b, err := s.Canonical()
+	if err != nil {
+		return s, err
+	}
+	return experiment.Parse(b)
+}

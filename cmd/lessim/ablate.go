@@ -1,0 +1,114 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/ablation"
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/reports"
+)
+
+// ablateOptions are the experiment options ablate passes to every step.
+var ablateOptions = []string{"trace", "model", "tokens", "device", "device-file", "cache"}
+
+// ablateFlags are ablate's own flags.
+type ablateFlags struct {
+	set     ablation.Settings
+	explain bool
+	format  string
+	plot    string
+}
+
+func newAblateCmd() *cobra.Command {
+	f := ablateFlags{set: ablation.DefaultSettings()}
+	cmd := &cobra.Command{
+		Use:   "ablate",
+		Short: "Predict the stepwise LES ablation, from stock llama.cpp to speculative decoding",
+		Long: `ablate runs the published Lookahead Expert Scheduling ablation as five experiment
+specs, each the previous one with named changes: (1) stock llama.cpp (gguf-mmap
+layout, policy ondemand, rank order, Q4_K_M); (2) + lookahead prefetch (policy
+les); (3) + per-expert storage and cached experts first; (4) + mixed precision
+(the model's mixed-q3k-experts variant); (5) + speculative decoding. A reference
+row runs the last step with policy oracle: a hit-rate reference, not a
+throughput bound. It prints tokens/s, speedups, stall share, hit rate and flash
+bytes per token for every step.
+
+--explain shows each step's settings and what changed, from the specs' diff.
+--format json prints every step's resolved spec, hash and result: simulate
+--spec on a step reproduces it byte for byte. A step that cannot be expressed
+for the inputs (a trace file fixes the quant variant) is skipped with the reason.
+The speculative defaults (block 4, acceptance 0.7) are assumed, not measured.`,
+		Example: `  lessim ablate --device iphone-18-pro-max --cache 3GiB
+  lessim ablate --device iphone-18-pro-max --cache 3GiB --explain
+  lessim ablate --trace my.parquet --cache 40% --format json > ablation.json
+  lessim ablate --cache 3GiB --plot ablation`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return ablate(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	for _, name := range ablateOptions {
+		o := experiment.LookupOption(name)
+		fl.Var(&optionValue{opt: *o, raw: o.Default}, o.Name, o.Usage)
+	}
+	fl.Uint64Var(&f.set.Seed, "seed", f.set.Seed, "seed of the synthetic trace (when there is one) and of speculative acceptance")
+	fl.IntVar(&f.set.SpecBlock, "spec-block", f.set.SpecBlock, "speculative step: tokens verified per pass, >= 2; the default is assumed, not measured")
+	fl.Float64Var(&f.set.SpecAccept, "spec-accept", f.set.SpecAccept, "speculative step: probability each draft token is accepted; the default is assumed, not measured")
+	fl.BoolVar(&f.set.Reference, "reference", f.set.Reference, "add the oracle reference row (a hit-rate reference, not a throughput bound)")
+	fl.BoolVar(&f.explain, "explain", false, "show each step's settings and what changed from the step before")
+	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	fl.StringVar(&f.plot, "plot", "", "also draw tokens/s per step as a bar chart to PREFIX.png and PREFIX.svg")
+	return cmd
+}
+
+func ablate(cmd *cobra.Command, f *ablateFlags) error {
+	var errs []error
+	if f.format != "text" && f.format != "json" {
+		errs = append(errs, fmt.Errorf("unknown format %q (valid: json, text)", f.format))
+	}
+	if f.explain && f.format == "json" {
+		errs = append(errs, errors.New("--explain does not apply with --format json: each step's JSON holds its changes and full spec"))
+	}
+	if f.plot != "" {
+		if err := checkWritableDir(reports.TrimPlotExt(f.plot)); err != nil {
+			errs = append(errs, fmt.Errorf("--plot %s: %w", f.plot, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	f.set.Base = map[string]string{}
+	for _, name := range ablateOptions {
+		if fl := cmd.Flags().Lookup(name); fl.Changed {
+			f.set.Base[name] = fl.Value.String()
+		}
+	}
+	var in experiment.Inputs
+	a, err := ablation.Run(&in, f.set)
+	if err != nil {
+		return err
+	}
+	// The table is printed first: a plot that fails must not lose it.
+	out := cmd.OutOrStdout()
+	if f.format == "json" {
+		err = ablation.WriteJSON(out, a)
+	} else {
+		err = ablation.WriteTable(out, a)
+		if err == nil && f.explain {
+			fmt.Fprintln(out)
+			err = ablation.WriteExplain(out, a)
+		}
+	}
+	if err != nil || f.plot == "" {
+		return err
+	}
+	files, err := ablation.WritePlot(a, reports.TrimPlotExt(f.plot))
+	if err != nil {
+		return fmt.Errorf("the results above are complete, but the plot failed: %w", err)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", strings.Join(files, ", "))
+	return nil
+}

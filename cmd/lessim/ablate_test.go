@@ -1,0 +1,133 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestAblateGolden pins ablate's text, --explain and JSON output and its
+// refusals; errors are part of the output.
+func TestAblateGolden(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"ablate", []string{"ablate", "--device", "iphone-18-pro-max", "--cache", "3GiB", "--tokens", "200"}},
+		{"ablate-explain", []string{"ablate", "--cache", "3GiB", "--tokens", "200", "--explain"}},
+		{"ablate-json", []string{"ablate", "--cache", "3GiB", "--tokens", "60", "--seed", "2", "--spec-block", "3", "--spec-accept", "0.6", "--reference=false", "--format", "json"}},
+		{"ablate-qwen", []string{"ablate", "--model", "qwen3-30b-a3b", "--cache", "3GiB", "--tokens", "100"}},
+		{"ablate-err-unknown-device", []string{"ablate", "--device", "pixel", "--tokens", "10"}},
+		{"ablate-err-cache-too-small", []string{"ablate", "--cache", "10MiB", "--tokens", "10"}},
+		{"ablate-err-not-apply", []string{"ablate", "--trace", "t.parquet", "--tokens", "10", "--model", "qwen3-30b-a3b"}},
+		{"ablate-err-explain-json", []string{"ablate", "--explain", "--format", "json"}},
+		{"ablate-err-spec", []string{"ablate", "--spec-block", "1", "--spec-accept", "1.5"}},
+		{"ablate-err-spec-nan", []string{"ablate", "--spec-accept", "NaN"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			golden(t, tc.name, runCLI(t, "", tc.args...))
+		})
+	}
+}
+
+// ablateJSON is the part of ablate's JSON a reproduction needs.
+type ablateJSON struct {
+	Steps []struct {
+		Key      string          `json:"key"`
+		Skipped  string          `json:"skipped"`
+		Spec     json.RawMessage `json:"spec"`
+		SpecHash json.RawMessage `json:"spec_hash"`
+		Result   json.RawMessage `json:"result"`
+	} `json:"steps"`
+}
+
+// TestAblateJSONReproduces: each step of ablate's JSON, given to simulate
+// --spec (as spec, spec_hash and result, and as the bare spec), reproduces
+// the step's result byte for byte; on a trace file too, where step 4 is
+// skipped.
+func TestAblateJSONReproduces(t *testing.T) {
+	dir := t.TempDir()
+	if out := runCLI(t, dir, "trace", "synth", "--tokens", "80", "--seed", "4", "--out", "t.parquet"); strings.Contains(out, "lessim: ") {
+		t.Fatal(out)
+	}
+	for _, args := range [][]string{
+		{"ablate", "--device", "iphone-18-pro-max", "--cache", "3GiB", "--tokens", "80", "--seed", "3", "--format", "json"},
+		{"ablate", "--trace", "t.parquet", "--cache", "30%", "--spec-block", "2", "--format", "json"},
+	} {
+		out := runCLI(t, dir, args...)
+		var a ablateJSON
+		if err := json.Unmarshal([]byte(out), &a); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+		ran := 0
+		for i, st := range a.Steps {
+			if st.Skipped != "" {
+				continue
+			}
+			ran++
+			var whole bytes.Buffer
+			whole.WriteString(`{"spec":` + string(st.Spec) + `,"spec_hash":` + string(st.SpecHash) + `,"result":` + string(st.Result) + `}`)
+			var want bytes.Buffer
+			if err := json.Compact(&want, whole.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			for j, input := range [][]byte{whole.Bytes(), st.Spec} {
+				file := filepath.Join(dir, "step.json")
+				if err := os.WriteFile(file, input, 0o644); err != nil {
+					t.Fatal(err)
+				}
+				got := runCLI(t, dir, "simulate", "--spec", "step.json", "--format", "json")
+				var gotc bytes.Buffer
+				if err := json.Compact(&gotc, []byte(got)); err != nil {
+					t.Fatalf("step %d: %v\n%s", i, err, got)
+				}
+				if gotc.String() != want.String() {
+					t.Errorf("%v step %d (%s), input %d: simulate --spec gives\n%s\nwant\n%s", args, i, st.Key, j, gotc.String(), want.String())
+				}
+			}
+		}
+		if ran < 5 {
+			t.Errorf("%v: only %d steps ran", args, ran)
+		}
+	}
+}
+
+// runCLIErr is runCLI that also returns stderr.
+func runCLIErr(t *testing.T, dir string, args ...string) (stdout, stderr string, err error) {
+	t.Helper()
+	t.Chdir(dir)
+	var out, errb bytes.Buffer
+	err = run(args, &out, &errb)
+	return out.String(), errb.String(), err
+}
+
+// TestAblatePlot: --plot writes PNG and SVG after the table; a prefix in a
+// folder that does not exist is refused before the run (nothing printed); a
+// plot that fails while writing keeps the table and says so.
+func TestAblatePlot(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"ablate", "--cache", "3GiB", "--tokens", "60"}
+	out, errs, err := runCLIErr(t, dir, append(args, "--plot", "bars.svg")...)
+	if err != nil || !strings.Contains(out, "(5) + speculative decoding") || !strings.Contains(errs, "wrote bars.png, bars.svg") {
+		t.Fatalf("out %q, stderr %q, err %v", out, errs, err)
+	}
+	for _, f := range []string{"bars.png", "bars.svg"} {
+		if st, err := os.Stat(filepath.Join(dir, f)); err != nil || st.Size() < 1000 {
+			t.Errorf("%s: missing or empty (%v)", f, err)
+		}
+	}
+	out, _, err = runCLIErr(t, dir, append(args, "--plot", "nowhere/bars")...)
+	if err == nil || out != "" || !strings.Contains(err.Error(), "--plot nowhere/bars") {
+		t.Errorf("missing folder: out %q, err %v", out, err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "taken.png"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLIErr(t, dir, append(args, "--plot", "taken")...)
+	if err == nil || !strings.Contains(out, "(5) + speculative decoding") || !strings.Contains(err.Error(), "the results above are complete, but the plot failed") {
+		t.Errorf("failing plot: out %q, err %v", out, err)
+	}
+}
