@@ -40,8 +40,12 @@ demo: build-sim
 # target, and the llama.cpp tests.
 test: lint test-sim test-race fuzz-smoke test-runtime
 
+# test-sim also runs the engine and policies with the consistency checks of
+# sim's invariants build tag on (used = resident + loading; every key in use
+# resident; ...), which cost nothing in ordinary builds.
 test-sim: deps
 	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -tags invariants ./sim/ ./policies/
 
 # test-race: every package outside runtime/ and cmd/ (the engine, policies,
 # traces, devices, reports, internal/..., and any package added later) under
