@@ -21,8 +21,10 @@ func (b *Books) Check() error {
 		return fmt.Errorf("books: used %d bytes, but resident %d + loading %d", b.used, resident, loading)
 	case b.loadingBytes != loading:
 		return fmt.Errorf("books: loading %d bytes counted, %d in Loading keys", b.loadingBytes, loading)
-	case b.used > b.capacity:
-		return fmt.Errorf("books: used %d bytes over capacity %d", b.used, b.capacity)
+	case b.used > b.capacity+b.c.OverBudgetBytes:
+		// NB: only a batch larger than the cache may go over, by at most the
+		// recorded over-budget peak (Books.overBudget).
+		return fmt.Errorf("books: used %d bytes over capacity %d (+%d admitted over budget)", b.used, b.capacity, b.c.OverBudgetBytes)
 	}
 	return nil
 }
