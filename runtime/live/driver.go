@@ -347,6 +347,7 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 	res.FlashBytes, res.FlashReads = d.io.bytes-bytes0, d.io.reads-reads0
 	res.DemandQueueWaitNS = d.io.qwaitNS - qwait0
 	res.Finish(lat)
+	res.Source, res.Unmeasured = sim.SourceMeasured, Unmeasured(d.opt.Stock)
 	res.Warnings = d.notes(majflt, stray, c.PeakResidentBytes)
 	return res, series, nil
 }

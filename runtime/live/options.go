@@ -99,7 +99,7 @@ type TokenSample struct {
 // measure: they stay zero. With sim.Result's Source/Unmeasured fields (the
 // experiment spec's), a live result is Source "measured" with this list.
 func Unmeasured(stock bool) []string {
-	u := []string{"device_budget_bytes", "flash_busy_ns", "stall_fault_cpu_ns"}
+	u := []string{"device_budget_bytes", "flash_busy_ns", "stall_fault_cpu_ns", "load_cpu_ns"}
 	if stock {
 		// Page faults happen inside the expert matmuls: their wait cannot be
 		// told apart from compute, and no read is issued by lessim.
