@@ -3,8 +3,6 @@ package ablation
 import (
 	"fmt"
 	"image/color"
-	"io"
-	"path/filepath"
 	"strings"
 	"unicode/utf8"
 
@@ -12,7 +10,6 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 
-	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
 )
@@ -64,7 +61,7 @@ func WritePlot(a *Ablation, prefix string) ([]string, error) {
 	// NB: explicit limits, or gonum/plot clips the tallest bar and its label.
 	p.X.Min, p.X.Max = -0.5, float64(len(names))-0.5
 	p.Y.Min, p.Y.Max = 0, max(ymax*1.15, 1)
-	return save(p, prefix, vg.Length(max(6, 1.6*float64(len(names))))*vg.Inch, 4.5*vg.Inch)
+	return reports.SavePlot(p, prefix, vg.Length(max(6, 1.6*float64(len(names))))*vg.Inch, 4.5*vg.Inch)
 }
 
 // wrap breaks s into lines of at most width runes at spaces (a longer word
@@ -109,27 +106,3 @@ func valueLabels(steps, refs plotter.Values) (*plotter.Labels, error) {
 	return l, nil
 }
 
-// save draws p in every format, then writes prefix.EXT atomically.
-func save(p *plot.Plot, prefix string, w, h vg.Length) ([]string, error) {
-	drawn := make([]io.WriterTo, len(reports.PlotFormats))
-	for i, ext := range reports.PlotFormats {
-		wt, err := p.WriterTo(w, h, strings.TrimPrefix(ext, "."))
-		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", filepath.Base(prefix+ext), err)
-		}
-		drawn[i] = wt
-	}
-	var files []string
-	for i, ext := range reports.PlotFormats {
-		path := prefix + ext
-		err := atomicfile.Write(path, func(out io.Writer) error {
-			_, err := drawn[i].WriteTo(out)
-			return err
-		})
-		if err != nil {
-			return files, fmt.Errorf("plot %s: %w", filepath.Base(path), err)
-		}
-		files = append(files, path)
-	}
-	return files, nil
-}

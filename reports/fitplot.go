@@ -45,5 +45,5 @@ func WriteFitPlot(measured, predicted []float64, title, prefix string) ([]string
 	p.X.Min, p.X.Max = 0, float64(len(measured)+1)
 	p.Y.Min, p.Y.Max = 0, ymax*1.2
 	p.Add(plotter.NewGrid())
-	return savePlot(p, prefix, 8*vg.Inch, 4*vg.Inch)
+	return SavePlot(p, prefix, 8*vg.Inch, 4*vg.Inch)
 }

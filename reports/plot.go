@@ -72,13 +72,13 @@ func WritePassPlot(r *sim.Result, title, prefix string) ([]string, error) {
 	p.X.Min, p.X.Max = 0, xmax
 	p.Y.Min, p.Y.Max = 0, ymax*1.25
 	p.Add(plotter.NewGrid())
-	return savePlot(p, prefix, 8*vg.Inch, 4*vg.Inch)
+	return SavePlot(p, prefix, 8*vg.Inch, 4*vg.Inch)
 }
 
-// savePlot draws p in every PlotFormat and writes prefix.EXT atomically
+// SavePlot draws p in every PlotFormat and writes prefix.EXT atomically
 // (internal/atomicfile): a failed write leaves the file that was there. All
 // formats are drawn before any file is written. It returns the files written.
-func savePlot(p *plot.Plot, prefix string, w, h vg.Length) ([]string, error) {
+func SavePlot(p *plot.Plot, prefix string, w, h vg.Length) ([]string, error) {
 	drawn := make([]io.WriterTo, len(PlotFormats))
 	for i, ext := range PlotFormats {
 		wt, err := p.WriterTo(w, h, strings.TrimPrefix(ext, "."))

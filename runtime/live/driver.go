@@ -222,7 +222,7 @@ func (d *driver) lookahead(l int, lc llama.LayerCapture) *sim.Lookahead {
 		tok := d.tokBuf[r][:0]
 		for dd := 1; dd <= depth; dd++ {
 			s := d.scores[r*d.depth+dd-1]
-			routerScores(s, d.routers[l+dd], x)
+			record.RouterScores(s, d.routers[l+dd], x)
 			tok = append(tok, s)
 		}
 		d.tokBuf[r] = tok
@@ -422,16 +422,3 @@ func readRouters(mc *record.ModelCheck) ([][]float32, error) {
 	return out, nil
 }
 
-// routerScores computes W·x for a router matrix W (experts rows of hidden
-// floats) into dst, accumulating in float64 in row order (as runtime/record).
-func routerScores(dst, w, x []float32) {
-	hidden := len(x)
-	for e := range dst {
-		row := w[e*hidden : (e+1)*hidden]
-		var s float64
-		for j, v := range row {
-			s += float64(v) * float64(x[j])
-		}
-		dst[e] = float32(s)
-	}
-}
