@@ -105,4 +105,3 @@ func valueLabels(steps, refs plotter.Values) (*plotter.Labels, error) {
 	}
 	return l, nil
 }
-

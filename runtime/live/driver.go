@@ -421,4 +421,3 @@ func readRouters(mc *record.ModelCheck) ([][]float32, error) {
 	}
 	return out, nil
 }
-
