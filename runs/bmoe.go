@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/lessim/lessim/internal/textin"
 )
 
 // bmoeColumn maps one BigMoeOnEdge metrics column onto a Token field.
@@ -53,10 +55,11 @@ func ReadBMoEMetrics(path string) (*Run, error) {
 
 // ParseBMoEMetrics is ReadBMoEMetrics on a reader; name labels errors.
 func ParseBMoEMetrics(r io.Reader, name string) (*Run, error) {
-	br, err := textReader(r)
+	br, done, err := textin.Reader(r)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, fmt.Errorf("%s: gzip: %w", name, err)
 	}
+	defer done()
 	p := bmoeParser{name: name, run: &Run{Name: name, Format: "bmoe-metrics-csv", Summary: map[string]string{}}}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -36,7 +36,6 @@ package traces
 
 import (
 	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +48,7 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/textin"
 )
 
 // bmoeHeader is the CSV header line of a route trace.
@@ -124,24 +124,11 @@ func (p *bmoeParser) splitLines(data []byte, atEOF bool) (int, []byte, error) {
 	return adv, tok, err
 }
 
-// bmoeInput returns r decompressed when it starts with the gzip magic bytes.
-func bmoeInput(r io.Reader, name string) (io.Reader, func(), error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	if magic, _ := br.Peek(2); len(magic) == 2 && magic[0] == 0x1f && magic[1] == 0x8b {
-		zr, err := gzip.NewReader(br)
-		if err != nil {
-			return nil, nil, fmt.Errorf("%s: gzip: %w", name, err)
-		}
-		return zr, func() { zr.Close() }, nil
-	}
-	return br, func() {}, nil
-}
-
 func parseBMoE(r io.Reader, name string) (Meta, []Step, error) {
 	p := &bmoeParser{name: name, index: map[bmoeTokenKey]int{}, seen: map[bmoeGroupKey]bool{}}
-	in, done, err := bmoeInput(r, name)
+	in, done, err := textin.Reader(r)
 	if err != nil {
-		return Meta{}, nil, err
+		return Meta{}, nil, fmt.Errorf("%s: gzip: %w", name, err)
 	}
 	defer done()
 	sc := bufio.NewScanner(in)
