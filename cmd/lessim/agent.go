@@ -75,6 +75,7 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 	} else if !agent.ValidToken(token) {
 		return fmt.Errorf("$%s: a token is 32 hex characters", tokenEnv)
 	}
+	releaseSignals() // the agent shuts down itself on SIGINT/SIGTERM; it writes no files
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	eng, err := agentEngine(ctx, f)

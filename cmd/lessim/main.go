@@ -15,7 +15,7 @@ import (
 // targets stay as they were, then ends the process with that signal) and runs
 // the command line. run, used by the tests in-process, installs no handler.
 func main() {
-	atomicfile.HandleSignals()
+	releaseSignals = atomicfile.HandleSignals()
 	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "lessim:", err)
 		os.Exit(1)
@@ -28,3 +28,9 @@ func run(args []string, stdout, stderr io.Writer) error {
 	root.SetArgs(args)
 	return root.Execute()
 }
+
+// releaseSignals uninstalls main's atomic-write signal handler, for a command
+// that shuts down gracefully on SIGINT/SIGTERM itself (the agent: it cancels
+// its run and closes its connections); such a command's writes must abort
+// their temporaries on cancellation. A no-op outside main (tests).
+var releaseSignals = func() {}
