@@ -28,7 +28,8 @@ type LoadedTrace struct {
 // must not be modified. Inputs is safe for concurrent use; the zero value
 // reads files with ReadTraceFile and devices with LoadDevice.
 type Inputs struct {
-	// ReadTrace reads a trace file; nil means ReadTraceFile.
+	// ReadTrace reads a trace file with every column; nil means reading it
+	// with ReadTraceFileColumns and only the columns the run needs.
 	ReadTrace func(path string) (*LoadedTrace, error)
 	// LoadDevice resolves an embedded profile name or a profile file; nil
 	// means LoadDevice.
@@ -53,6 +54,12 @@ type indexKey struct {
 
 // ReadTraceFile reads a Parquet trace fully and digests its bytes.
 func ReadTraceFile(path string) (*LoadedTrace, error) {
+	return ReadTraceFileColumns(path, traces.Columns{})
+}
+
+// ReadTraceFileColumns reads a Parquet trace's steps with only the vectors
+// cols keeps (Meta still describes the whole file) and digests its bytes.
+func ReadTraceFileColumns(path string, cols traces.Columns) (*LoadedTrace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -63,7 +70,7 @@ func ReadTraceFile(path string) (*LoadedTrace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r, err := traces.Open(path)
+	r, err := traces.OpenColumns(path, cols)
 	if err != nil {
 		return nil, err
 	}
@@ -119,14 +126,24 @@ func (in *Inputs) get(key string, make func() (*LoadedTrace, error)) (*entry, er
 	return e, nil
 }
 
-// file is the trace at path.
-func (in *Inputs) file(path string) (*entry, error) {
-	return in.get("file\x00"+path, func() (*LoadedTrace, error) {
-		if in.ReadTrace != nil {
-			return in.ReadTrace(path)
+// file is the trace at path with at least the columns cols keeps: a copy
+// already loaded with every column serves any projection.
+func (in *Inputs) file(path string, cols traces.Columns) (*entry, error) {
+	if in.ReadTrace != nil {
+		return in.get("file\x00"+path, func() (*LoadedTrace, error) { return in.ReadTrace(path) })
+	}
+	full := "file\x00" + path
+	key := full
+	if cols != (traces.Columns{}) {
+		key = fmt.Sprintf("%s\x00%+v", full, cols)
+		in.mu.Lock()
+		e, ok := in.entries[full]
+		in.mu.Unlock()
+		if ok {
+			return e, nil
 		}
-		return ReadTraceFile(path)
-	})
+	}
+	return in.get(key, func() (*LoadedTrace, error) { return ReadTraceFileColumns(path, cols) })
 }
 
 // synthetic is the synthetic trace of m with y.

@@ -142,7 +142,7 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 	var e *entry
 	var err error
 	if t := &r.Trace; t.Path != "" {
-		if e, err = in.file(t.Path); err != nil {
+		if e, err = in.file(t.Path, traceColumns(r)); err != nil {
 			return nil, err
 		}
 		if t.SHA256 != "" && t.SHA256 != e.tr.SHA256 {
@@ -173,6 +173,17 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		p.TraceLabel += fmt.Sprintf("; lookahead from a stated predictor (recall %.3f, %.1f false positives, seed %d)", q.Recall, q.FalsePositives, q.Seed)
 	}
 	return e, nil
+}
+
+// traceColumns are the trace file columns r's run reads: never the router
+// logits or inputs (no policy reads them), and lookahead scores only for les
+// when it prefetches (the only policy that reads them).
+func traceColumns(r *Spec) traces.Columns {
+	c := traces.Columns{NoLogits: true, NoRouterInputs: true, NoLookahead: true}
+	if r.Policy.Name == "les" && (r.Policy.LES == nil || !r.Policy.LES.NoPrefetch) {
+		c.NoLookahead = false
+	}
+	return c
 }
 
 // resolvePolicy fills the policy's defaults and checks les's depth against
