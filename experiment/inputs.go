@@ -34,6 +34,11 @@ type Inputs struct {
 	// LoadDevice resolves an embedded profile name or a profile file; nil
 	// means LoadDevice.
 	LoadDevice func(name, file string) (*devices.Device, error)
+	// MaxMemory is the most bytes a run's trace and policy state may take
+	// (EstimateMemory, checked before a trace is loaded or generated): 0
+	// means the memory available now (MemAvailable in /proc/meminfo; no
+	// limit where it cannot be read), a negative value no limit.
+	MaxMemory int64
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -128,9 +133,15 @@ func (in *Inputs) get(key string, make func() (*LoadedTrace, error)) (*entry, er
 
 // file is the trace at path with at least the columns cols keeps: a copy
 // already loaded with every column serves any projection.
-func (in *Inputs) file(path string, cols traces.Columns) (*entry, error) {
+// check runs before a load (not for a trace already in memory).
+func (in *Inputs) file(path string, cols traces.Columns, check func(traces.Columns) error) (*entry, error) {
 	if in.ReadTrace != nil {
-		return in.get("file\x00"+path, func() (*LoadedTrace, error) { return in.ReadTrace(path) })
+		return in.get("file\x00"+path, func() (*LoadedTrace, error) {
+			if err := check(traces.Columns{}); err != nil {
+				return nil, err
+			}
+			return in.ReadTrace(path)
+		})
 	}
 	full := "file\x00" + path
 	key := full
@@ -143,13 +154,22 @@ func (in *Inputs) file(path string, cols traces.Columns) (*entry, error) {
 			return e, nil
 		}
 	}
-	return in.get(key, func() (*LoadedTrace, error) { return ReadTraceFileColumns(path, cols) })
+	return in.get(key, func() (*LoadedTrace, error) {
+		if err := check(cols); err != nil {
+			return nil, err
+		}
+		return ReadTraceFileColumns(path, cols)
+	})
 }
 
-// synthetic is the synthetic trace of m with y.
-func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic) (*entry, error) {
+// synthetic is the synthetic trace of m with y; check runs before it is
+// generated (not for a trace already in memory).
+func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic, check func() error) (*entry, error) {
 	key, _ := json.Marshal(y)
 	return in.get("synth\x00"+m.Name+"\x00"+m.Variant+"\x00"+string(key), func() (*LoadedTrace, error) {
+		if err := check(); err != nil {
+			return nil, err
+		}
 		o := traces.DefaultSynthOptions()
 		o.Tokens, o.PromptTokens, o.Sequences = y.Tokens, y.PromptTokens, y.Sequences
 		o.Skew, o.Reuse, o.LookaheadRecall = y.Skew, y.Reuse, y.LookaheadRecall

@@ -142,7 +142,8 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 	var e *entry
 	var err error
 	if t := &r.Trace; t.Path != "" {
-		if e, err = in.file(t.Path, traceColumns(r)); err != nil {
+		check := func(c traces.Columns) error { return in.checkFileMemory(t.Path, c, r) }
+		if e, err = in.file(t.Path, traceColumns(r), check); err != nil {
 			return nil, err
 		}
 		if t.SHA256 != "" && t.SHA256 != e.tr.SHA256 {
@@ -157,7 +158,13 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		}
 		r.Model.Variant = m.Variant
 		y := *t.Synthetic
-		if e, err = in.synthetic(m, y); err != nil {
+		check := func() error {
+			meta := traces.Meta{Model: *m, LookaheadDepth: y.LookaheadDepth}
+			steps := int64(max(y.Sequences, 1)) * int64(y.PromptTokens+y.Tokens)
+			est := EstimateMemory(meta, steps, traces.Columns{}, r.Policy.Name, estimateCands(r, m.TopK))
+			return in.checkMemory("synthetic trace", r.Policy.Name, est)
+		}
+		if e, err = in.synthetic(m, y, check); err != nil {
 			return nil, err
 		}
 		p.TraceLabel = fmt.Sprintf("synthetic, %d decode tokens, seed %d (skew %.2f, reuse %.3f, lookahead recall %.3f, depth %d)",
