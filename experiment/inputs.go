@@ -208,6 +208,9 @@ func (in *Inputs) index(e *entry, n int, withSums bool) []traces.Step {
 		return s
 	}
 	steps := e.tr.Steps
+	if e.tr.Meta.LookaheadTop > 0 {
+		return steps // compact lookahead: the file holds the index
+	}
 	if len(e.indexed) > 0 {
 		steps = copyLayers(steps)
 	}

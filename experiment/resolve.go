@@ -218,6 +218,10 @@ func resolvePolicy(r *Spec, p *Plan) error {
 		switch {
 		case have == 0 && l.Depth == 1:
 			p.Warnings = append(p.Warnings, "trace has no lookahead scores, so les cannot prefetch (it behaves as ondemand): pass --predict-recall R to use a stated predictor")
+		case p.Meta.LookaheadTop > 0 && l.Threshold > 0 && l.MaxCandidates > p.Meta.LookaheadTop:
+			return fmt.Errorf("policy.les.max_candidates %d: the trace stores only its %d best lookahead candidates per layer (lookahead_top)", l.MaxCandidates, p.Meta.LookaheadTop)
+		case p.Meta.LookaheadTop > 0 && l.Threshold <= 0 && l.TopN > p.Meta.LookaheadTop:
+			return fmt.Errorf("policy.les.top_n %d: the trace stores only its %d best lookahead candidates per layer (lookahead_top)", l.TopN, p.Meta.LookaheadTop)
 		case l.Depth > have:
 			return fmt.Errorf("policy.les.depth %d: the trace carries lookahead scores to depth %d only (a stated predictor of that depth, --predict-recall, provides more for a trace without scores)", l.Depth, have)
 		}

@@ -31,7 +31,7 @@ func (c Columns) project(m Meta) Meta {
 		m.HasRouterInputs = false
 	}
 	if c.NoLookahead {
-		m.LookaheadDepth = 0
+		m.LookaheadDepth, m.LookaheadTop = 0, 0
 	}
 	return m
 }

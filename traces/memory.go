@@ -23,10 +23,14 @@ func MemoryBytes(m Meta, steps int64, cols Columns, indexCands int) int64 {
 	if p.HasRouterInputs {
 		perLayer += int64(m.Model.Hidden) * 4
 	}
-	if d := int64(p.LookaheadDepth); d > 0 {
+	idx := int64(unsafe.Sizeof(CandidateIndex{}))
+	if d := int64(p.LookaheadDepth); d > 0 && p.LookaheadTop > 0 {
+		// Compact: an empty vector header and the stored index per depth.
+		perLayer += d * (hdr + idx + int64(p.LookaheadTop)*(4+4))
+	} else if d > 0 {
 		perLayer += d * (hdr + int64(m.Model.Experts)*4)
 		if indexCands > 0 {
-			perLayer += d * (int64(unsafe.Sizeof(CandidateIndex{})) + int64(indexCands)*(4+4))
+			perLayer += d * (idx + int64(indexCands)*(4+4))
 		}
 	}
 	perStep := int64(unsafe.Sizeof(Step{})) + layers*perLayer

@@ -48,6 +48,9 @@ type pqLayerBuf struct {
 	look                [][]float32 // per depth
 	lookHdr             [][]float32 // what Step.Lookahead points to
 	hit                 []bool
+	tops                [][]int32 // compact lookahead candidates per depth
+	index               []CandidateIndex
+	empty               [][]float32 // empty vectors Step.Lookahead holds when compact
 }
 
 // Open opens the trace file at path (see NewReader). Close closes the file.
@@ -338,6 +341,19 @@ func (r *Reader) readStep() error {
 			msg += fmt.Sprintf(" (and %d more problems in token (seq %d, pos %d))", more, s.Seq, s.Pos)
 		}
 		return fmt.Errorf("%s: row %d: %s", r.name, row, msg)
+	}
+	if r.read.LookaheadTop > 0 {
+		// Policies see a depth as present when Lookahead has it; its scores
+		// are in LookaheadIndex.
+		for k := range s.Layers {
+			ls, buf := &s.Layers[k], &r.bufs[k]
+			if n := len(ls.LookaheadIndex); n > 0 {
+				for len(buf.empty) < n {
+					buf.empty = append(buf.empty, []float32{})
+				}
+				ls.Lookahead = buf.empty[:n]
+			}
+		}
 	}
 	return nil
 }
