@@ -2,11 +2,14 @@ package experiment
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,8 +28,8 @@ func longTokens() int {
 
 // writeLongTrace streams a synthetic trace of the default model (40 layers,
 // 256 experts, top-8) with depth-1 lookahead to a file, never holding it in
-// memory.
-func writeLongTrace(b *testing.B, tokens int) string {
+// memory; top > 0 stores the lookahead compactly (Meta.LookaheadTop).
+func writeLongTrace(b *testing.B, dir string, tokens, top int) string {
 	b.Helper()
 	m, err := devices.LookupModel(DefaultModel, "")
 	if err != nil {
@@ -38,7 +41,8 @@ func writeLongTrace(b *testing.B, tokens int) string {
 	if err != nil {
 		b.Fatal(err)
 	}
-	path := filepath.Join(b.TempDir(), "long.parquet")
+	meta.LookaheadTop = top
+	path := filepath.Join(dir, fmt.Sprintf("long-top%d.parquet", top))
 	w, err := traces.Create(path, meta)
 	if err != nil {
 		b.Fatal(err)
@@ -74,20 +78,45 @@ func vmHWM() int64 {
 
 func resetHWM() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
+// longVariants are BenchmarkLongTrace's runs: a policy on the trace file with
+// full lookahead vectors or on the one storing its top-8 candidates.
+var longVariants = []struct {
+	name, policy string
+	top          int
+}{
+	{"lru", "lru", 0},
+	{"les", "les", 0},
+	{"lru-compact", "lru", 8},
+	{"les-compact", "les", 8},
+}
+
 // BenchmarkLongTrace loads and simulates a long trace of the 40-layer,
-// 256-expert, top-8 shape under lru (read without lookahead) and les (read
-// with it, candidate-indexed): load-s is the read, ns/op one simulation,
-// heap-MiB the live heap after loading, est-MiB EstimateMemory, peak-RSS-MiB
-// VmHWM over load and run (reset before each policy), B/token the file size.
+// 256-expert, top-8 shape with depth-1 lookahead under lru (read without
+// lookahead) and les (read with it, candidate-indexed), from a file with full
+// lookahead vectors and from one with its top-8 candidates (compact):
+// load-s is the read, ns/op one simulation, heap-MiB the live heap after
+// loading, est-MiB EstimateMemory, peak-RSS-MiB VmHWM over load and run
+// (reset before each variant), file-B/token the file size.
+// LESSIM_LONG_TOKENS sets the length; LESSIM_LONG_VARIANTS (comma-separated
+// names) picks variants.
 func BenchmarkLongTrace(b *testing.B) {
 	tokens := longTokens()
-	path := writeLongTrace(b, tokens)
-	st, err := os.Stat(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, pol := range []string{"lru", "les"} {
-		b.Run(pol, func(b *testing.B) {
+	files, dir := map[int]string{}, b.TempDir()
+	for _, v := range longVariants {
+		if w := os.Getenv("LESSIM_LONG_VARIANTS"); w != "" && !slices.Contains(strings.Split(w, ","), v.name) {
+			continue
+		}
+		b.Run(v.name, func(b *testing.B) {
+			path, ok := files[v.top]
+			if !ok {
+				path = writeLongTrace(b, dir, tokens, v.top)
+				files[v.top] = path
+			}
+			st, err := os.Stat(path)
+			if err != nil {
+				b.Fatal(err)
+			}
+			pol := v.policy
 			debug.FreeOSMemory()
 			resetHWM()
 			s, err := FromOptions(map[string]string{"trace": path, "policy": pol, "cache": "3GiB"})
