@@ -90,3 +90,25 @@ func BenchmarkCompactFileSize(b *testing.B) {
 		})
 	}
 }
+
+// TestCompactStats: ComputeStats measures the same lookahead recall on a
+// compact trace (from its stored candidates) as on the full one.
+func TestCompactStats(t *testing.T) {
+	m := ioTestMeta(ioShape{layers: 6, experts: 32, topK: 4, hidden: 8, depth: 2})
+	steps := ioTestSteps(rand.New(rand.NewPCG(9, 9)), m, 120, false)
+	cm := m
+	cm.LookaheadTop = 4
+	var got [2]*Stats
+	for i, meta := range []Meta{m, cm} {
+		r, err := NewReader(bytes.NewReader(ioWrite(t, meta, steps, 0)), "s.parquet")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got[i], err = ComputeStats(r.Meta(), r, StatsOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(got[0].Lookahead) != 2 || !reflect.DeepEqual(got[0].Lookahead, got[1].Lookahead) {
+		t.Errorf("lookahead recall full %+v, compact %+v", got[0].Lookahead, got[1].Lookahead)
+	}
+}
