@@ -10,7 +10,8 @@ import (
 // TestCompactLookahead writes steps with full lookahead vectors under
 // Meta.LookaheadTop and reads back, as LookaheadIndex, exactly what
 // IndexLookahead computes from the full vectors (with sums), everything else
-// unchanged; Lookahead holds one empty vector per present depth.
+// unchanged; Lookahead holds an empty vector per present depth, nil per
+// absent one.
 func TestCompactLookahead(t *testing.T) {
 	m := ioTestMeta(ioShape{layers: 5, experts: 32, topK: 4, hidden: 8, depth: 2})
 	steps := ioTestSteps(rand.New(rand.NewPCG(7, 8)), m, 90, true)
@@ -41,8 +42,8 @@ func TestCompactLookahead(t *testing.T) {
 				t.Fatalf("step %d layer %d: %d lookahead depths, want %d", i, l, len(g.Lookahead), len(w.Lookahead))
 			}
 			for d := range g.Lookahead {
-				if g.Lookahead[d] == nil || len(g.Lookahead[d]) != 0 {
-					t.Fatalf("step %d layer %d depth %d: want an empty vector", i, l, d+1)
+				if (g.Lookahead[d] == nil) != (w.Lookahead[d] == nil) || len(g.Lookahead[d]) != 0 {
+					t.Fatalf("step %d layer %d depth %d: want an empty vector (nil where absent)", i, l, d+1)
 				}
 				if w.Lookahead[d] == nil {
 					w.LookaheadIndex[d] = CandidateIndex{}

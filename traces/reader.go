@@ -51,6 +51,7 @@ type pqLayerBuf struct {
 	tops                [][]int32 // compact lookahead candidates per depth
 	index               []CandidateIndex
 	empty               [][]float32 // empty vectors Step.Lookahead holds when compact
+	present             []bool      // compact depths present in the current row
 }
 
 // Open opens the trace file at path (see NewReader). Close closes the file.
@@ -349,7 +350,13 @@ func (r *Reader) readStep() error {
 			ls, buf := &s.Layers[k], &r.bufs[k]
 			if n := len(ls.LookaheadIndex); n > 0 {
 				for len(buf.empty) < n {
-					buf.empty = append(buf.empty, []float32{})
+					buf.empty = append(buf.empty, nil)
+				}
+				for d := range n {
+					buf.empty[d] = nil
+					if buf.present[d] {
+						buf.empty[d] = []float32{}
+					}
 				}
 				ls.Lookahead = buf.empty[:n]
 			}

@@ -421,7 +421,7 @@ func (r *Reader) readCompact(ls *LayerStep, buf *pqLayerBuf, i int) error {
 	b := &r.batch
 	top, experts := r.read.LookaheadTop, int32(r.meta.Model.Experts)
 	n := 0
-	buf.index = buf.index[:0]
+	buf.index, buf.present = buf.index[:0], buf.present[:0]
 	for d := range b.look {
 		sc, err := pqFloats(&b.look[d], i, &buf.look[d])
 		if err != nil {
@@ -434,6 +434,7 @@ func (r *Reader) readCompact(ls *LayerStep, buf *pqLayerBuf, i int) error {
 		if ok != (sc != nil) || ok != !b.lookSum[d].IsNull(i) {
 			return fmt.Errorf("depth-%d compact lookahead: candidates, scores and sum must all be null or all be present", d+1)
 		}
+		buf.present = append(buf.present, ok)
 		if !ok {
 			buf.index = append(buf.index, CandidateIndex{})
 			continue
