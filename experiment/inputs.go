@@ -183,10 +183,14 @@ func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic, check func() erro
 }
 
 // predicted is base with lookahead scores from the stated predictor p.
-func (in *Inputs) predicted(b *entry, p Predictor) (*entry, error) {
+// check runs before the scores are generated (not for ones already in memory).
+func (in *Inputs) predicted(b *entry, p Predictor, check func() error) (*entry, error) {
 	key, _ := json.Marshal(p)
 	base := b.tr
 	return in.get("predict\x00"+b.key+"\x00"+string(key), func() (*LoadedTrace, error) {
+		if err := check(); err != nil {
+			return nil, err
+		}
 		o := traces.DefaultPredictOptions()
 		o.Recall, o.FalsePositives, o.DepthPenalty, o.Depth, o.Seed = p.Recall, p.FalsePositives, p.DepthPenalty, p.Depth, p.Seed
 		meta, steps, err := traces.PredictLookahead(base.Meta, base.Steps, o)

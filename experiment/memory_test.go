@@ -78,3 +78,27 @@ func TestMemAvailable(t *testing.T) {
 		}
 	}
 }
+
+// TestMemoryRefusedPredictor: a stated predictor's scores (full vectors for
+// every step) are checked too, after the base trace fit.
+func TestMemoryRefusedPredictor(t *testing.T) {
+	path := writeTrace(t, 30, 0, 0, nil)
+	s, err := FromOptions(map[string]string{"trace": path, "policy": "les", "cache": "2GiB", "predict-recall": "0.8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, steps, err := traceFootprint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := EstimateMemory(m, steps, traceColumns(&s), "les", 8).Total()
+	in := Inputs{MaxMemory: base + 1}
+	_, err = in.Resolve(s)
+	if err == nil || !strings.Contains(err.Error(), "predictor on "+path) || !strings.Contains(err.Error(), "needs about") {
+		t.Errorf("err = %v", err)
+	}
+	in.MaxMemory = -1
+	if _, err := in.Resolve(s); err != nil {
+		t.Error(err)
+	}
+}

@@ -174,7 +174,15 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		if d := e.tr.Meta.LookaheadDepth; d > 0 {
 			return nil, fmt.Errorf("predictor: does not apply: trace %s already carries lookahead scores (depth %d); a stated predictor is for traces without them", p.TraceLabel, d)
 		}
-		if e, err = in.predicted(e, *q); err != nil {
+		base := e.tr
+		check := func() error {
+			// The predicted copy: every step again, with full score vectors.
+			m := base.Meta
+			m.LookaheadDepth, m.LookaheadTop = max(q.Depth, 1), 0
+			est := EstimateMemory(m, int64(len(base.Steps)), traces.Columns{NoLogits: true, NoRouterInputs: true}, r.Policy.Name, estimateCands(r, m.Model.TopK))
+			return in.checkMemory("predictor on "+p.TraceLabel, r.Policy.Name, est)
+		}
+		if e, err = in.predicted(e, *q, check); err != nil {
 			return nil, err
 		}
 		p.TraceLabel += fmt.Sprintf("; lookahead from a stated predictor (recall %.3f, %.1f false positives, seed %d)", q.Recall, q.FalsePositives, q.Seed)
