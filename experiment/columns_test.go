@@ -95,3 +95,39 @@ func TestColumnsSameResults(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnsShared: a trace loaded with lookahead (for les) serves a later
+// lru run, which needs fewer columns; not the other way round.
+func TestColumnsShared(t *testing.T) {
+	path := writeTrace(t, 20, 0, 1, nil)
+	var in Inputs
+	var plans []*Plan
+	for _, pol := range []string{"les", "lru", "les"} {
+		s, err := FromOptions(map[string]string{"trace": path, "policy": pol, "cache": "2GiB"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := in.Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plans = append(plans, p)
+	}
+	if len(in.entries) != 1 || &plans[0].Steps[0].Layers[0].Experts[0] != &plans[1].Steps[0].Layers[0].Experts[0] {
+		t.Errorf("%d traces loaded; want one shared", len(in.entries))
+	}
+	var in2 Inputs
+	for _, pol := range []string{"lru", "les"} {
+		s, err := FromOptions(map[string]string{"trace": path, "policy": pol, "cache": "2GiB"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := in2.Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Steps[0].Layers[0].Lookahead != nil; got != (pol == "les") {
+			t.Errorf("%s after lru: lookahead loaded = %v", pol, got)
+		}
+	}
+}

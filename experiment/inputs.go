@@ -132,7 +132,7 @@ func (in *Inputs) get(key string, make func() (*LoadedTrace, error)) (*entry, er
 }
 
 // file is the trace at path with at least the columns cols keeps: a copy
-// already loaded with every column serves any projection.
+// already loaded with more columns serves it.
 // check runs before a load (not for a trace already in memory).
 func (in *Inputs) file(path string, cols traces.Columns, check func(traces.Columns) error) (*entry, error) {
 	if in.ReadTrace != nil {
@@ -143,23 +143,41 @@ func (in *Inputs) file(path string, cols traces.Columns, check func(traces.Colum
 			return in.ReadTrace(path)
 		})
 	}
-	full := "file\x00" + path
-	key := full
-	if cols != (traces.Columns{}) {
-		key = fmt.Sprintf("%s\x00%+v", full, cols)
-		in.mu.Lock()
-		e, ok := in.entries[full]
-		in.mu.Unlock()
-		if ok {
+	in.mu.Lock()
+	for _, c := range supersets(cols) {
+		if e, ok := in.entries[fileKey(path, c)]; ok {
+			in.mu.Unlock()
 			return e, nil
 		}
 	}
-	return in.get(key, func() (*LoadedTrace, error) {
+	in.mu.Unlock()
+	return in.get(fileKey(path, cols), func() (*LoadedTrace, error) {
 		if err := check(cols); err != nil {
 			return nil, err
 		}
 		return ReadTraceFileColumns(path, cols)
 	})
+}
+
+// fileKey names the trace at path read with cols.
+func fileKey(path string, cols traces.Columns) string {
+	if cols == (traces.Columns{}) {
+		return "file\x00" + path
+	}
+	return fmt.Sprintf("file\x00%s\x00%+v", path, cols)
+}
+
+// supersets are the projections that keep every column cols keeps, cols
+// first.
+func supersets(cols traces.Columns) []traces.Columns {
+	out := []traces.Columns{cols}
+	for i := range 8 {
+		c := traces.Columns{NoLogits: i&1 != 0, NoRouterInputs: i&2 != 0, NoLookahead: i&4 != 0}
+		if c != cols && (!c.NoLogits || cols.NoLogits) && (!c.NoRouterInputs || cols.NoRouterInputs) && (!c.NoLookahead || cols.NoLookahead) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // synthetic is the synthetic trace of m with y; check runs before it is
