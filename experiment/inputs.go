@@ -22,11 +22,15 @@ type LoadedTrace struct {
 }
 
 // Inputs loads what specs refer to and keeps it, so that many runs (a sweep)
-// share one copy of each trace: a file is read once, a synthetic trace or a
-// stated predictor's scores are generated once, and each candidate index
-// (traces.IndexLookahead) is built once. Steps handed out are shared and
-// must not be modified. Inputs is safe for concurrent use; the zero value
-// reads files with ReadTraceFile and devices with LoadDevice.
+// share one copy of each trace: a file is read with the columns a run needs
+// (again only when a later run needs columns the loaded copy lacks: lookahead
+// for les after runs without it), a synthetic trace or a stated predictor's
+// scores are generated once, and each candidate index
+// (traces.IndexLookahead) is built once. Before a trace is loaded or
+// generated, the run's memory is estimated and checked (MaxMemory). Steps
+// handed out are shared and must not be modified. Inputs is safe for
+// concurrent use; the zero value reads files with ReadTraceFileColumns and
+// devices with LoadDevice.
 type Inputs struct {
 	// ReadTrace reads a trace file with every column; nil means reading it
 	// with ReadTraceFileColumns and only the columns the run needs.
