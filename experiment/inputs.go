@@ -22,17 +22,27 @@ type LoadedTrace struct {
 }
 
 // Inputs loads what specs refer to and keeps it, so that many runs (a sweep)
-// share one copy of each trace: a file is read once, a synthetic trace or a
-// stated predictor's scores are generated once, and each candidate index
-// (traces.IndexLookahead) is built once. Steps handed out are shared and
-// must not be modified. Inputs is safe for concurrent use; the zero value
-// reads files with ReadTraceFile and devices with LoadDevice.
+// share one copy of each trace: a file is read with the columns a run needs
+// (again only when a later run needs columns the loaded copy lacks: lookahead
+// for les after runs without it), a synthetic trace or a stated predictor's
+// scores are generated once, and each candidate index
+// (traces.IndexLookahead) is built once. Before a trace is loaded or
+// generated, the run's memory is estimated and checked (MaxMemory). Steps
+// handed out are shared and must not be modified. Inputs is safe for
+// concurrent use; the zero value reads files with ReadTraceFileColumns and
+// devices with LoadDevice.
 type Inputs struct {
-	// ReadTrace reads a trace file; nil means ReadTraceFile.
+	// ReadTrace reads a trace file with every column; nil means reading it
+	// with ReadTraceFileColumns and only the columns the run needs.
 	ReadTrace func(path string) (*LoadedTrace, error)
 	// LoadDevice resolves an embedded profile name or a profile file; nil
 	// means LoadDevice.
 	LoadDevice func(name, file string) (*devices.Device, error)
+	// MaxMemory is the most bytes a run's trace and policy state may take
+	// (EstimateMemory, checked before a trace is loaded or generated): 0
+	// means the memory available now (MemAvailable in /proc/meminfo; no
+	// limit where it cannot be read), a negative value no limit.
+	MaxMemory int64
 
 	mu      sync.Mutex
 	entries map[string]*entry
@@ -53,6 +63,12 @@ type indexKey struct {
 
 // ReadTraceFile reads a Parquet trace fully and digests its bytes.
 func ReadTraceFile(path string) (*LoadedTrace, error) {
+	return ReadTraceFileColumns(path, traces.Columns{})
+}
+
+// ReadTraceFileColumns reads a Parquet trace's steps with only the vectors
+// cols keeps (Meta still describes the whole file) and digests its bytes.
+func ReadTraceFileColumns(path string, cols traces.Columns) (*LoadedTrace, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -63,7 +79,7 @@ func ReadTraceFile(path string) (*LoadedTrace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	r, err := traces.Open(path)
+	r, err := traces.OpenColumns(path, cols)
 	if err != nil {
 		return nil, err
 	}
@@ -119,20 +135,63 @@ func (in *Inputs) get(key string, make func() (*LoadedTrace, error)) (*entry, er
 	return e, nil
 }
 
-// file is the trace at path.
-func (in *Inputs) file(path string) (*entry, error) {
-	return in.get("file\x00"+path, func() (*LoadedTrace, error) {
-		if in.ReadTrace != nil {
+// file is the trace at path with at least the columns cols keeps: a copy
+// already loaded with more columns serves it.
+// check runs before a load (not for a trace already in memory).
+func (in *Inputs) file(path string, cols traces.Columns, check func(traces.Columns) error) (*entry, error) {
+	if in.ReadTrace != nil {
+		return in.get("file\x00"+path, func() (*LoadedTrace, error) {
+			if err := check(traces.Columns{}); err != nil {
+				return nil, err
+			}
 			return in.ReadTrace(path)
+		})
+	}
+	in.mu.Lock()
+	for _, c := range supersets(cols) {
+		if e, ok := in.entries[fileKey(path, c)]; ok {
+			in.mu.Unlock()
+			return e, nil
 		}
-		return ReadTraceFile(path)
+	}
+	in.mu.Unlock()
+	return in.get(fileKey(path, cols), func() (*LoadedTrace, error) {
+		if err := check(cols); err != nil {
+			return nil, err
+		}
+		return ReadTraceFileColumns(path, cols)
 	})
 }
 
-// synthetic is the synthetic trace of m with y.
-func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic) (*entry, error) {
+// fileKey names the trace at path read with cols.
+func fileKey(path string, cols traces.Columns) string {
+	if cols == (traces.Columns{}) {
+		return "file\x00" + path
+	}
+	return fmt.Sprintf("file\x00%s\x00%+v", path, cols)
+}
+
+// supersets are the projections that keep every column cols keeps, cols
+// first.
+func supersets(cols traces.Columns) []traces.Columns {
+	out := []traces.Columns{cols}
+	for i := range 8 {
+		c := traces.Columns{NoLogits: i&1 != 0, NoRouterInputs: i&2 != 0, NoLookahead: i&4 != 0}
+		if c != cols && (!c.NoLogits || cols.NoLogits) && (!c.NoRouterInputs || cols.NoRouterInputs) && (!c.NoLookahead || cols.NoLookahead) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// synthetic is the synthetic trace of m with y; check runs before it is
+// generated (not for a trace already in memory).
+func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic, check func() error) (*entry, error) {
 	key, _ := json.Marshal(y)
 	return in.get("synth\x00"+m.Name+"\x00"+m.Variant+"\x00"+string(key), func() (*LoadedTrace, error) {
+		if err := check(); err != nil {
+			return nil, err
+		}
 		o := traces.DefaultSynthOptions()
 		o.Tokens, o.PromptTokens, o.Sequences = y.Tokens, y.PromptTokens, y.Sequences
 		o.Skew, o.Reuse, o.LookaheadRecall = y.Skew, y.Reuse, y.LookaheadRecall
@@ -146,10 +205,14 @@ func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic) (*entry, error) {
 }
 
 // predicted is base with lookahead scores from the stated predictor p.
-func (in *Inputs) predicted(b *entry, p Predictor) (*entry, error) {
+// check runs before the scores are generated (not for ones already in memory).
+func (in *Inputs) predicted(b *entry, p Predictor, check func() error) (*entry, error) {
 	key, _ := json.Marshal(p)
 	base := b.tr
 	return in.get("predict\x00"+b.key+"\x00"+string(key), func() (*LoadedTrace, error) {
+		if err := check(); err != nil {
+			return nil, err
+		}
 		o := traces.DefaultPredictOptions()
 		o.Recall, o.FalsePositives, o.DepthPenalty, o.Depth, o.Seed = p.Recall, p.FalsePositives, p.DepthPenalty, p.Depth, p.Seed
 		meta, steps, err := traces.PredictLookahead(base.Meta, base.Steps, o)
@@ -171,6 +234,9 @@ func (in *Inputs) index(e *entry, n int, withSums bool) []traces.Step {
 		return s
 	}
 	steps := e.tr.Steps
+	if e.tr.Meta.LookaheadTop > 0 {
+		return steps // compact lookahead: the file holds the index
+	}
 	if len(e.indexed) > 0 {
 		steps = copyLayers(steps)
 	}

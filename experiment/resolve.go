@@ -142,7 +142,8 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 	var e *entry
 	var err error
 	if t := &r.Trace; t.Path != "" {
-		if e, err = in.file(t.Path); err != nil {
+		check := func(c traces.Columns) error { return in.checkFileMemory(t.Path, c, r) }
+		if e, err = in.file(t.Path, traceColumns(r), check); err != nil {
 			return nil, err
 		}
 		if t.SHA256 != "" && t.SHA256 != e.tr.SHA256 {
@@ -157,7 +158,13 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		}
 		r.Model.Variant = m.Variant
 		y := *t.Synthetic
-		if e, err = in.synthetic(m, y); err != nil {
+		check := func() error {
+			meta := traces.Meta{Model: *m, LookaheadDepth: y.LookaheadDepth}
+			steps := int64(max(y.Sequences, 1)) * int64(y.PromptTokens+y.Tokens)
+			est := EstimateMemory(meta, steps, traces.Columns{}, r.Policy.Name, estimateCands(r, m.TopK))
+			return in.checkMemory("synthetic trace", r.Policy.Name, est)
+		}
+		if e, err = in.synthetic(m, y, check); err != nil {
 			return nil, err
 		}
 		p.TraceLabel = fmt.Sprintf("synthetic, %d decode tokens, seed %d (skew %.2f, reuse %.3f, lookahead recall %.3f, depth %d)",
@@ -167,12 +174,31 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		if d := e.tr.Meta.LookaheadDepth; d > 0 {
 			return nil, fmt.Errorf("predictor: does not apply: trace %s already carries lookahead scores (depth %d); a stated predictor is for traces without them", p.TraceLabel, d)
 		}
-		if e, err = in.predicted(e, *q); err != nil {
+		base := e.tr
+		check := func() error {
+			// The predicted copy: every step again, with full score vectors.
+			m := base.Meta
+			m.LookaheadDepth, m.LookaheadTop = max(q.Depth, 1), 0
+			est := EstimateMemory(m, int64(len(base.Steps)), traces.Columns{NoLogits: true, NoRouterInputs: true}, r.Policy.Name, estimateCands(r, m.Model.TopK))
+			return in.checkMemory("predictor on "+p.TraceLabel, r.Policy.Name, est)
+		}
+		if e, err = in.predicted(e, *q, check); err != nil {
 			return nil, err
 		}
 		p.TraceLabel += fmt.Sprintf("; lookahead from a stated predictor (recall %.3f, %.1f false positives, seed %d)", q.Recall, q.FalsePositives, q.Seed)
 	}
 	return e, nil
+}
+
+// traceColumns are the trace file columns r's run reads: never the router
+// logits or inputs (no policy reads them), and lookahead scores only for les
+// when it prefetches (the only policy that reads them).
+func traceColumns(r *Spec) traces.Columns {
+	c := traces.Columns{NoLogits: true, NoRouterInputs: true, NoLookahead: true}
+	if r.Policy.Name == "les" && (r.Policy.LES == nil || !r.Policy.LES.NoPrefetch) {
+		c.NoLookahead = false
+	}
+	return c
 }
 
 // resolvePolicy fills the policy's defaults and checks les's depth against
@@ -200,6 +226,10 @@ func resolvePolicy(r *Spec, p *Plan) error {
 		switch {
 		case have == 0 && l.Depth == 1:
 			p.Warnings = append(p.Warnings, "trace has no lookahead scores, so les cannot prefetch (it behaves as ondemand): pass --predict-recall R to use a stated predictor")
+		case p.Meta.LookaheadTop > 0 && l.Threshold > 0 && l.MaxCandidates > p.Meta.LookaheadTop:
+			return fmt.Errorf("policy.les.max_candidates %d: the trace stores only its %d best lookahead candidates per layer (lookahead_top)", l.MaxCandidates, p.Meta.LookaheadTop)
+		case p.Meta.LookaheadTop > 0 && l.Threshold <= 0 && l.TopN > p.Meta.LookaheadTop:
+			return fmt.Errorf("policy.les.top_n %d: the trace stores only its %d best lookahead candidates per layer (lookahead_top)", l.TopN, p.Meta.LookaheadTop)
 		case l.Depth > have:
 			return fmt.Errorf("policy.les.depth %d: the trace carries lookahead scores to depth %d only (a stated predictor of that depth, --predict-recall, provides more for a trace without scores)", l.Depth, have)
 		}

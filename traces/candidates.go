@@ -70,7 +70,7 @@ func TopIndices(dst []int32, scores []float32, n int) []int32 {
 
 // CandidateIndex is a lookahead score vector's candidates, precomputed once per
 // trace so that policies need not rescan every expert's score at every layer
-// of every run (derived data: it is not stored in trace files).
+// of every run (derived data, stored only in compact-lookahead files: Meta.LookaheadTop).
 type CandidateIndex struct {
 	// Top are the indices of the highest valid scores, best first, ties lower
 	// index first, as TopIndices returns them, at most the indexed count.

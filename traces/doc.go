@@ -78,6 +78,16 @@
 // of a predictor, not a measurement, and Meta.Info says so.
 //
 // IndexLookahead precomputes each lookahead vector's best candidates once per
-// trace (derived data, never stored), so policies need not rescan every score
-// at every layer of every simulated run.
+// trace, so policies need not rescan every score at every layer of every
+// simulated run.
+//
+// # Long traces
+//
+// OpenColumns reads only the columns a run needs (Columns skips logits,
+// router inputs, lookahead). A trace written with Meta.LookaheadTop = N stores
+// lookahead compactly: per row and depth the N best candidates, their scores
+// and the vector's softmax sum, returned by the Reader as LookaheadIndex (with
+// empty Lookahead vectors), about a tenth of the file and a hundredth of the
+// memory of full vectors for 256 experts. MemoryBytes estimates what a loaded
+// trace holds, so a run can be refused before it is loaded.
 package traces

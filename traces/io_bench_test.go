@@ -62,3 +62,34 @@ func BenchmarkWrite(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(steps)*40)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
 }
+
+// BenchmarkReadColumns reads a trace with logits, router inputs and depth-1
+// lookahead (40 layers, 256 experts, top-8, hidden 2048; 500 tokens) with
+// every column and with only what lru needs; compare B/op.
+func BenchmarkReadColumns(b *testing.B) {
+	m := ioTestMeta(ioShape{layers: 40, experts: 256, topK: 8, hidden: 2048, depth: 1, logits: true, routerInputs: true})
+	steps := ioTestSteps(rand.New(rand.NewPCG(12, 12)), m, 500, false)
+	data := ioWrite(b, m, steps, 0)
+	for _, c := range []struct {
+		name string
+		cols Columns
+	}{
+		{"all", Columns{}},
+		{"experts-only", Columns{NoLogits: true, NoRouterInputs: true, NoLookahead: true}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r, err := NewReaderColumns(bytes.NewReader(data), "bench.parquet", c.cols)
+				if err != nil {
+					b.Fatal(err)
+				}
+				got, err := ReadAll(r)
+				if err != nil || len(got) != len(steps) {
+					b.Fatalf("%d steps, err %v", len(got), err)
+				}
+				r.Close()
+			}
+		})
+	}
+}

@@ -11,6 +11,13 @@ type Meta struct {
 	Model devices.ModelSpec `json:"model"`
 	// LookaheadDepth is how many next layers' scores each row carries (0 = none).
 	LookaheadDepth int `json:"lookahead_depth"`
+	// LookaheadTop > 0 says the lookahead is stored compactly: per depth,
+	// each row's LookaheadTop best candidates with their scores and the
+	// vector's softmax sum (the CandidateIndex IndexLookahead computes), not
+	// the full score vector. A Reader then returns them as
+	// LayerStep.LookaheadIndex and Lookahead as empty (non-nil) vectors.
+	// Writer: set it to store a trace's full vectors compactly.
+	LookaheadTop int `json:"lookahead_top,omitempty"`
 	// HasLogits / HasRouterInputs say whether those optional columns are filled.
 	HasLogits       bool `json:"has_logits"`
 	HasRouterInputs bool `json:"has_router_inputs"`

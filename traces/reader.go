@@ -25,6 +25,7 @@ import (
 type Reader struct {
 	name  string
 	meta  Meta
+	read  Meta // meta with the skipped columns marked absent (Columns)
 	pf    *file.Reader
 	rr    pqarrow.RecordReader
 	steps int64 // rows / layers, from the footer
@@ -47,6 +48,10 @@ type pqLayerBuf struct {
 	look                [][]float32 // per depth
 	lookHdr             [][]float32 // what Step.Lookahead points to
 	hit                 []bool
+	tops                [][]int32 // compact lookahead candidates per depth
+	index               []CandidateIndex
+	empty               [][]float32 // empty vectors Step.Lookahead holds when compact
+	present             []bool      // compact depths present in the current row
 }
 
 // Open opens the trace file at path (see NewReader). Close closes the file.
@@ -55,7 +60,7 @@ func Open(path string) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := newReader(f, path, 0)
+	r, err := newReaderCols(f, path, 0, Columns{})
 	if err != nil {
 		return nil, errors.Join(err, f.Close())
 	}
@@ -71,12 +76,22 @@ type pqNoCloseRA struct{ parquet.ReaderAtSeeker }
 // file, is truncated, lacks the lessim metadata, or has columns of the wrong
 // type. Close does not close r.
 func NewReader(r parquet.ReaderAtSeeker, name string) (*Reader, error) {
-	return newReader(pqNoCloseRA{r}, name, 0)
+	return newReaderCols(pqNoCloseRA{r}, name, 0, Columns{})
+}
+
+// NewReaderColumns is NewReader reading only the columns cols keeps.
+func NewReaderColumns(r parquet.ReaderAtSeeker, name string, cols Columns) (*Reader, error) {
+	return newReaderCols(pqNoCloseRA{r}, name, 0, cols)
 }
 
 // newReader is NewReader; batchRows > 0 overrides the record batch size
 // (tests use it to make steps straddle batches).
-func newReader(src parquet.ReaderAtSeeker, name string, batchRows int64) (rd *Reader, err error) {
+func newReader(src parquet.ReaderAtSeeker, name string, batchRows int64) (*Reader, error) {
+	return newReaderCols(src, name, batchRows, Columns{})
+}
+
+// newReaderCols is newReader reading only the columns cols keeps.
+func newReaderCols(src parquet.ReaderAtSeeker, name string, batchRows int64, cols Columns) (rd *Reader, err error) {
 	// NB: last resort only. Everything below is checked first; this turns a
 	// panic inside arrow-go on a corrupt footer into an error.
 	defer func() {
@@ -94,7 +109,7 @@ func newReader(src parquet.ReaderAtSeeker, name string, batchRows int64) (rd *Re
 		return nil, fmt.Errorf("%s: corrupt Parquet footer: %w", name, err)
 	}
 	r := &Reader{name: name, pf: pf}
-	if err := r.init(batchRows); err != nil {
+	if err := r.init(batchRows, cols); err != nil {
 		pf.Close()
 		return nil, err
 	}
@@ -140,7 +155,7 @@ func pqCheckMagic(src parquet.ReaderAtSeeker, name string) error {
 }
 
 // init reads Meta and checks the schema, then starts the record reader.
-func (r *Reader) init(batchRows int64) error {
+func (r *Reader) init(batchRows int64, cols Columns) error {
 	kv := r.pf.MetaData().KeyValueMetadata()
 	ver := kv.FindValue(VersionKey)
 	js := kv.FindValue(MetaKey)
@@ -158,6 +173,7 @@ func (r *Reader) init(batchRows int64) error {
 	if err := pqCheckMeta(&r.meta); err != nil {
 		return fmt.Errorf("%s: %s metadata: %w", r.name, MetaKey, err)
 	}
+	r.read = cols.project(r.meta)
 	layers := int64(len(r.meta.Model.Layers))
 	rows := r.pf.NumRows()
 	if rows%layers != 0 {
@@ -179,7 +195,7 @@ func (r *Reader) init(batchRows int64) error {
 	if err != nil {
 		return fmt.Errorf("%s: reading schema: %w", r.name, err)
 	}
-	want, err := pqCheckColumns(sc, &r.meta)
+	want, err := pqCheckColumns(sc, &r.read)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.name, err)
 	}
@@ -282,7 +298,7 @@ func (r *Reader) nextBatch() (err error) {
 		if rec.NumRows() == 0 {
 			continue
 		}
-		if err := r.batch.bind(rec, &r.meta); err != nil {
+		if err := r.batch.bind(rec, &r.read); err != nil {
 			return fmt.Errorf("%s: near row %d: %w", r.name, r.base, err)
 		}
 		rec.Retain()
@@ -318,7 +334,7 @@ func (r *Reader) readStep() error {
 		}
 		r.idx++
 	}
-	if e := r.checker.check(&r.meta, s); e != nil {
+	if e := r.checker.check(&r.read, s); e != nil {
 		p := e.Problems[0]
 		row := start + int64(max(p.Layer, 0))
 		msg := p.Msg
@@ -326,6 +342,25 @@ func (r *Reader) readStep() error {
 			msg += fmt.Sprintf(" (and %d more problems in token (seq %d, pos %d))", more, s.Seq, s.Pos)
 		}
 		return fmt.Errorf("%s: row %d: %s", r.name, row, msg)
+	}
+	if r.read.LookaheadTop > 0 {
+		// Policies see a depth as present when Lookahead has it; its scores
+		// are in LookaheadIndex.
+		for k := range s.Layers {
+			ls, buf := &s.Layers[k], &r.bufs[k]
+			if n := len(ls.LookaheadIndex); n > 0 {
+				for len(buf.empty) < n {
+					buf.empty = append(buf.empty, nil)
+				}
+				for d := range n {
+					buf.empty[d] = nil
+					if buf.present[d] {
+						buf.empty[d] = []float32{}
+					}
+				}
+				ls.Lookahead = buf.empty[:n]
+			}
+		}
 	}
 	return nil
 }

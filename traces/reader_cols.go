@@ -21,10 +21,11 @@ const (
 	pqKindInt32List
 	pqKindFloat32List
 	pqKindBoolList
+	pqKindFloat64
 )
 
 func (k pqColKind) String() string {
-	return [...]string{"an integer", "a list of int32", "a list of float32", "a list of bool"}[k]
+	return [...]string{"an integer", "a list of int32", "a list of float32", "a list of bool", "a float64"}[k]
 }
 
 // pqWanted lists the columns meta needs, in pqBatch.bind's order, and whether each
@@ -44,6 +45,12 @@ func pqWanted(m *Meta) (names []string, kinds []pqColKind, required []bool) {
 		add(colLogits, pqKindFloat32List, true)
 	}
 	for d := 1; d <= m.LookaheadDepth; d++ {
+		if m.LookaheadTop > 0 {
+			add(pqLookTopName(d), pqKindInt32List, true)
+			add(pqLookScoreName(d), pqKindFloat32List, true)
+			add(pqLookSumName(d), pqKindFloat64, true)
+			continue
+		}
 		add(pqLookaheadName(d), pqKindFloat32List, true)
 	}
 	if m.HasRouterInputs {
@@ -82,8 +89,11 @@ func pqCheckColumns(sc *arrow.Schema, m *Meta) ([]int, error) {
 }
 
 func pqKindOK(t arrow.DataType, k pqColKind) bool {
-	if k == pqKindInt {
+	switch k {
+	case pqKindInt:
 		return pqIsInt(t.ID())
+	case pqKindFloat64:
+		return t.ID() == arrow.FLOAT64
 	}
 	switch t.ID() {
 	case arrow.LIST, arrow.LARGE_LIST, arrow.FIXED_SIZE_LIST:
@@ -205,8 +215,10 @@ func (c *pqList) span(i int) (s, e int, ok bool, err error) {
 type pqBatch struct {
 	seq, pos, phase, pass, layer, computeNS pqInt
 	experts, weights                        pqList
-	logits, ri                              pqList // list nil when absent
-	look                                    []pqList
+	logits, ri                              pqList   // list nil when absent
+	look                                    []pqList // lookahead_d, or lookahead_score_d when compact
+	lookTop                                 []pqList // compact only
+	lookSum                                 []*array.Float64
 	hit                                     pqList // list nil when absent
 }
 
@@ -239,11 +251,21 @@ func (b *pqBatch) bind(rec arrow.RecordBatch, m *Meta) error {
 	if m.HasLogits {
 		errs = append(errs, b.logits.bind(colLogits, col(colLogits)))
 	}
-	b.look = b.look[:0]
+	b.look, b.lookTop, b.lookSum = b.look[:0], b.lookTop[:0], b.lookSum[:0]
 	for d := 1; d <= m.LookaheadDepth; d++ {
 		var l pqList
-		errs = append(errs, l.bind(pqLookaheadName(d), col(pqLookaheadName(d))))
-		b.look = append(b.look, l)
+		if m.LookaheadTop == 0 {
+			errs = append(errs, l.bind(pqLookaheadName(d), col(pqLookaheadName(d))))
+			b.look = append(b.look, l)
+			continue
+		}
+		var t pqList
+		errs = append(errs, l.bind(pqLookScoreName(d), col(pqLookScoreName(d))), t.bind(pqLookTopName(d), col(pqLookTopName(d))))
+		sum, ok := col(pqLookSumName(d)).(*array.Float64)
+		if !ok {
+			errs = append(errs, fmt.Errorf("column %s is not float64", pqLookSumName(d)))
+		}
+		b.look, b.lookTop, b.lookSum = append(b.look, l), append(b.lookTop, t), append(b.lookSum, sum)
 	}
 	if m.HasRouterInputs {
 		errs = append(errs, b.ri.bind(colRouterInput, col(colRouterInput)))
@@ -344,6 +366,9 @@ func (r *Reader) readRow(k int, row int64) error {
 	if ls.RouterInput, err = pqFloats(&b.ri, i, &buf.ri); err != nil {
 		return err
 	}
+	if r.read.LookaheadTop > 0 {
+		return r.readCompact(ls, buf, i)
+	}
 	// Lookahead keeps depths up to the last present one; absent depths are nil.
 	n := 0
 	for d := range b.look {
@@ -360,6 +385,12 @@ func (r *Reader) readRow(k int, row int64) error {
 	if n > 0 {
 		ls.Lookahead = buf.lookHdr[:n]
 	}
+	return r.readHit(ls, buf, i)
+}
+
+// readHit reads row i's residency flags into ls.
+func (r *Reader) readHit(ls *LayerStep, buf *pqLayerBuf, i int) error {
+	b := &r.batch
 	ls.Hit = nil
 	if b.hit.list != nil {
 		hs, he, ok, err := b.hit.span(i)
@@ -381,4 +412,65 @@ func (r *Reader) readRow(k int, row int64) error {
 		}
 	}
 	return nil
+}
+
+// readCompact reads row i's compact lookahead (Meta.LookaheadTop) into
+// ls.LookaheadIndex, checking it; ls.Lookahead is set after the step's check
+// (Reader.readStep), as empty vectors, one per present depth.
+func (r *Reader) readCompact(ls *LayerStep, buf *pqLayerBuf, i int) error {
+	b := &r.batch
+	top, experts := r.read.LookaheadTop, int32(r.meta.Model.Experts)
+	n := 0
+	buf.index, buf.present = buf.index[:0], buf.present[:0]
+	for d := range b.look {
+		sc, err := pqFloats(&b.look[d], i, &buf.look[d])
+		if err != nil {
+			return err
+		}
+		s, e, ok, err := b.lookTop[d].span(i)
+		if err != nil {
+			return err
+		}
+		if ok != (sc != nil) || ok != !b.lookSum[d].IsNull(i) {
+			return fmt.Errorf("depth-%d compact lookahead: candidates, scores and sum must all be null or all be present", d+1)
+		}
+		buf.present = append(buf.present, ok)
+		if !ok {
+			buf.index = append(buf.index, CandidateIndex{})
+			continue
+		}
+		if b.lookTop[d].i32 == nil && e > s {
+			return fmt.Errorf("%s is not an int32 list", b.lookTop[d].name)
+		}
+		ids := b.lookTop[d].i32[s:e]
+		switch {
+		case len(ids) != len(sc):
+			return fmt.Errorf("depth-%d compact lookahead: %d candidates but %d scores", d+1, len(ids), len(sc))
+		case len(ids) > top:
+			return fmt.Errorf("depth-%d compact lookahead: %d candidates, lookahead_top is %d", d+1, len(ids), top)
+		}
+		for _, x := range ids {
+			if x < 0 || x >= experts {
+				return fmt.Errorf("depth-%d compact lookahead: candidate expert %d out of range [0,%d)", d+1, x, experts)
+			}
+		}
+		sum := b.lookSum[d].Value(i)
+		if !(sum >= 0) || math.IsInf(sum, 0) {
+			return fmt.Errorf("depth-%d compact lookahead: softmax sum %v is not a finite non-negative number", d+1, sum)
+		}
+		if len(buf.tops) <= d {
+			buf.tops = append(buf.tops, nil)
+		}
+		buf.tops[d] = append(buf.tops[d][:0], ids...)
+		buf.index = append(buf.index, CandidateIndex{
+			Top: buf.tops[d], Score: sc, Complete: len(ids) < top,
+			ExpSum: sum, HasSum: len(ids) > 0,
+		})
+		n = d + 1
+	}
+	ls.Lookahead, ls.LookaheadIndex = nil, nil
+	if n > 0 {
+		ls.LookaheadIndex = buf.index[:n]
+	}
+	return r.readHit(ls, buf, i)
 }

@@ -49,6 +49,13 @@ const (
 // pqLookaheadName is the column holding depth-d lookahead scores (d ≥ 1).
 func pqLookaheadName(d int) string { return fmt.Sprintf("%s%d", colLookahead, d) }
 
+// Compact lookahead columns (Meta.LookaheadTop > 0), per depth d: the best
+// candidates' expert indices, their scores, and the vector's softmax sum
+// relative to the best score (CandidateIndex.ExpSum).
+func pqLookTopName(d int) string   { return fmt.Sprintf("%stop_%d", colLookahead, d) }
+func pqLookScoreName(d int) string { return fmt.Sprintf("%sscore_%d", colLookahead, d) }
+func pqLookSumName(d int) string   { return fmt.Sprintf("%ssum_%d", colLookahead, d) }
+
 // pqSchema is the Arrow schema of a trace file for meta (which must be valid).
 // Vector columns are nullable; their elements are not.
 //
@@ -73,6 +80,13 @@ func pqSchema(m *Meta) *arrow.Schema {
 		fields = append(fields, arrow.Field{Name: colLogits, Type: arrow.ListOfNonNullable(f32), Nullable: true})
 	}
 	for d := 1; d <= m.LookaheadDepth; d++ {
+		if m.LookaheadTop > 0 {
+			fields = append(fields,
+				arrow.Field{Name: pqLookTopName(d), Type: arrow.ListOfNonNullable(arrow.PrimitiveTypes.Int32), Nullable: true},
+				arrow.Field{Name: pqLookScoreName(d), Type: arrow.ListOfNonNullable(f32), Nullable: true},
+				arrow.Field{Name: pqLookSumName(d), Type: arrow.PrimitiveTypes.Float64, Nullable: true})
+			continue
+		}
 		fields = append(fields, arrow.Field{Name: pqLookaheadName(d), Type: arrow.ListOfNonNullable(f32), Nullable: true})
 	}
 	if m.HasRouterInputs {
@@ -93,7 +107,11 @@ func pqRowBytes(m *Meta) int64 {
 	if m.HasLogits {
 		b += 4 * e
 	}
-	b += 4 * e * int64(m.LookaheadDepth)
+	if m.LookaheadTop > 0 {
+		b += int64(m.LookaheadDepth) * (8*int64(m.LookaheadTop) + 8)
+	} else {
+		b += 4 * e * int64(m.LookaheadDepth)
+	}
 	if m.HasRouterInputs {
 		b += 4 * int64(m.Model.Hidden)
 	}
@@ -120,7 +138,11 @@ func pqWriterProps(m *Meta) *parquet.WriterProperties {
 		floats = append(floats, colLogits)
 	}
 	for d := 1; d <= m.LookaheadDepth; d++ {
-		floats = append(floats, pqLookaheadName(d))
+		if m.LookaheadTop > 0 {
+			floats = append(floats, pqLookScoreName(d))
+		} else {
+			floats = append(floats, pqLookaheadName(d))
+		}
 	}
 	if m.HasRouterInputs {
 		floats = append(floats, colRouterInput)
@@ -164,6 +186,9 @@ func pqCheckMeta(m *Meta) error {
 	}
 	if m.LookaheadDepth < 0 || (layers > 0 && m.LookaheadDepth >= layers) {
 		add("lookahead_depth %d out of range [0,%d] (depth d scores MoE layer i+d)", m.LookaheadDepth, max(layers-1, 0))
+	}
+	if m.LookaheadTop < 0 || m.LookaheadTop > m.Model.Experts || m.LookaheadTop > 0 && m.LookaheadDepth == 0 {
+		add("lookahead_top %d out of range [0,%d] (and needs lookahead_depth >= 1)", m.LookaheadTop, m.Model.Experts)
 	}
 	if m.HasRouterInputs && (m.Model.Hidden < 1 || m.Model.Hidden > pqMaxHidden) {
 		add("has_router_inputs needs model.hidden in [1,%d], got %d", pqMaxHidden, m.Model.Hidden)

@@ -57,6 +57,13 @@ func CloneStep(s *Step) Step {
 		dst.Logits = slices.Clone(src.Logits)
 		dst.RouterInput = slices.Clone(src.RouterInput)
 		dst.Hit = slices.Clone(src.Hit)
+		if src.LookaheadIndex != nil {
+			dst.LookaheadIndex = make([]CandidateIndex, len(src.LookaheadIndex))
+			for d, ci := range src.LookaheadIndex {
+				ci.Top, ci.Score = slices.Clone(ci.Top), slices.Clone(ci.Score)
+				dst.LookaheadIndex[d] = ci
+			}
+		}
 		if src.Lookahead != nil {
 			dst.Lookahead = make([][]float32, len(src.Lookahead))
 			for d, sc := range src.Lookahead {

@@ -227,6 +227,9 @@ func (a *statsAcc) add(s *Stats, st *Step, idx int64) error {
 			}
 		}
 		for d, sc := range ls.Lookahead {
+			if compactAt(ls, d) {
+				continue
+			}
 			if sc != nil && len(sc) != a.E {
 				return fmt.Errorf("stats: step %d (seq %d pos %d) layer %d: depth-%d scores have %d values, the model has %d experts", idx, st.Seq, st.Pos, l, d+1, len(sc), a.E)
 			}
@@ -299,7 +302,11 @@ func (a *statsAcc) add(s *Stats, st *Step, idx int64) error {
 					a.lookNum = append(a.lookNum, 0)
 					a.lookDen = append(a.lookDen, 0)
 				}
-				a.lookNum[d] += int64(a.topkOverlap(sc, truth))
+				if compactAt(ls, d) {
+					a.lookNum[d] += int64(indexOverlap(&ls.LookaheadIndex[d], truth))
+				} else {
+					a.lookNum[d] += int64(a.topkOverlap(sc, truth))
+				}
 				a.lookDen[d] += int64(len(truth))
 			}
 		}
@@ -547,4 +554,22 @@ func (s *Stats) MarshalJSONIndent() ([]byte, error) {
 		return nil, err
 	}
 	return append(b, '\n'), nil
+}
+
+// compactAt says depth d+1 of ls is compact lookahead (Meta.LookaheadTop):
+// an empty vector whose candidates are in LookaheadIndex.
+func compactAt(ls *LayerStep, d int) bool {
+	return ls.Lookahead[d] != nil && len(ls.Lookahead[d]) == 0 && d < len(ls.LookaheadIndex)
+}
+
+// indexOverlap counts the truth experts among ci's best len(truth)
+// candidates (fewer when the file stores fewer than top-k).
+func indexOverlap(ci *CandidateIndex, truth []int32) int {
+	n := 0
+	for _, e := range ci.Top[:min(len(truth), len(ci.Top))] {
+		if slices.Contains(truth, e) {
+			n++
+		}
+	}
+	return n
 }

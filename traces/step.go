@@ -42,7 +42,7 @@ type LayerStep struct {
 	// They are known at the moment this layer's router input is known.
 	Lookahead [][]float32
 	// LookaheadIndex[d-1] are Lookahead[d-1]'s best candidates, filled by
-	// IndexLookahead (derived, never stored; nil until indexed).
+	// IndexLookahead, or by the Reader from a compact-lookahead file (Meta.LookaheadTop); nil until then.
 	LookaheadIndex []CandidateIndex
 	// RouterInput is the router's input vector (the ffn_norm output, len = hidden),
 	// recorded only on request; nil otherwise.

@@ -45,6 +45,11 @@ type pqBuilders struct {
 	logitV, riV      *array.Float32Builder
 	look             []*array.ListBuilder
 	lookV            []*array.Float32Builder
+	lookTop          []*array.ListBuilder // compact lookahead (Meta.LookaheadTop)
+	lookTopV         []*array.Int32Builder
+	lookSum          []*array.Float64Builder
+	topBuf           []int32
+	scoreBuf         []float32
 	hit              *array.ListBuilder
 	hitV             *array.BooleanBuilder
 	computeNS        *array.Int64Builder
@@ -130,10 +135,20 @@ func (w *Writer) bindBuilders() {
 		i++
 	}
 	for range w.meta.LookaheadDepth {
+		if w.meta.LookaheadTop > 0 {
+			t := f[i].(*array.ListBuilder)
+			c.lookTop = append(c.lookTop, t)
+			c.lookTopV = append(c.lookTopV, t.ValueBuilder().(*array.Int32Builder))
+			i++
+		}
 		b := f[i].(*array.ListBuilder)
 		c.look = append(c.look, b)
 		c.lookV = append(c.lookV, b.ValueBuilder().(*array.Float32Builder))
 		i++
+		if w.meta.LookaheadTop > 0 {
+			c.lookSum = append(c.lookSum, f[i].(*array.Float64Builder))
+			i++
+		}
 	}
 	if w.meta.HasRouterInputs {
 		c.ri = f[i].(*array.ListBuilder)
@@ -191,6 +206,10 @@ func (w *Writer) Write(s *Step) error {
 			if d < len(ls.Lookahead) {
 				sc = ls.Lookahead[d]
 			}
+			if c.lookTop != nil {
+				w.appendCompact(d, sc)
+				continue
+			}
 			pqAppendList(b, c.lookV[d], sc)
 		}
 		if c.ri != nil {
@@ -206,6 +225,33 @@ func (w *Writer) Write(s *Step) error {
 	}
 	w.rows += int64(len(s.Layers))
 	return nil
+}
+
+// appendCompact appends depth d's compact lookahead for scores sc: its
+// Meta.LookaheadTop best candidates (TopIndices), their scores and softmax
+// sum, as IndexLookahead computes them; nulls when sc is nil.
+func (w *Writer) appendCompact(d int, sc []float32) {
+	c := &w.cols
+	if sc == nil {
+		c.lookTop[d].AppendNull()
+		c.look[d].AppendNull()
+		c.lookSum[d].AppendNull()
+		return
+	}
+	c.topBuf = TopIndices(c.topBuf[:0], sc, w.meta.LookaheadTop)
+	c.scoreBuf = c.scoreBuf[:0]
+	for _, e := range c.topBuf {
+		c.scoreBuf = append(c.scoreBuf, sc[e])
+	}
+	c.lookTop[d].Append(true)
+	c.lookTopV[d].AppendValues(c.topBuf, nil)
+	c.look[d].Append(true)
+	c.lookV[d].AppendValues(c.scoreBuf, nil)
+	if len(c.topBuf) == 0 {
+		c.lookSum[d].Append(0)
+		return
+	}
+	c.lookSum[d].Append(SoftmaxSum(sc, sc[c.topBuf[0]]))
 }
 
 // pqAppendList appends v as one list, or null when v is nil.

@@ -23,6 +23,7 @@ func newTraceSynthCmd() *cobra.Command {
 	o := traces.DefaultSynthOptions()
 	var model, variant, out string
 	var quiet bool
+	var lookTop int
 	cmd := &cobra.Command{
 		Use:   "synth",
 		Short: "Write a synthetic trace of any model shape",
@@ -44,6 +45,7 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 				return err
 			}
 			setInfo(&meta, "lessim_version", version)
+			meta.LookaheadTop = lookTop
 			total := int64(o.Sequences) * int64(o.Tokens+o.PromptTokens)
 			n, err := writeTrace(out, meta, src, progress.New(cmd.ErrOrStderr(), total, "synth", progress.Options{Quiet: quiet, Unit: "tok"}))
 			if err != nil {
@@ -66,6 +68,7 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 	fl.Float64Var(&o.LookaheadRecall, "lookahead-recall", o.LookaheadRecall, "mean top-k recall of the depth-1 lookahead scores")
 	fl.IntVar(&o.LookaheadDepth, "depth", o.LookaheadDepth, "lookahead depth (layers of scores per row)")
 	fl.BoolVar(&o.Logits, "logits", o.Logits, "also write full router logits")
+	fl.IntVar(&lookTop, "lookahead-top", 0, "store each row's N best lookahead candidates, their scores and softmax sum instead of full score vectors (0 = full vectors)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	return cmd
 }
