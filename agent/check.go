@@ -16,7 +16,7 @@ import (
 
 // DefaultCheckSpec is the run `lessim agent check` asks for unless told
 // otherwise: short, with the fields every engine's spec has.
-const DefaultCheckSpec = `{"policy": "les", "cache": "25%", "tokens": 16}`
+const DefaultCheckSpec = `{"policy": {"name": "les"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 16}}}`
 
 // CheckOptions configure a conformance check.
 type CheckOptions struct {
