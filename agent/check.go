@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/lessim/lessim/devices"
@@ -722,6 +723,9 @@ func (k *checker) disconnect(ctx context.Context) (string, error) {
 }
 
 func (k *checker) calibrate(ctx context.Context) (string, error) {
+	if !slices.Contains(k.welcome.Capabilities, CapCalibrate) {
+		return "", skipError(fmt.Sprintf("the agent does not announce %s (capabilities %v)", CapCalibrate, k.welcome.Capabilities))
+	}
 	c, err := k.dial(ctx)
 	if err != nil {
 		return "", err

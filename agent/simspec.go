@@ -35,7 +35,7 @@ func decodeSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*exp
 }
 
 func resolveSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*experiment.Plan, error) {
-	s, err := agentSpec(raw, dev, model)
+	s, err := agentSpec(raw, dev.Name, model)
 	if err != nil {
 		return nil, err
 	}
@@ -65,7 +65,7 @@ func resolveSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*ex
 
 // agentSpec parses raw as experiment.Parse does, except that an absent
 // model is the loaded model and an absent device the agent's.
-func agentSpec(raw json.RawMessage, dev *devices.Device, model string) (experiment.Spec, error) {
+func agentSpec(raw json.RawMessage, device, model string) (experiment.Spec, error) {
 	s, err := experiment.Parse(raw)
 	if err != nil {
 		return s, err
@@ -81,7 +81,7 @@ func agentSpec(raw json.RawMessage, dev *devices.Device, model string) (experime
 		}
 	}
 	if _, ok := top["device"]; !ok {
-		s.Device = experiment.Device{Name: dev.Name}
+		s.Device = experiment.Device{Name: device}
 	}
 	if _, ok := top["model"]; !ok && s.Trace.Path == "" {
 		if model == "" {
