@@ -102,9 +102,12 @@ func runLiveRemote(cmd *cobra.Command, f *liveFlags) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(liveRemoteOutput{Target: f.target, Device: facts, Spec: s, Result: res})
 	}
-	mode := "pread (per-expert)"
+	mode, tokens := "pread (per-expert)", fmt.Sprintf("%d decode tokens (greedy, the agent's prompt)", f.o.Tokens)
 	if f.o.Stock {
 		mode = "stock mmap (page faults)"
+	}
+	if facts.Kind == agent.KindSimulated {
+		mode, tokens = s.Layout, fmt.Sprintf("%d decode tokens of a synthetic trace (seed %d)", f.o.Tokens, s.Trace.Synthetic.Seed)
 	}
 	h := reports.Header{
 		{"target", f.target},
@@ -114,7 +117,7 @@ func runLiveRemote(cmd *cobra.Command, f *liveFlags) error {
 		{"policy", res.Policy},
 		{"cache", fmt.Sprintf("%s (%s)", f.cache, sim.FormatBytes(res.CacheBytes))},
 		{"layout", mode},
-		{"tokens", fmt.Sprintf("%d decode tokens (greedy, the agent's prompt)", f.o.Tokens)},
+		{"tokens", tokens},
 	}
 	return reports.WriteResult(out, h, res)
 }
