@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -107,5 +109,41 @@ func TestLiveTarget(t *testing.T) {
 	}
 	if _, _, err := runCLIErr(t, ".", "live", "--target", "ftp://x", "--token", token); err == nil {
 		t.Error("a bad target scheme was accepted")
+	}
+}
+
+// TestCalibrateTarget: calibrate --target writes the profile the agent
+// returns (the simulator agent's: its device's profile), checked; flags of
+// the other modes and --token alone are refused.
+func TestCalibrateTarget(t *testing.T) {
+	target, token := startInProcessAgent(t, "qwen3-30b-a3b")
+	dir := t.TempDir()
+	out := runCLI(t, dir, "calibrate", "--target", target, "--token", token, "--out", "remote.yaml")
+	if !strings.HasPrefix(out, "wrote remote.yaml: device "+defaultDevice) || !strings.Contains(out, "simulated "+defaultDevice) {
+		t.Errorf("output: %s", out)
+	}
+	p, err := devices.ParseProfileFile(filepath.Join(dir, "remote.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := devices.LoadProfile(defaultDevice)
+	a, _ := p.Device()
+	b, _ := want.Device()
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("written profile differs from the agent's device:\n%+v\n%+v", a, b)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target", target, "--token", token, "--model", "x.gguf"}, "--model"},
+		{[]string{"--target", target, "--token", token, "--from-run", "x.csv"}, "--from-run"},
+		{[]string{"--token", token, "--model", "x.gguf"}, "--token applies only with --target"},
+		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong token"},
+	} {
+		_, _, err := runCLIErr(t, dir, append([]string{"calibrate", "--out", "x.yaml"}, bad.args...)...)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
+		}
 	}
 }
