@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/lessim/lessim/devices"
@@ -16,7 +17,7 @@ import (
 
 // DefaultCheckSpec is the run `lessim agent check` asks for unless told
 // otherwise: short, with the fields every engine's spec has.
-const DefaultCheckSpec = `{"policy": "les", "cache": "25%", "tokens": 16}`
+const DefaultCheckSpec = `{"policy": {"name": "les"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 16}}}`
 
 // CheckOptions configure a conformance check.
 type CheckOptions struct {
@@ -722,6 +723,9 @@ func (k *checker) disconnect(ctx context.Context) (string, error) {
 }
 
 func (k *checker) calibrate(ctx context.Context) (string, error) {
+	if !slices.Contains(k.welcome.Capabilities, CapCalibrate) {
+		return "", skipError(fmt.Sprintf("the agent does not announce %s (capabilities %v)", CapCalibrate, k.welcome.Capabilities))
+	}
 	c, err := k.dial(ctx)
 	if err != nil {
 		return "", err

@@ -134,7 +134,7 @@ func (cc *conn) handshake() error {
 	}
 	w := Welcome{
 		ProtocolVersion: ProtocolVersion, Agent: cc.s.Agent, Device: cc.s.Engine.Facts(), Limits: cc.lim.wire(),
-		Capabilities: []string{CapLoadModel, CapCalibrate, CapRun, CapCancel},
+		Capabilities: capabilities(cc.s.Engine),
 	}
 	if err := cc.send(TypeWelcome, m.ID, w); err != nil {
 		return err

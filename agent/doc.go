@@ -35,7 +35,11 @@
 //
 // # Engines
 //
-// Engine is the device side's inference engine. SimEngine serves lessim's
-// simulator (results equal `lessim simulate`); the llama.cpp live engine
-// plugs into the same interface.
+// Engine is the device side's inference engine. A run's spec is an
+// experiment.Spec in JSON, read under the agent's rules (the agent's own
+// device, synthetic traces only, the loaded model by default; see
+// docs/agent-protocol.md). SimEngine serves lessim's simulator (results
+// equal `lessim simulate --format json` for the same spec); LiveEngine
+// (build tags llamacpp and linux) serves llama.cpp on this machine through
+// runtime/live. An engine that serves fewer requests implements Capable.
 package agent

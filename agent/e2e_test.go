@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/lessim/lessim/devices"
-	"github.com/lessim/lessim/sim"
 )
 
 // TestRunMatchesLocal: a run through the agent gives exactly the Result of
@@ -34,10 +33,11 @@ func TestRunMatchesLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	local, err := sim.Run(r.cfg, r.steps, r.pol)
+	out, err := r.Run()
 	if err != nil {
 		t.Fatal(err)
 	}
+	local := out.Result
 	series := local.Series
 	local.Series = nil
 	if !reflect.DeepEqual(res, local) {
@@ -74,7 +74,7 @@ func TestLoadModelAndCalibrate(t *testing.T) {
 	if err := c.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Run(ctx, json.RawMessage(`{"tokens": 4}`), nil); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no model") {
+	if _, err := c.Run(ctx, json.RawMessage(`{"trace": {"synthetic": {"tokens": 4}}}`), nil); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "no model") {
 		t.Fatalf("run without a model: %v", err)
 	}
 	info, err := c.LoadModel(ctx, "qwen3-30b-a3b")
@@ -87,7 +87,7 @@ func TestLoadModelAndCalibrate(t *testing.T) {
 	if _, err := c.LoadModel(ctx, "/etc/passwd"); !errors.Is(err, ErrRefused) {
 		t.Errorf("loading a path: %v", err)
 	}
-	res, err := c.Run(ctx, json.RawMessage(`{"tokens": 4}`), nil)
+	res, err := c.Run(ctx, json.RawMessage(`{"trace": {"synthetic": {"tokens": 4}}}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestLoadModelAndCalibrate(t *testing.T) {
 	if _, err := c.Calibrate(ctx, json.RawMessage(`{"read_sizes": [1]}`)); !errors.Is(err, ErrRefused) {
 		t.Errorf("calibrate with options the engine does not take: %v", err)
 	}
-	if _, err := c.Run(ctx, json.RawMessage(`{"tokens": 4, "trace": "/etc/passwd"}`), nil); !errors.Is(err, ErrRefused) {
+	if _, err := c.Run(ctx, json.RawMessage(`{"trace": {"path": "/etc/passwd"}}`), nil); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "nothing but its engine") {
 		t.Errorf("a spec naming a file: %v", err)
 	}
 	if err := c.Ping(ctx); err != nil {
@@ -194,7 +194,7 @@ func TestBusy(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("first run: %v", err)
 	}
-	if _, err := c2.Run(ctx, json.RawMessage(`{"model": "qwen3-30b-a3b", "tokens": 2}`), nil); err != nil {
+	if _, err := c2.Run(ctx, json.RawMessage(`{"model": {"name": "qwen3-30b-a3b"}, "trace": {"synthetic": {"tokens": 2}}}`), nil); err != nil {
 		t.Fatalf("after the first run: %v", err)
 	}
 }
@@ -279,7 +279,7 @@ func TestDisconnectMidRun(t *testing.T) {
 		t.Errorf("run not cancelled: %+v", st)
 	}
 	settle(t, base)
-	if _, _, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(`{"model": "qwen3-30b-a3b", "tokens": 2}`), nil); err != nil {
+	if _, _, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(`{"model": {"name": "qwen3-30b-a3b"}, "trace": {"synthetic": {"tokens": 2}}}`), nil); err != nil {
 		t.Fatalf("next run: %v", err)
 	}
 }

@@ -28,6 +28,21 @@ type Engine interface {
 	Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error)
 }
 
+// Capable is an Engine that serves fewer than all requests: the agent
+// announces Capabilities in its welcome instead of all four (an engine
+// must still answer a request it does not serve, with an error).
+type Capable interface {
+	Capabilities() []string
+}
+
+// capabilities are what the agent announces for e.
+func capabilities(e Engine) []string {
+	if c, ok := e.(Capable); ok {
+		return c.Capabilities()
+	}
+	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel}
+}
+
 // ErrInvalidSpec marks an engine error caused by the request itself (a spec,
 // model name or option the engine refuses): wrap it so the client sees code
 // invalid_spec rather than engine.

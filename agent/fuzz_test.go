@@ -17,7 +17,7 @@ import (
 // the body is allocated). A decoded message survives a write/read round trip.
 func FuzzReadFrame(f *testing.F) {
 	for _, s := range []string{`{"type":"hello","id":0,"payload":{"protocol_version":1,"token":"x","client":"y"}}`,
-		`{"type":"run","id":9,"payload":{"spec":{"tokens":4}}}`, `{"type":"ping","id":1}`, `[]`, ``, `{"type":"nope"}`} {
+		`{"type":"run","id":9,"payload":{"spec":{"trace":{"synthetic":{"tokens":4}}}}}`, `{"type":"ping","id":1}`, `[]`, ``, `{"type":"nope"}`} {
 		f.Add(rawFrame(s))
 	}
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, '{'})
@@ -58,7 +58,7 @@ func FuzzReadFrame(f *testing.F) {
 func FuzzServeConn(f *testing.F) {
 	f.Add(false, rawFrame(`{"type":"ping","id":1}`))
 	f.Add(true, rawFrame(`{"type":"ping","id":1}`))
-	f.Add(true, rawFrame(`{"type":"run","id":2,"payload":{"spec":{"model":"qwen3-30b-a3b","tokens":1}}}`))
+	f.Add(true, rawFrame(`{"type":"run","id":2,"payload":{"spec":{"model":{"name":"qwen3-30b-a3b"},"trace":{"synthetic":{"tokens":1}}}}}`))
 	f.Add(true, rawFrame(`{"type":"load_model","id":2,"payload":{"model":"qwen3-30b-a3b"}}`))
 	f.Add(true, rawFrame(`{"type":"calibrate","id":2,"payload":{}}`))
 	f.Add(true, rawFrame(`{"type":"cancel","id":2}`))

@@ -12,7 +12,8 @@ import (
 )
 
 // testSpec is a small run: 24 passes of the Qwen3 model on the simulated phone.
-const testSpec = `{"model": "qwen3-30b-a3b", "policy": "les", "cache": "25%", "tokens": 24, "seed": 3}`
+const testSpec = `{"model": {"name": "qwen3-30b-a3b"}, "policy": {"name": "les"}, "cache": {"size": "25%"},
+	"trace": {"synthetic": {"tokens": 24, "seed": 3}}}`
 
 // newTestEngine returns a SimEngine simulating the iPhone 17 Pro Max.
 func newTestEngine(t testing.TB, playback float64) *SimEngine {

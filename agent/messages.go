@@ -11,7 +11,7 @@ import (
 
 // ProtocolVersion is the version of docs/agent-protocol.md this package
 // speaks. Client and agent must agree exactly.
-const ProtocolVersion = 1
+const ProtocolVersion = 2
 
 // Message types. docs/agent-protocol.md gives each one's payload and who
 // sends it.

@@ -13,6 +13,12 @@ import (
 	"github.com/lessim/lessim/sim"
 )
 
+// splitModel reads a loaded model, NAME or NAME:VARIANT.
+func splitModel(model string) (name, variant string) {
+	name, variant, _ = strings.Cut(model, ":")
+	return name, variant
+}
+
 // SimEngine is an Engine that runs lessim's simulator: the device it
 // "is" is a device profile, a run is a simulation of a synthetic trace and
 // each decode pass of the result is streamed as a TokenSample. It is the
@@ -30,7 +36,7 @@ type SimEngine struct {
 	Playback float64
 
 	mu    sync.Mutex
-	model string // loaded model: the default of runs that name none
+	model string // loaded model, NAME or NAME:VARIANT: the default of runs that name none
 }
 
 var _ Engine = (*SimEngine)(nil)
@@ -71,7 +77,7 @@ func (e *SimEngine) LoadModel(ctx context.Context, model string) (ModelInfo, err
 		return ModelInfo{}, err
 	}
 	e.mu.Lock()
-	e.model = name
+	e.model = model
 	e.mu.Unlock()
 	return ModelInfo{Name: m.Name + " (" + m.Variant + ")", Arch: m.Arch, Layers: len(m.Layers), Experts: m.Experts, TopK: m.TopK,
 		TotalExpertBytes: m.TotalExpertBytes()}, nil
@@ -92,9 +98,10 @@ func (e *SimEngine) Calibrate(ctx context.Context, options json.RawMessage) ([]b
 	return e.profile.YAML()
 }
 
-// Run simulates spec (see simSpec for its fields), emits one sample per
-// decode pass (paced by Playback) and returns the Result without its
-// per-pass series (the samples carry it).
+// Run simulates spec, an experiment.Spec in JSON (see decodeSimSpec for
+// what an agent refuses), emits one sample per decode pass (paced by
+// Playback) and returns the Result of `lessim simulate` for that spec,
+// without its per-pass series (the samples carry it).
 func (e *SimEngine) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
 	e.mu.Lock()
 	model := e.model
@@ -106,10 +113,11 @@ func (e *SimEngine) Run(ctx context.Context, spec json.RawMessage, emit func(Tok
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	res, err := sim.Run(r.cfg, r.steps, r.pol)
+	out, err := r.Run()
 	if err != nil {
 		return nil, err
 	}
+	res := out.Result
 	start := time.Now()
 	for i, p := range res.Series {
 		if err := e.pace(ctx, start, p.StartNS+p.TimeNS); err != nil {

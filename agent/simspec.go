@@ -2,187 +2,93 @@ package agent
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"math"
+	"reflect"
 
 	"github.com/lessim/lessim/devices"
-	"github.com/lessim/lessim/policies"
-	"github.com/lessim/lessim/sim"
-	"github.com/lessim/lessim/traces"
+	"github.com/lessim/lessim/experiment"
 )
 
-// This file is SimEngine's reading of an experiment spec: the only place that
-// knows its fields. When the shared experiment spec lands, replace simSpec and
-// build with the shared type and its orchestration; nothing else in the
-// package depends on them.
+// This file is SimEngine's reading of a run's spec: an experiment.Spec (the
+// spec `lessim simulate --spec` runs), resolved with experiment.Inputs under
+// the agent's rules.
 
-// MaxSimTokens bounds a SimEngine run's synthetic trace (memory grows with
-// tokens × layers × experts).
+// MaxSimTokens bounds a SimEngine run's synthetic trace, decode and prompt
+// tokens over all sequences (memory grows with tokens × layers × experts).
 const MaxSimTokens = 4096
 
-// simSpec is the experiment a SimEngine runs: a synthetic trace of a built-in
-// model through the simulator, with the flags of `lessim simulate` as JSON
-// fields (same names, underscores for dashes). Traces are never read from
-// files: an agent runs nothing but its engine.
-type simSpec struct {
-	Model         string   `json:"model"`   // built-in model; default: the loaded model
-	Variant       string   `json:"variant"` // quant variant; default: the model's default
-	Device        string   `json:"device"`  // must be empty or the engine's device
-	Policy        string   `json:"policy"`  // default les
-	Cache         string   `json:"cache"`   // bytes with a unit, a percentage, or auto (default)
-	Layout        string   `json:"layout"`  // default per-expert
-	CachedFirst   *bool    `json:"cached_first"`
-	Tokens        int      `json:"tokens"` // default 256
-	Seed          *uint64  `json:"seed"`   // default 1
-	SpecBlock     int      `json:"spec_block"`
-	SpecAccept    *float64 `json:"spec_accept"` // default 0.7
-	Context       int      `json:"context"`
-	TopN          int      `json:"top_n"`
-	Threshold     float64  `json:"threshold"`
-	MaxCandidates int      `json:"max_candidates"`
-	Depth         *int     `json:"depth"` // default 1
-	MaxInflight   string   `json:"max_inflight"`
-	NoPrefetch    bool     `json:"no_prefetch"`
-	PinFraction   float64  `json:"pin_fraction"`
-}
+// errNoFiles is what an agent answers a spec naming a file: an agent runs
+// nothing but its engine, so it reads no trace or profile a client names.
+var errNoFiles = errors.New("an agent runs nothing but its engine: it reads no files a client names (use a synthetic trace and the agent's own device)")
 
-// simRun is a decoded spec, ready to run.
-type simRun struct {
-	cfg   sim.Config
-	steps []traces.Step
-	pol   sim.Policy
-}
-
-// decodeSimSpec reads and resolves a spec for a SimEngine simulating dev
-// with model as its loaded model. Errors wrap ErrInvalidSpec.
-func decodeSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*simRun, error) {
-	var s simSpec
-	if err := decodeStrict(raw, &s); err != nil {
-		return nil, fmt.Errorf("%w: spec: %v", ErrInvalidSpec, err)
-	}
-	r, err := s.build(dev, model)
+// decodeSimSpec reads raw as an experiment.Spec for a SimEngine simulating
+// dev with model as its loaded model ("" = none), and resolves it. A spec
+// without "model" runs the loaded model; one without "device" runs dev, and
+// one naming a device must name dev. Errors wrap ErrInvalidSpec.
+func decodeSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*experiment.Plan, error) {
+	p, err := resolveSimSpec(raw, dev, model)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 	}
-	return r, nil
+	return p, nil
 }
 
-func (s *simSpec) defaults(model string) {
-	if s.Model == "" {
-		s.Model = model
+func resolveSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*experiment.Plan, error) {
+	s, err := agentSpec(raw, dev.Name, model)
+	if err != nil {
+		return nil, err
 	}
-	if s.Policy == "" {
-		s.Policy = "les"
+	if s.Trace.Path != "" || s.Device.File != "" {
+		return nil, errNoFiles
 	}
-	if s.Cache == "" {
-		s.Cache = "auto"
+	if y := s.Trace.Synthetic; y != nil && int64(y.Tokens+y.PromptTokens)*int64(max(y.Sequences, 1)) > MaxSimTokens {
+		return nil, fmt.Errorf("trace.synthetic: %d tokens (with the prompt) × %d sequences: an agent runs at most %d", y.Tokens+y.PromptTokens, max(y.Sequences, 1), MaxSimTokens)
 	}
-	if s.Layout == "" {
-		s.Layout = string(sim.LayoutPerExpert)
+	if d := s.Device; d.Profile != nil && !reflect.DeepEqual(d.Profile, dev) {
+		return nil, fmt.Errorf("device: the spec carries a profile of %s that is not this agent's (%s): an agent runs only its own device", d.Profile.Name, dev.Name)
 	}
-	if s.CachedFirst == nil {
-		s.CachedFirst = ptr(true)
+	if d := s.Device; d.Profile == nil && d.Name != dev.Name {
+		return nil, fmt.Errorf("device: this agent simulates %s; the spec asks for %s", dev.Name, d.Name)
 	}
-	if s.Tokens == 0 {
-		s.Tokens = 256
+	in := experiment.Inputs{
+		ReadTrace:  func(string) (*experiment.LoadedTrace, error) { return nil, errNoFiles },
+		LoadDevice: func(string, string) (*devices.Device, error) { return dev, nil },
 	}
-	if s.Seed == nil {
-		s.Seed = ptr(uint64(1))
+	p, err := in.Resolve(s)
+	if err != nil {
+		return nil, err
 	}
-	if s.SpecBlock == 0 {
-		s.SpecBlock = 1
-	}
-	if s.SpecAccept == nil {
-		s.SpecAccept = ptr(0.7)
-	}
-	if s.Depth == nil {
-		s.Depth = ptr(1)
-	}
-	if s.MaxInflight == "" {
-		s.MaxInflight = "0"
-	}
+	p.Config.KeepSeries = true
+	return p, nil
 }
 
-// build mirrors `lessim simulate` on a synthetic trace, so a remote run and a
-// local one give the same Result.
-func (s *simSpec) build(dev *devices.Device, model string) (*simRun, error) {
-	s.defaults(model)
-	if s.Device != "" && s.Device != dev.Name {
-		return nil, fmt.Errorf("this agent simulates %s; the spec asks for %s", dev.Name, s.Device)
+// agentSpec parses raw as experiment.Parse does, except that an absent
+// model is the loaded model and an absent device the agent's.
+func agentSpec(raw json.RawMessage, device, model string) (experiment.Spec, error) {
+	s, err := experiment.Parse(raw)
+	if err != nil {
+		return s, err
 	}
-	if s.Model == "" {
-		return nil, fmt.Errorf("no model: name one in the spec or load one first")
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &top); err != nil {
+		return s, err
 	}
-	if s.Tokens < 1 || s.Tokens > MaxSimTokens {
-		return nil, fmt.Errorf("tokens %d: want 1 to %d", s.Tokens, MaxSimTokens)
-	}
-	if *s.Depth < 0 || *s.Depth > 8 || s.SpecBlock < 1 || s.SpecBlock > 64 || s.Context < 0 || s.TopN < 0 || s.MaxCandidates < 0 {
-		return nil, fmt.Errorf("depth (0-8), spec_block (1-64), context, top_n and max_candidates (>= 0) out of range")
-	}
-	for _, f := range []float64{*s.SpecAccept, s.Threshold, s.PinFraction} {
-		if math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > 1 {
-			return nil, fmt.Errorf("spec_accept, threshold and pin_fraction must be in [0,1]")
+	if inner, ok := top["spec"]; ok {
+		top = nil
+		if err := json.Unmarshal(inner, &top); err != nil {
+			return s, err
 		}
 	}
-	layout, err := sim.ParseLayout(s.Layout)
-	if err != nil {
-		return nil, err
+	if _, ok := top["device"]; !ok {
+		s.Device = experiment.Device{Name: device}
 	}
-	m, err := devices.LookupModel(s.Model, s.Variant)
-	if err != nil {
-		return nil, err
+	if _, ok := top["model"]; !ok && s.Trace.Path == "" {
+		if model == "" {
+			return s, errors.New("no model: name one in the spec or load one first")
+		}
+		name, variant := splitModel(model)
+		s.Model = &experiment.Model{Name: name, Variant: variant}
 	}
-	o := traces.DefaultSynthOptions()
-	o.Tokens, o.Seed = s.Tokens, *s.Seed
-	o.LookaheadDepth = max(o.LookaheadDepth, *s.Depth)
-	_, steps, err := traces.Synth(m, o)
-	if err != nil {
-		return nil, err
-	}
-	traces.IndexLookahead(steps, s.indexDepth(m), s.Threshold > 0)
-	ctxTokens := s.Context
-	if ctxTokens == 0 {
-		ctxTokens = s.Tokens // one synthetic sequence: positions 0..tokens-1
-	}
-	cache, err := sim.ResolveCache(s.Cache, m, dev, ctxTokens)
-	if err != nil {
-		return nil, err
-	}
-	maxInflight, err := devices.ParseSize(s.MaxInflight)
-	if err != nil && s.MaxInflight != "0" {
-		return nil, fmt.Errorf("max_inflight %q: %v", s.MaxInflight, err)
-	}
-	p := policies.DefaultParams(m)
-	p.Trace = steps
-	p.TopN, p.Threshold, p.MaxCandidates, p.Depth = s.TopN, s.Threshold, s.MaxCandidates, *s.Depth
-	p.MaxInflightBytes, p.PinFraction, p.Prefetch = maxInflight, s.PinFraction, !s.NoPrefetch
-	pol, err := policies.New(s.Policy, p)
-	if err != nil {
-		return nil, err
-	}
-	cfg := sim.Config{
-		Model: m, Device: dev, CacheBytes: cache, Layout: layout, CachedFirst: *s.CachedFirst,
-		SpecBlock: s.SpecBlock, SpecAccept: *s.SpecAccept, Seed: *s.Seed, ContextTokens: s.Context,
-		KeepSeries: true,
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, err
-	}
-	return &simRun{cfg: cfg, steps: steps, pol: pol}, nil
+	return s, nil
 }
-
-// indexDepth is how many candidates per lookahead vector les asks for (as
-// in `lessim simulate`).
-func (s *simSpec) indexDepth(m *devices.ModelSpec) int {
-	switch {
-	case s.Threshold > 0 && s.MaxCandidates > 0:
-		return s.MaxCandidates
-	case s.Threshold > 0:
-		return 2 * m.TopK
-	case s.TopN > 0:
-		return s.TopN
-	}
-	return m.TopK
-}
-
-func ptr[T any](v T) *T { return &v }

@@ -42,10 +42,13 @@ func newAgentCmd() *cobra.Command {
 128-bit token (or uses $` + tokenEnv + `); every connection must present it.
 It listens on loopback unless --allow-remote.
 
-The engine served today is lessim's simulator (SimEngine): a run simulates a
-synthetic trace of a built-in model on the --device profile, streams one
-measurement per decode pass (paced by --playback) and returns the same Result
-as 'lessim simulate'. The llama.cpp live engine plugs into the same place.`,
+A run's spec is an experiment spec (docs/experiment-spec.md) on the agent's
+own device with a synthetic trace. With a built-in --model (or none) the
+engine is lessim's simulator: a run simulates the spec on the --device
+profile, streams one measurement per decode pass (paced by --playback) and
+returns the same Result as 'lessim simulate'. With --model FILE.gguf (a
+llama.cpp build) the engine is the live engine: a run decodes the model with
+the spec's policy and cache and streams each token's measurement.`,
 		Example: `  lessim agent --listen 127.0.0.1:7070 --model qwen3-30b-a3b
   lessim agent check tcp://127.0.0.1:7070 --token 0123…`,
 		Args: cobra.NoArgs,

@@ -135,7 +135,8 @@ func TestAgentProcess(t *testing.T) {
 	p := startAgentProcess(t, "--model", "qwen3-30b-a3b", "--playback", "10")
 	target := "tcp://" + p.addr
 
-	spec := `{"model": "qwen3-30b-a3b", "policy": "lru", "cache": "40%", "tokens": 40, "seed": 2}`
+	spec := `{"model": {"name": "qwen3-30b-a3b"}, "policy": {"name": "lru"}, "cache": {"size": "40%"},
+		"trace": {"synthetic": {"tokens": 40, "seed": 2}}}`
 	res, facts, err := agent.RunRemote(context.Background(), target, p.token, json.RawMessage(spec), nil)
 	if err != nil {
 		t.Fatal(err)

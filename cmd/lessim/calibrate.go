@@ -20,11 +20,12 @@ var hostOnly = []string{"model", "lanes", "sizes", "samples", "reads", "tokens",
 func newCalibrateCmd() *cobra.Command {
 	var f fromRunFlags
 	var h hostFlags
+	var r remoteFlags
 	cmd := &cobra.Command{
 		Use:   "calibrate",
 		Short: "Write a device profile: measured on this machine, or fitted to a measured run",
 		Long: `calibrate writes a device profile (the YAML schema of devices/profiles) for
-simulate --device-file, in one of two ways.
+simulate --device-file, in one of three ways.
 
 With --model it measures this machine (needs the llama.cpp build): random O_DIRECT read
 throughput of the model's file system by read size and lanes, page size, read-ahead,
@@ -37,13 +38,23 @@ With --from-run it fits a profile's compute and load-cost parameters (and a scal
 flash bandwidth) to a measured run whose routing is known: the run's per-token times, its
 trace, and the profile to start from. It prints each fitted value with its standard
 error, what the run could not identify, the per-token residuals, and draws measured vs
-predicted per-token time.`,
+predicted per-token time.
+
+With --target tcp://HOST:PORT or usb://UDID:PORT (and --token) a device agent calibrates
+its own device; the profile it returns is checked and written to --out.`,
 		Example: `  lessim calibrate --model tiny.gguf --out host.yaml
+  lessim calibrate --target tcp://127.0.0.1:7070 --token 0123… --out remote.yaml
   lessim calibrate --from-run qwen.metrics.csv --trace qwen.parquet --device ufs4-phone-12gb --out my-phone.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.out == "" {
 				return errors.New("calibrate needs --out (the profile to write)")
+			}
+			if r.target != "" {
+				return calibrateRemote(cmd, &r, f.out)
+			}
+			if r.token != "" {
+				return errTokenAlone
 			}
 			if f.run != "" {
 				if err := refuseFlags(cmd, hostOnly, "with --from-run (they measure this machine)"); err != nil {
@@ -70,6 +81,8 @@ predicted per-token time.`,
 	fl.IntVar(&h.tokens, "tokens", 16, "decoded tokens per model shape")
 	fl.BoolVar(&h.quiet, "quiet", false, "no progress lines")
 	addFromRunFlags(cmd, &f)
+	fl.StringVar(&r.target, "target", "", "calibrate a device agent instead: tcp://HOST:PORT or usb://UDID:PORT (the agent measures its device)")
+	fl.StringVar(&r.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 	return cmd
 }
 

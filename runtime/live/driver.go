@@ -329,6 +329,11 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 		if d.opt.KeepSeries {
 			series = append(series, ts)
 		}
+		if d.opt.OnToken != nil {
+			if err := d.opt.OnToken(ts); err != nil {
+				return nil, nil, err
+			}
+		}
 	}
 	if d.lanes != nil { // loads still in flight complete (and count, as the simulator counts reads issued) before the books close
 		for d.io.Wait(true) {

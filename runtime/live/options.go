@@ -28,6 +28,10 @@ type Options struct {
 	Stock bool
 	// KeepSeries records one TokenSample per decode token.
 	KeepSeries bool
+	// OnToken, when set, is called with each decode token's sample as soon
+	// as it is measured (outside the token's timing); an error from it ends
+	// the run with that error.
+	OnToken func(TokenSample) error
 }
 
 // DefaultPrompt is the text prefilled when Options.Prompt is empty.

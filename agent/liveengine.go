@@ -1,0 +1,215 @@
+//go:build llamacpp && linux
+
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/runtime/live"
+	"github.com/lessim/lessim/runtime/record"
+	"github.com/lessim/lessim/sim"
+)
+
+// MaxLiveTokens bounds a LiveEngine run's decode tokens.
+const MaxLiveTokens = 4096
+
+// LiveEngine is an Engine that runs llama.cpp on this machine (runtime/live)
+// with the GGUF model it was started with: a run decodes greedily while the
+// spec's policy manages an expert cache, and returns the measured Result.
+// It does not calibrate (run `lessim calibrate` on the machine instead), so
+// it does not announce the calibrate capability.
+type LiveEngine struct {
+	path    string
+	model   *devices.ModelSpec
+	version string
+	facts   DeviceFacts
+
+	// Threads and Lanes are live.Options' compute threads and I/O lanes
+	// (0 = live's defaults: 1 thread, 2 lanes).
+	Threads, Lanes int
+}
+
+var _ Engine = (*LiveEngine)(nil)
+
+// NewLiveEngine returns a live engine serving the GGUF at path (checked
+// now: a MoE model llama.cpp supports), reporting version as its engine
+// version.
+func NewLiveEngine(path, version string) (*LiveEngine, error) {
+	mc, err := record.CheckModel(path)
+	if err != nil {
+		return nil, err
+	}
+	mc.File.Close()
+	return &LiveEngine{path: path, model: mc.Spec, version: version, facts: hostFacts(version)}, nil
+}
+
+// hostFacts describes this machine.
+func hostFacts(version string) DeviceFacts {
+	host, err := os.Hostname()
+	if err != nil || host == "" {
+		host = "unknown host"
+	}
+	osName := runtime.GOOS
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		osName += " " + strings.TrimSpace(string(b))
+	}
+	var si syscall.Sysinfo_t
+	var ram int64
+	if syscall.Sysinfo(&si) == nil {
+		ram = int64(si.Totalram) * int64(si.Unit)
+	}
+	return DeviceFacts{
+		Kind: KindMeasured, Model: clip(host, 200), OS: clip(osName, 200),
+		CPU:   fmt.Sprintf("%s, %d logical CPUs", runtime.GOARCH, runtime.NumCPU()),
+		Cores: runtime.NumCPU(), RAMBytes: ram, PageBytes: int64(os.Getpagesize()),
+		Engine: "llama.cpp (lessim live)", EngineVersion: version,
+	}
+}
+
+// Capabilities are the requests the live engine serves (no calibrate).
+func (e *LiveEngine) Capabilities() []string {
+	return []string{CapLoadModel, CapRun, CapCancel}
+}
+
+// Facts describes this machine.
+func (e *LiveEngine) Facts() DeviceFacts { return e.facts }
+
+// LoadModel accepts only the model the engine was started with, by its file
+// name or its model name: an agent loads nothing a client names.
+func (e *LiveEngine) LoadModel(ctx context.Context, model string) (ModelInfo, error) {
+	if model != filepath.Base(e.path) && model != e.model.Name {
+		return ModelInfo{}, fmt.Errorf("%w: this agent serves %s (%s) only", ErrInvalidSpec, filepath.Base(e.path), e.model.Name)
+	}
+	if err := ctx.Err(); err != nil {
+		return ModelInfo{}, err
+	}
+	m := e.model
+	var size int64
+	if st, err := os.Stat(e.path); err == nil {
+		size = st.Size()
+	}
+	return ModelInfo{Name: m.Name, Arch: m.Arch, Layers: len(m.Layers), Experts: m.Experts, TopK: m.TopK,
+		TotalExpertBytes: m.TotalExpertBytes(), FileBytes: size}, nil
+}
+
+// errNoCalibrate is the live engine's answer to calibrate.
+var errNoCalibrate = errors.New("calibrate is not supported by this agent (the live engine): run `lessim calibrate --model FILE.gguf` on the machine")
+
+// Calibrate is not supported.
+func (e *LiveEngine) Calibrate(context.Context, json.RawMessage) ([]byte, error) {
+	return nil, errNoCalibrate
+}
+
+// Run decodes the spec's tokens (see liveOptions for what it reads), emits
+// one sample per decode token as it is measured (start_ns is the sum of the
+// tokens' times before it: the residency sweep between tokens is outside
+// them) and returns the measured Result.
+func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
+	o, warn, err := e.liveOptions(spec)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+	}
+	var start int64
+	o.OnToken = func(s live.TokenSample) error {
+		t := TokenSample{Pass: int64(s.Token), Tokens: 1, StartNS: start, TimeNS: s.WallNS, StallNS: s.StallNS,
+			ReadBytes: ptr(s.BytesRead), Reads: ptr(s.Reads), Hits: ptr(s.Hits), Misses: ptr(s.Misses), ResidentBytes: ptr(s.ResidentBytes)}
+		if o.Stock {
+			t.ReadBytes, t.Reads = nil, nil // page faults: no reads issued
+		}
+		start += s.WallNS
+		return emit(t)
+	}
+	res, _, err := live.Run(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	res.Warnings = append(res.Warnings, warn...)
+	return res, nil
+}
+
+// liveOptions reads an experiment.Spec for this engine: the policy (and
+// les's depth and no_prefetch), the cache (a size or a percentage), the
+// layout (gguf-mmap = stock llama.cpp page faults) and the synthetic
+// trace's decode tokens. The device must be this machine's and the model
+// the engine's; a setting the engine cannot honour is refused; settings of
+// the routing model (the synthetic trace's skew, reuse, ...) do not apply,
+// the model routes, and are reported as a warning.
+func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, error) {
+	o := live.DefaultOptions()
+	o.Model, o.Threads, o.Lanes = e.path, max(e.Threads, 1), max(e.Lanes, 0)
+	o.EnsureDefaults()
+	s, err := agentSpec(raw, e.facts.Model, e.model.Name)
+	if err != nil {
+		return o, nil, err
+	}
+	if err := s.Validate(); err != nil {
+		return o, nil, err
+	}
+	var bad []string
+	refuse := func(cond bool, what string) {
+		if cond {
+			bad = append(bad, what)
+		}
+	}
+	refuse(s.Trace.Path != "" || s.Device.File != "", errNoFiles.Error())
+	refuse(s.Device.Profile != nil || s.Device.Name != e.facts.Model, "device: a live engine measures this machine ("+e.facts.Model+"); name it or leave device out")
+	refuse(s.Model != nil && (s.Model.Name != e.model.Name || s.Model.Variant != "" && s.Model.Variant != e.model.Variant), "model: this agent serves "+e.model.Name)
+	refuse(s.Predictor != nil, "predictor: the live engine routes with the model's own routers")
+	refuse(s.Speculative != nil || s.SpecFromTrace, "speculative decoding: not supported by the live engine")
+	refuse(s.Prefill, "prefill: the live engine prefills its prompt without measuring it")
+	refuse(s.ContextTokens != 0, "context_tokens: the live engine's context is its prompt and tokens")
+	refuse(s.Policy.PinnedHot != nil, "policy.pinned_hot: not supported by the live engine")
+	if l := s.Policy.LES; l != nil {
+		refuse(l.TopN != 0 || l.Threshold != 0 || l.MaxCandidates != 0 || l.MaxInflightBytes != 0, "policy.les: the live engine takes only depth and no_prefetch")
+		if l.Depth > 0 {
+			o.Depth, o.Prefetch = l.Depth, true
+		}
+		if l.NoPrefetch {
+			o.Depth, o.Prefetch = 0, false
+		}
+	}
+	switch s.Layout {
+	case string(sim.LayoutPerExpert):
+	case string(sim.LayoutGGUFMmap):
+		o.Stock = true
+	default:
+		bad = append(bad, "layout "+s.Layout+": the live engine runs per-expert (pread) or gguf-mmap (stock page faults)")
+	}
+	o.Policy = s.Policy.Name
+	switch c := s.Cache; {
+	case strings.TrimSpace(c.Size) == "auto":
+		bad = append(bad, "cache auto: a live engine takes a size or a percentage")
+	case c.Size != "":
+		if o.Cache, err = sim.ResolveCache(c.Size, e.model, nil, 0); err != nil {
+			bad = append(bad, err.Error())
+		}
+	default:
+		o.Cache = c.Bytes
+	}
+	if y := s.Trace.Synthetic; y != nil {
+		o.Tokens = y.Tokens
+	}
+	refuse(o.Tokens > MaxLiveTokens, fmt.Sprintf("tokens %d: a live agent runs at most %d", o.Tokens, MaxLiveTokens))
+	if len(bad) > 0 {
+		return o, nil, errors.New(strings.Join(bad, "; "))
+	}
+	if err := o.Validate(); err != nil {
+		return o, nil, err
+	}
+	var warn []string
+	if !s.CachedFirst {
+		warn = append(warn, "cached_first false: the live engine computes experts in llama.cpp's order either way")
+	}
+	return o, append(warn, "live engine: the spec's synthetic routing settings do not apply (the model routes); its decode tokens do"), nil
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/runtime/live"
+)
+
+// liveFlags are live's flags, shared by the llama.cpp build (local and
+// remote runs) and the build without it (remote runs only).
+type liveFlags struct {
+	o                     live.Options
+	cache, format, series string
+	noPrefetch            bool
+	target, token         string
+}
+
+const liveLong = `live decodes with llama.cpp on a GGUF Mixture-of-Experts model while the same policy
+value and cache books as simulate decide which experts are in RAM: at each layer's
+router the policy prefetches (pread on I/O lanes), at its top-k the misses load before
+the expert matmuls run, and victims are evicted from the page cache. It prints the
+same result as simulate, measured on this machine. --stock runs plain llama.cpp mmap
+(page faults, no prefetch) with expert pages capped at the cache by LRU eviction.
+
+With --target tcp://HOST:PORT or usb://UDID:PORT the run goes to a device agent
+(lessim agent, or an app speaking docs/agent-protocol.md) instead: the agent decodes
+its own model and the output records the device facts it reported. A remote run
+needs no llama.cpp in this build.`
+
+const liveExample = `  lessim live --model tiny.gguf --policy les --cache 25% --tokens 64
+  lessim live --model tiny.gguf --policy ondemand --cache 25% --stock
+  lessim live --model tiny.gguf --format json --series tokens.parquet
+  lessim live --target tcp://127.0.0.1:7070 --token 0123… --policy les --cache 25%`
+
+// addLiveFlags defines live's flags on cmd.
+func addLiveFlags(cmd *cobra.Command, f *liveFlags) {
+	f.o = live.DefaultOptions()
+	fl := cmd.Flags()
+	fl.StringVar(&f.o.Model, "model", "", "GGUF Mixture-of-Experts model (required without --target)")
+	fl.StringVar(&f.o.Policy, "policy", f.o.Policy, "cache policy (lessim policies)")
+	fl.StringVar(&f.cache, "cache", "25%", "expert cache: a size (256MiB) or a percentage of all expert bytes")
+	fl.IntVar(&f.o.Tokens, "tokens", f.o.Tokens, "decode tokens to generate and measure")
+	fl.StringVar(&f.o.Prompt, "prompt", "", "text to prefill before decoding (default: a fixed sentence)")
+	fl.IntVar(&f.o.Lanes, "lanes", f.o.Lanes, "I/O lanes issuing pread loads")
+	fl.IntVar(&f.o.Threads, "threads", f.o.Threads, "llama.cpp compute threads")
+	fl.IntVar(&f.o.Depth, "depth", 1, "les: layers of lookahead")
+	fl.BoolVar(&f.noPrefetch, "no-prefetch", false, "les: turn prefetch off (behaves as ondemand)")
+	fl.BoolVar(&f.o.Stock, "stock", false, "stock baseline: plain mmap page faults, no pread, no prefetch (policy ondemand)")
+	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
+	fl.StringVar(&f.target, "target", "", "run on a device agent: tcp://HOST:PORT or usb://UDID:PORT")
+	fl.StringVar(&f.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
+}

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/agent"
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/reports"
+	"github.com/lessim/lessim/sim"
+)
+
+// liveRemoteOutput is the JSON shape of live --target: where it ran, the
+// device facts the agent reported, the spec sent and the measured Result.
+type liveRemoteOutput struct {
+	Target string            `json:"target"`
+	Device agent.DeviceFacts `json:"device"`
+	Spec   experiment.Spec   `json:"spec"`
+	Result *sim.Result       `json:"result"`
+}
+
+// liveLocalOnly are flags a remote run cannot carry: the agent decides them.
+var liveLocalOnly = []string{"model", "prompt", "lanes", "threads", "series"}
+
+// remoteLiveSpec is the experiment spec of live's flags for an agent: the
+// agent's own device and model, a synthetic trace of --tokens decode tokens.
+func remoteLiveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
+	for _, name := range liveLocalOnly {
+		if cmd.Flags().Changed(name) {
+			return experiment.Spec{}, fmt.Errorf("--%s does not apply with --target: the agent runs its own model and engine settings", name)
+		}
+	}
+	syn := experiment.DefaultSynthetic()
+	syn.Tokens = f.o.Tokens
+	s := experiment.Spec{
+		Version: experiment.Version, Trace: experiment.Trace{Synthetic: &syn},
+		Policy: experiment.Policy{Name: f.o.Policy}, Cache: experiment.Cache{Size: f.cache},
+		Layout: string(sim.LayoutPerExpert), CachedFirst: true,
+	}
+	if f.o.Stock {
+		s.Layout = string(sim.LayoutGGUFMmap)
+	}
+	changed := cmd.Flags().Changed
+	if changed("depth") || f.noPrefetch {
+		if f.o.Policy != "les" {
+			return experiment.Spec{}, fmt.Errorf("--depth and --no-prefetch are settings of les, not of %s", f.o.Policy)
+		}
+		s.Policy.LES = &experiment.LES{Depth: f.o.Depth, NoPrefetch: f.noPrefetch}
+		if f.noPrefetch {
+			s.Policy.LES.Depth = 0
+		}
+		// As simulate: a simulator agent's synthetic trace carries the
+		// lookahead les asks for (a live agent's model routes).
+		syn.LookaheadDepth = max(syn.LookaheadDepth, s.Policy.LES.Depth)
+	}
+	return s, nil
+}
+
+// runLiveRemote runs live's flags on the agent at f.target and prints the
+// result with the device facts the agent reported.
+func runLiveRemote(cmd *cobra.Command, f *liveFlags) error {
+	if _, err := agent.ParseTarget(f.target); err != nil {
+		return err
+	}
+	token, err := clientToken(f.token)
+	if err != nil {
+		return err
+	}
+	s, err := remoteLiveSpec(cmd, f)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	// NB: model and device stay absent on the wire: the agent's own.
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return err
+	}
+	delete(m, "device")
+	delete(m, "model")
+	if raw, err = json.Marshal(m); err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	res, facts, err := agent.RunRemote(ctx, f.target, token, raw, nil)
+	if err != nil {
+		return err
+	}
+	s.Device = experiment.Device{Name: facts.Model}
+	out := cmd.OutOrStdout()
+	if f.format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(liveRemoteOutput{Target: f.target, Device: facts, Spec: s, Result: res})
+	}
+	mode, tokens := "pread (per-expert)", fmt.Sprintf("%d decode tokens (greedy, the agent's prompt)", f.o.Tokens)
+	if f.o.Stock {
+		mode = "stock mmap (page faults)"
+	}
+	if facts.Kind == agent.KindSimulated {
+		mode, tokens = s.Layout, fmt.Sprintf("%d decode tokens of a synthetic trace (seed %d)", f.o.Tokens, s.Trace.Synthetic.Seed)
+	}
+	h := reports.Header{
+		{"target", f.target},
+		{"device", fmt.Sprintf("%s %s (%s; %s; %s RAM)", facts.Kind, facts.Model, facts.OS, facts.CPU, sim.FormatBytes(facts.RAMBytes))},
+		{"engine", facts.Engine + " " + facts.EngineVersion},
+		{"model", res.Model},
+		{"policy", res.Policy},
+		{"cache", fmt.Sprintf("%s (%s)", f.cache, sim.FormatBytes(res.CacheBytes))},
+		{"layout", mode},
+		{"tokens", tokens},
+	}
+	return reports.WriteResult(out, h, res)
+}
+
+// checkLiveFormat refuses an unknown --format.
+func checkLiveFormat(format string) error {
+	if !slices.Contains([]string{"text", "json"}, format) {
+		return fmt.Errorf("unknown format %q (valid: json, text)", format)
+	}
+	return nil
+}

@@ -1,0 +1,149 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/agent"
+	"github.com/lessim/lessim/devices"
+)
+
+// startInProcessAgent serves the simulator of the default device with
+// model loaded on a loopback port until the test ends.
+func startInProcessAgent(t *testing.T, model string) (target, token string) {
+	t.Helper()
+	p, err := devices.LoadProfile(defaultDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := agent.NewSimEngine(p, version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := eng.LoadModel(context.Background(), model); err != nil {
+		t.Fatal(err)
+	}
+	if token, err = agent.NewToken(); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := agent.Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	srv := &agent.Server{Engine: eng, Token: token, Agent: "lessim test"}
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "tcp://" + ln.Addr().String(), token
+}
+
+// TestLiveTarget: live --target runs on the agent; the result equals
+// `lessim simulate` of the same settings on the agent's device and model
+// byte for byte, and the output records the device facts the agent
+// reported. Flags the agent decides are refused; a wrong token is an auth
+// error.
+func TestLiveTarget(t *testing.T) {
+	target, token := startInProcessAgent(t, "qwen3-30b-a3b")
+	out := runCLI(t, "", "live", "--target", target, "--token", token, "--policy", "les", "--cache", "40%", "--tokens", "30",
+		"--depth", "2", "--format", "json")
+	var got struct {
+		Target string            `json:"target"`
+		Device agent.DeviceFacts `json:"device"`
+		Spec   json.RawMessage   `json:"spec"`
+		Result json.RawMessage   `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if got.Target != target || got.Device.Kind != agent.KindSimulated || got.Device.Model != defaultDevice || got.Device.Engine != "lessim-sim" {
+		t.Errorf("target %q, device %+v", got.Target, got.Device)
+	}
+	local := runCLI(t, "", "simulate", "--model", "qwen3-30b-a3b", "--policy", "les", "--cache", "40%", "--tokens", "30",
+		"--depth", "2", "--format", "json")
+	var want struct {
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(local), &want); err != nil {
+		t.Fatal(err)
+	}
+	if string(got.Result) != string(want.Result) {
+		t.Fatalf("live --target result differs from simulate:\n%s\n%s", got.Result, want.Result)
+	}
+
+	txt := runCLI(t, "", "live", "--target", target, "--token", token, "--policy", "lru", "--cache", "25%", "--tokens", "8")
+	for _, w := range []string{"target", target, "simulated " + defaultDevice, "lessim-sim", "8 tokens in 8 passes"} {
+		if !strings.Contains(txt, w) {
+			t.Errorf("text output lacks %q:\n%s", w, txt)
+		}
+	}
+
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--token", token, "--model", "x.gguf"}, "--model does not apply with --target"},
+		{[]string{"--token", token, "--policy", "lru", "--depth", "2"}, "settings of les"},
+		{[]string{"--token", strings.Repeat("0", 32)}, "wrong token"},
+		{[]string{"--token", token, "--cache", "auto"}, ""},
+	} {
+		_, _, err := runCLIErr(t, ".", append([]string{"live", "--target", target, "--tokens", "4"}, bad.args...)...)
+		if bad.want == "" {
+			if err != nil {
+				t.Errorf("%v: %v", bad.args, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
+		}
+	}
+	if _, _, err := runCLIErr(t, ".", "live", "--target", "ftp://x", "--token", token); err == nil {
+		t.Error("a bad target scheme was accepted")
+	}
+}
+
+// TestCalibrateTarget: calibrate --target writes the profile the agent
+// returns (the simulator agent's: its device's profile), checked; flags of
+// the other modes and --token alone are refused.
+func TestCalibrateTarget(t *testing.T) {
+	target, token := startInProcessAgent(t, "qwen3-30b-a3b")
+	dir := t.TempDir()
+	out := runCLI(t, dir, "calibrate", "--target", target, "--token", token, "--out", "remote.yaml")
+	if !strings.HasPrefix(out, "wrote remote.yaml: device "+defaultDevice) || !strings.Contains(out, "simulated "+defaultDevice) {
+		t.Errorf("output: %s", out)
+	}
+	p, err := devices.ParseProfileFile(filepath.Join(dir, "remote.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := devices.LoadProfile(defaultDevice)
+	a, _ := p.Device()
+	b, _ := want.Device()
+	if !reflect.DeepEqual(a, b) {
+		t.Errorf("written profile differs from the agent's device:\n%+v\n%+v", a, b)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target", target, "--token", token, "--model", "x.gguf"}, "--model"},
+		{[]string{"--target", target, "--token", token, "--from-run", "x.csv"}, "--from-run"},
+		{[]string{"--token", token, "--model", "x.gguf"}, "--token applies only with --target"},
+		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong token"},
+	} {
+		_, _, err := runCLIErr(t, dir, append([]string{"calibrate", "--out", "x.yaml"}, bad.args...)...)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
+		}
+	}
+}
