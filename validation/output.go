@@ -33,6 +33,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 		if !r.Preserved {
 			verdict = "NOT preserved"
 		}
+		if r.Ties {
+			verdict += " (with equal speeds, ordered as given)"
+		}
 		fmt.Fprintf(w, "ranking at cache %s: predicted %s, measured %s: %s\n", r.Cache,
 			strings.Join(r.Predicted, " > "), strings.Join(r.Measured, " > "), verdict)
 	}

@@ -55,6 +55,10 @@ type Ranking struct {
 	Predicted []string `json:"predicted"`
 	Measured  []string `json:"measured"`
 	Preserved bool     `json:"preserved"`
+	// Ties are true when two policies' speeds are exactly equal (predicted
+	// or measured): their order is then the order the policies were given,
+	// so Preserved says less.
+	Ties bool `json:"ties"`
 }
 
 // Summary is the whole comparison.
@@ -151,6 +155,7 @@ func rankings(points []PointStats) []Ranking {
 		r := Ranking{Cache: c, Predicted: order(ps, func(p PointStats) float64 { return p.PredictedTPS }),
 			Measured: order(ps, func(p PointStats) float64 { return p.MeasuredTPS })}
 		r.Preserved = slices.Equal(r.Predicted, r.Measured)
+		r.Ties = tied(ps, func(p PointStats) float64 { return p.PredictedTPS }) || tied(ps, func(p PointStats) float64 { return p.MeasuredTPS })
 		out = append(out, r)
 	}
 	return out
@@ -164,4 +169,16 @@ func order(ps []PointStats, speed func(PointStats) float64) []string {
 		names[i] = p.Policy
 	}
 	return names
+}
+
+// tied reports whether two points have exactly the same speed.
+func tied(ps []PointStats, speed func(PointStats) float64) bool {
+	for i := range ps {
+		for j := range i {
+			if speed(ps[i]) == speed(ps[j]) {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -67,12 +67,20 @@ func TestSummarizeKnown(t *testing.T) {
 	if !slices.Equal(s.Rankings[1].Predicted, []string{"les", "lru"}) || !slices.Equal(s.Rankings[1].Measured, []string{"lru", "les"}) {
 		t.Errorf("ranking at 40%%: %+v", s.Rankings[1])
 	}
+	if s.Rankings[0].Ties || s.Rankings[1].Ties {
+		t.Errorf("no equal speeds, yet ties: %+v", s.Rankings)
+	}
 	// Fix the flip: every ranking holds.
 	pts := knownPoints()
 	pts[3].Measured = []*sim.Result{res(130, 0.4, 1, 2, sim.SourceMeasured)}
 	s, err = Summarize(pts)
 	if err != nil || !s.RankingPreserved {
 		t.Fatalf("all preserved: %v %+v", err, s)
+	}
+	// Equal predicted speeds are flagged.
+	pts[1].Predicted.TokensPerSec = pts[0].Predicted.TokensPerSec
+	if s, err = Summarize(pts); err != nil || !s.Rankings[0].Ties || s.Rankings[1].Ties {
+		t.Fatalf("ties: %v %+v", err, s.Rankings)
 	}
 }
 
