@@ -46,7 +46,9 @@ type Options struct {
 
 // Files written into Options.Out.
 const (
-	TraceFile   = "trace.parquet"   // the recorded trace (without --trace)
+	// TraceFile is the recorded trace (without --trace), in a subfolder so
+	// that lessim report on Out reads only results rows.
+	TraceFile   = "trace/trace.parquet"
 	ResultsFile = "results.parquet" // results rows (sweep's schema)
 	TableFile   = "table.txt"       // the text table
 	PlotPrefix  = "predicted-vs-measured"

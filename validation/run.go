@@ -5,6 +5,7 @@ package validation
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/lessim/lessim/experiment"
@@ -46,6 +47,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if rep.Trace == "" {
 		rep.Trace = filepath.Join(o.Out, TraceFile)
 		step("record")
+		if err := os.MkdirAll(filepath.Dir(rep.Trace), 0o755); err != nil {
+			return nil, fmt.Errorf("validate: %w", err)
+		}
 		ro := record.DefaultOptions()
 		ro.ModelPath, ro.Prompts, ro.PromptSet = o.Model, []string{prompt}, "validate"
 		ro.Tokens, ro.Temperature, ro.Threads, ro.Logits, ro.Out = o.Tokens, 0, 1, false, rep.Trace

@@ -57,7 +57,7 @@ func TestValidateEndToEnd(t *testing.T) {
 	dir := validateDir(t)
 	out := runCLI(t, dir, "validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--policies", "lru,les",
 		"--caches", "25%,40%", "--tokens", "6", "--repeats", "1", "--quiet", "--out", "val")
-	for _, want := range []string{"trace val/trace.parquet, 6 decode tokens, 1 live repeat(s)", "predicted tok/s", "MAPE (tokens/s):",
+	for _, want := range []string{"trace val/trace/trace.parquet, 6 decode tokens, 1 live repeat(s)", "predicted tok/s", "MAPE (tokens/s):",
 		"over 4 points", "ranking at cache 25%: predicted", "ranking at cache 40%: predicted", "ranking preserved at every cache size:",
 		"wrote val/results.parquet (8 rows)"} {
 		if !strings.Contains(out, want) {
@@ -67,7 +67,7 @@ func TestValidateEndToEnd(t *testing.T) {
 	if strings.Index(out, "MAPE") > strings.Index(out, "predicted-vs-measured.png") {
 		t.Errorf("the table must come before the plot is reported:\n%s", out)
 	}
-	for _, f := range []string{"trace.parquet", "results.parquet", "table.txt", "predicted-vs-measured.png", "predicted-vs-measured.svg"} {
+	for _, f := range []string{"trace/trace.parquet", "results.parquet", "table.txt", "predicted-vs-measured.png", "predicted-vs-measured.svg"} {
 		if st, err := os.Stat(filepath.Join(dir, "val", f)); err != nil || st.Size() == 0 {
 			t.Errorf("%s: missing or empty (%v)", f, err)
 		}
@@ -92,17 +92,22 @@ func TestValidateEndToEnd(t *testing.T) {
 	if count[sim.SourceSimulated] != 4 || count[sim.SourceMeasured] != 4 {
 		t.Errorf("sources %v", count)
 	}
+	// lessim report on the folder reads the results rows only (not the trace).
+	rep := runCLI(t, dir, "report", "val", "--out", "rep")
+	if !strings.Contains(rep, "read     8 rows from 1 file in val (4 simulated, 0 failed, 4 measured)") || !strings.Contains(rep, "predicted-vs-measured") {
+		t.Errorf("report: %s", rep)
+	}
 	// Reusing the trace skips recording and gives the same predictions.
-	again := runCLI(t, dir, "validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--trace", "val/trace.parquet",
+	again := runCLI(t, dir, "validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--trace", "val/trace/trace.parquet",
 		"--policies", "lru,les", "--caches", "25%,40%", "--tokens", "6", "--repeats", "1", "--quiet", "--out", "val2")
-	if !strings.Contains(again, "trace val/trace.parquet") {
+	if !strings.Contains(again, "trace val/trace/trace.parquet") {
 		t.Errorf("--trace: %s", again)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "val2", "trace.parquet")); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, "val2", "trace")); err == nil {
 		t.Errorf("--trace given, yet a trace was recorded")
 	}
 	// A trace of another token count is refused.
-	bad := runCLI(t, dir, "validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--trace", "val/trace.parquet",
+	bad := runCLI(t, dir, "validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--trace", "val/trace/trace.parquet",
 		"--policies", "lru", "--caches", "40%", "--tokens", "5", "--repeats", "1", "--quiet", "--out", "val3")
 	if !strings.Contains(bad, "has 6 decode tokens, the live runs decode 5") {
 		t.Errorf("trace of other length: %s", bad)
@@ -143,7 +148,7 @@ func TestValidateBadInput(t *testing.T) {
 		if !strings.HasPrefix(got, "lessim: validate: ") || !strings.Contains(got, tc.want) {
 			t.Errorf("%v: want an error containing %q, got %q", tc.args, tc.want, got)
 		}
-		if _, err := os.Stat(filepath.Join(dir, "val", "trace.parquet")); err == nil {
+		if _, err := os.Stat(filepath.Join(dir, "val", "trace")); err == nil {
 			t.Fatalf("%v: bad input, yet a trace was recorded", tc.args)
 		}
 	}
