@@ -37,6 +37,7 @@ cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
 		newReportCmd(),
 		newCalibrateCmd(),
 		newLiveCmd(),
+		newValidateCmd(),
 	)
 	return root
 }

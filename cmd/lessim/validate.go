@@ -1,0 +1,101 @@
+//go:build llamacpp && linux
+
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/validation"
+)
+
+func newValidateCmd() *cobra.Command {
+	o := validation.Options{Tokens: 32, Repeats: 2, Version: version}
+	var pols, caches string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:   "validate",
+		Short: "Check the simulator's predictions against live runs of the real engine",
+		Long: `validate records a trace of the model with llama.cpp (or reuses --trace), then for each
+policy × cache size simulates that trace with the calibrated device profile and runs
+the same point live (lessim live, --repeats times, 1 thread), and compares predicted
+with measured: a table (tokens/s with the measured spread, error, hit rates, per-token
+latency p50/p90), the mean absolute percentage error, whether each cache size's
+ranking of the policies is preserved, results rows (sweep's Parquet schema, source
+simulated or measured) and a scatter plot with y = x, all under --out.`,
+		Example: `  lessim calibrate --model tiny.gguf --out host.yaml
+  lessim validate --model tiny.gguf --device-file host.yaml --policies ondemand,lru,les --caches 15%,25%,40% --out validation/`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Policies, o.Caches = splitList(pols), splitList(caches)
+			if !quiet {
+				o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "validate: %s\n", s) }
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			defer stop()
+			rep, err := validation.Run(ctx, o)
+			if err != nil {
+				return err
+			}
+			var table bytes.Buffer
+			if err := validation.WriteTable(&table, rep.Summary); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			fmt.Fprintf(out, "trace %s, %d decode tokens, %d live repeat(s) per point, 1 compute thread\n", rep.Trace, o.Tokens, o.Repeats)
+			if _, err := out.Write(table.Bytes()); err != nil {
+				return err
+			}
+			if err := atomicfile.WriteFile(filepath.Join(o.Out, validation.TableFile), table.Bytes()); err != nil {
+				return err
+			}
+			rows, id, err := validation.Rows(rep.Points, rep.Specs, version)
+			if err != nil {
+				return err
+			}
+			results := filepath.Join(o.Out, validation.ResultsFile)
+			if err := validation.WriteRows(results, id, rows); err != nil {
+				return err
+			}
+			files, err := validation.WritePlot(rep.Summary, filepath.Join(o.Out, validation.PlotPrefix))
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "wrote %s (%d rows), %s, %s\n", results, len(rows), filepath.Join(o.Out, validation.TableFile), strings.Join(files, ", "))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Model, "model", "", "GGUF Mixture-of-Experts model (required)")
+	f.StringVar(&o.DeviceFile, "device-file", "", "device profile of this machine (lessim calibrate)")
+	f.StringVar(&o.Trace, "trace", "", "reuse this trace (same model, prompt and --tokens) instead of recording one")
+	f.StringVar(&pols, "policies", "ondemand,lru,les", "policies, comma-separated")
+	f.StringVar(&caches, "caches", "15%,25%,40%", "cache sizes, comma-separated: sizes (64MiB) or percentages of all expert bytes")
+	f.IntVar(&o.Tokens, "tokens", o.Tokens, "decode tokens recorded and measured per run")
+	f.IntVar(&o.Repeats, "repeats", o.Repeats, "live runs per point")
+	f.StringVar(&o.Prompt, "prompt", "", "text to prefill before decoding (default: live's fixed sentence)")
+	f.IntVar(&o.Lanes, "lanes", 0, "live I/O lanes (0 = live's default)")
+	f.StringVar(&o.Out, "out", "", "output folder (required)")
+	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
+	_ = cmd.MarkFlagRequired("model")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}
+
+// splitList splits a comma-separated flag, trimming blanks and empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}

@@ -1,0 +1,16 @@
+// Package validation checks the simulator against the real engine: for each
+// policy × cache size it simulates a recorded trace with a calibrated device
+// profile, measures the same point live (runtime/live, several repeats) and
+// compares the two.
+//
+// The statistics (Summarize), the text table (WriteTable), the results rows
+// (Rows, WriteRows) and the scatter plot (WritePlot) are pure Go. Run, which
+// records the trace and drives llama.cpp, needs the llamacpp build tag.
+//
+// Units: tokens per second for speed, nanoseconds for per-token latency, a
+// fraction in [0, 1] for hit rates. A point's error is
+// 100 × (predicted − measured) / measured tokens/s, where measured is the
+// mean over the repeats; MAPE is the mean of the absolute errors. The
+// ranking of a cache size is its policies ordered by tokens/s, fastest
+// first; it is preserved when the predicted and measured orders are equal.
+package validation

@@ -1,0 +1,177 @@
+package validation
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/runtime/record"
+	"github.com/lessim/lessim/sim"
+)
+
+// Options configures Run.
+type Options struct {
+	// Model is the GGUF Mixture-of-Experts model run live and recorded.
+	Model string
+	// DeviceFile is the calibrated profile of this machine (lessim calibrate).
+	DeviceFile string
+	// Trace reuses a recorded trace; "" records one into Out (TraceFile).
+	// A reused trace must come from the same model, prompt and token count.
+	Trace string
+	// Policies and Caches span the points (policy-major order). A cache is
+	// a size ("64MiB") or a percentage of all expert bytes ("25%").
+	Policies []string
+	Caches   []string
+	// Tokens is the number of decode tokens recorded and measured per run.
+	Tokens int
+	// Repeats is the number of live runs per point (≥ 1).
+	Repeats int
+	// Prompt is the text prefilled before decoding; "" is live.DefaultPrompt.
+	Prompt string
+	// Lanes is the live driver's I/O lanes (0 = its default).
+	Lanes int
+	// Out is the output folder (created if missing).
+	Out string
+	// Version is lessim's version, written into the results rows.
+	Version string
+	// Progress, when set, is told what starts ("record", "live les 25% 1/2").
+	Progress func(step string)
+}
+
+// Files written into Options.Out.
+const (
+	// TraceFile is the recorded trace (without --trace), in a subfolder so
+	// that lessim report on Out reads only results rows.
+	TraceFile   = "trace/trace.parquet"
+	ResultsFile = "results.parquet" // results rows (sweep's schema)
+	TableFile   = "table.txt"       // the text table
+	PlotPrefix  = "predicted-vs-measured"
+)
+
+// Checked is what Check resolved: the model and each cache in bytes.
+type Checked struct {
+	Model      *devices.ModelSpec
+	Device     *devices.Device
+	CacheBytes []int64 // per Options.Caches
+}
+
+// Check reports every problem with the options before any work: unknown
+// policies, caches smaller than one layer's top-k, a model that is not MoE,
+// a device profile that does not load, an output folder that cannot be
+// written. It creates Out when it is missing.
+func (o *Options) Check() (*Checked, error) {
+	var errs []error
+	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
+	if o.Tokens < 1 {
+		bad("tokens %d: want >= 1", o.Tokens)
+	}
+	if o.Repeats < 1 {
+		bad("repeats %d: want >= 1", o.Repeats)
+	}
+	if len(o.Policies) == 0 {
+		bad("policies: none given")
+	}
+	if len(o.Caches) == 0 {
+		bad("caches: none given")
+	}
+	for _, p := range o.Policies {
+		if !slices.Contains(policies.Names(), p) {
+			bad("unknown policy %q (valid: %s)", p, strings.Join(policies.Names(), ", "))
+		}
+	}
+	if dup := duplicate(o.Policies); dup != "" {
+		bad("policy %q given twice", dup)
+	}
+	if dup := duplicate(o.Caches); dup != "" {
+		bad("cache %q given twice", dup)
+	}
+	c := &Checked{}
+	if o.DeviceFile == "" {
+		bad("device file: missing (a profile from lessim calibrate)")
+	} else if d, err := experiment.LoadDevice("", o.DeviceFile); err != nil {
+		bad("device file: %w", err)
+	} else {
+		c.Device = d
+	}
+	if o.Trace != "" {
+		if _, err := os.Stat(o.Trace); err != nil {
+			bad("trace: %w", err)
+		}
+	}
+	if o.Model == "" {
+		bad("model: missing (a GGUF Mixture-of-Experts file)")
+	} else if mc, err := record.CheckModel(o.Model); err != nil {
+		errs = append(errs, err)
+	} else {
+		mc.File.Close()
+		c.Model = mc.Spec
+		need := int64(c.Model.TopK) * c.Model.MaxExpertBytes()
+		for _, s := range o.Caches {
+			b, err := sim.ResolveCache(s, c.Model, nil, 0)
+			switch {
+			case err != nil:
+				bad("cache %q: %w", s, err)
+			case b < need:
+				bad("cache %s (%s) is smaller than one layer's top-%d (%s): a token could not hold its experts",
+					s, sim.FormatBytes(b), c.Model.TopK, sim.FormatBytes(need))
+			}
+			c.CacheBytes = append(c.CacheBytes, b)
+		}
+	}
+	if err := checkWritable(o.Out); err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	return c, nil
+}
+
+func duplicate(s []string) string {
+	for i, v := range s {
+		if slices.Contains(s[:i], v) {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkWritable creates dir if missing and proves a file can be created in
+// it (the probe is removed).
+func checkWritable(dir string) error {
+	if dir == "" {
+		return errors.New("out: missing (an output folder)")
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("out: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".validate-probe-*")
+	if err != nil {
+		return fmt.Errorf("out %s: not writable: %w", dir, err)
+	}
+	name := f.Name()
+	f.Close()
+	return os.Remove(filepath.Clean(name))
+}
+
+// Spec is the simulated spec of one point: the trace file, the calibrated
+// profile, the policy with its defaults, the cache, per-expert layout, and
+// experts in rank order (the live driver loads a layer's misses before its
+// expert matmuls run, as stock llama.cpp does, not cached experts first).
+func (o *Options) Spec(trace, policy, cache string) experiment.Spec {
+	return experiment.Spec{
+		Version:     experiment.Version,
+		Trace:       experiment.Trace{Path: trace},
+		Device:      experiment.Device{File: o.DeviceFile},
+		Policy:      experiment.Policy{Name: policy},
+		Cache:       experiment.Cache{Size: cache},
+		Layout:      experiment.DefaultLayout,
+		CachedFirst: false,
+	}
+}

@@ -1,0 +1,86 @@
+package validation
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/sweep"
+)
+
+// WriteTable prints the comparison: one line per point, then MAPE and the
+// rankings.
+func WriteTable(w io.Writer, s *Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tcache\tpredicted tok/s\tmeasured tok/s (mean ± sd [min, max])\terror\thit rate pred/meas\tp50 ms pred/meas\tp90 ms pred/meas\t")
+	for _, p := range s.Points {
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f ± %.2f [%.2f, %.2f]\t%+.1f%%\t%.3f / %.3f\t%.2f / %.2f\t%.2f / %.2f\t\n",
+			p.Policy, p.Cache, p.PredictedTPS, p.MeasuredTPS, p.MeasuredSD, p.MeasuredMin, p.MeasuredMax, p.ErrorPct,
+			p.PredictedHitRate, p.MeasuredHitRate, ms(p.PredictedP50NS), ms(p.MeasuredP50NS), ms(p.PredictedP90NS), ms(p.MeasuredP90NS))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "MAPE (tokens/s): %.1f%% over %d points\n", s.MAPE, len(s.Points))
+	for _, r := range s.Rankings {
+		verdict := "preserved"
+		if !r.Preserved {
+			verdict = "NOT preserved"
+		}
+		if r.Ties {
+			verdict += " (with equal speeds, ordered as given)"
+		}
+		fmt.Fprintf(w, "ranking at cache %s: predicted %s, measured %s: %s\n", r.Cache,
+			strings.Join(r.Predicted, " > "), strings.Join(r.Measured, " > "), verdict)
+	}
+	verdict := "yes"
+	if !s.RankingPreserved {
+		verdict = "no"
+	}
+	_, err := fmt.Fprintf(w, "ranking preserved at every cache size: %s\n", verdict)
+	return err
+}
+
+func ms(ns int64) float64 { return float64(ns) / 1e6 }
+
+// Rows are the results rows of the points, in sweep's schema: per point one
+// row of source "simulated" and one row of source "measured" per repeat, all
+// with the simulated spec (specs[i] for points[i]) and the same point_id and
+// run_hash (the spec's hash), so that lessim report pairs them.
+func Rows(points []Point, specs []experiment.Spec, version string) ([]sweep.Row, string, error) {
+	if len(points) != len(specs) {
+		return nil, "", fmt.Errorf("validation: %d points but %d specs", len(points), len(specs))
+	}
+	h := sha256.New()
+	for _, s := range specs {
+		h.Write([]byte(s.Hash() + "\n"))
+	}
+	id := "validate-" + hex.EncodeToString(h.Sum(nil))[:16]
+	var rows []sweep.Row
+	for i, p := range points {
+		hash := specs[i].Hash()
+		row := func(r *sim.Result) sweep.Row {
+			return sweep.Row{PointID: hash, PointIndex: i, SweepID: id, LessimVersion: version, RunHash: hash, Spec: specs[i], Result: r}
+		}
+		rows = append(rows, row(p.Predicted))
+		for _, m := range p.Measured {
+			rows = append(rows, row(m))
+		}
+	}
+	return rows, id, nil
+}
+
+// WriteRows writes rows as one Parquet file at path, atomically.
+func WriteRows(path, sweepID string, rows []sweep.Row) error {
+	data, err := sweep.EncodeRows(sweepID, rows)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, data)
+}

@@ -1,0 +1,184 @@
+package validation
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/lessim/lessim/sim"
+)
+
+// Point is one policy × cache size: its prediction and its measurements.
+type Point struct {
+	Policy string
+	// Cache is the size as the user gave it ("25%", "64MiB"); CacheBytes
+	// is its value in bytes.
+	Cache      string
+	CacheBytes int64
+	// Predicted is the simulated result; Measured has one result per repeat.
+	Predicted *sim.Result
+	Measured  []*sim.Result
+}
+
+// PointStats compares one point's prediction with its measurements.
+type PointStats struct {
+	Policy     string `json:"policy"`
+	Cache      string `json:"cache"`
+	CacheBytes int64  `json:"cache_bytes"`
+	// PredictedTPS is the simulated tokens/s; MeasuredTPS the mean over the
+	// repeats, with their minimum, maximum and sample standard deviation
+	// (0 with one repeat).
+	PredictedTPS float64 `json:"predicted_tokens_per_sec"`
+	MeasuredTPS  float64 `json:"measured_tokens_per_sec"`
+	MeasuredMin  float64 `json:"measured_min_tokens_per_sec"`
+	MeasuredMax  float64 `json:"measured_max_tokens_per_sec"`
+	MeasuredSD   float64 `json:"measured_stdev_tokens_per_sec"`
+	Repeats      int     `json:"repeats"`
+	// ErrorPct is 100 × (predicted − measured) / measured.
+	ErrorPct float64 `json:"error_pct"`
+	// Hit rates: predicted, and the mean over the repeats.
+	PredictedHitRate float64 `json:"predicted_hit_rate"`
+	MeasuredHitRate  float64 `json:"measured_hit_rate"`
+	// Per-token latency percentiles: predicted, and the mean over the
+	// repeats of each repeat's percentile.
+	PredictedP50NS int64 `json:"predicted_p50_ns"`
+	PredictedP90NS int64 `json:"predicted_p90_ns"`
+	MeasuredP50NS  int64 `json:"measured_p50_ns"`
+	MeasuredP90NS  int64 `json:"measured_p90_ns"`
+}
+
+// Ranking is one cache size's policies ordered by tokens/s, fastest first.
+type Ranking struct {
+	Cache     string   `json:"cache"`
+	Predicted []string `json:"predicted"`
+	Measured  []string `json:"measured"`
+	Preserved bool     `json:"preserved"`
+	// Ties are true when two policies' speeds are exactly equal (predicted
+	// or measured): their order is then the order the policies were given,
+	// so Preserved says less.
+	Ties bool `json:"ties"`
+}
+
+// Summary is the whole comparison.
+type Summary struct {
+	Points []PointStats `json:"points"`
+	// MAPE is the mean absolute percentage error of tokens/s over the points.
+	MAPE     float64   `json:"mape_pct"`
+	Rankings []Ranking `json:"rankings"`
+	// RankingPreserved is true when every cache size's ranking is.
+	RankingPreserved bool `json:"ranking_preserved"`
+}
+
+// Summarize compares every point; points keep their order. A point without
+// a prediction, without measurements, or with a measured speed of zero is
+// an error.
+func Summarize(points []Point) (*Summary, error) {
+	if len(points) == 0 {
+		return nil, errors.New("validation: no points")
+	}
+	s := &Summary{RankingPreserved: true}
+	var sumAbs float64
+	for _, p := range points {
+		ps, err := pointStats(p)
+		if err != nil {
+			return nil, err
+		}
+		sumAbs += math.Abs(ps.ErrorPct)
+		s.Points = append(s.Points, ps)
+	}
+	s.MAPE = sumAbs / float64(len(s.Points))
+	s.Rankings = rankings(s.Points)
+	for _, r := range s.Rankings {
+		s.RankingPreserved = s.RankingPreserved && r.Preserved
+	}
+	return s, nil
+}
+
+func pointStats(p Point) (PointStats, error) {
+	where := fmt.Sprintf("validation: %s at cache %s", p.Policy, p.Cache)
+	if p.Predicted == nil {
+		return PointStats{}, fmt.Errorf("%s: no prediction", where)
+	}
+	if len(p.Measured) == 0 {
+		return PointStats{}, fmt.Errorf("%s: no measurement", where)
+	}
+	ps := PointStats{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes, Repeats: len(p.Measured),
+		PredictedTPS: p.Predicted.TokensPerSec, PredictedHitRate: p.Predicted.HitRate,
+		PredictedP50NS: p.Predicted.LatencyP50NS, PredictedP90NS: p.Predicted.LatencyP90NS,
+		MeasuredMin: math.Inf(1), MeasuredMax: math.Inf(-1)}
+	var tps, hit, p50, p90 float64
+	for _, m := range p.Measured {
+		if m == nil {
+			return PointStats{}, fmt.Errorf("%s: a missing measurement", where)
+		}
+		tps += m.TokensPerSec
+		hit += m.HitRate
+		p50 += float64(m.LatencyP50NS)
+		p90 += float64(m.LatencyP90NS)
+		ps.MeasuredMin, ps.MeasuredMax = min(ps.MeasuredMin, m.TokensPerSec), max(ps.MeasuredMax, m.TokensPerSec)
+	}
+	n := float64(len(p.Measured))
+	ps.MeasuredTPS, ps.MeasuredHitRate = tps/n, hit/n
+	ps.MeasuredP50NS, ps.MeasuredP90NS = int64(math.Round(p50/n)), int64(math.Round(p90/n))
+	if len(p.Measured) > 1 {
+		var ss float64
+		for _, m := range p.Measured {
+			d := m.TokensPerSec - ps.MeasuredTPS
+			ss += d * d
+		}
+		ps.MeasuredSD = math.Sqrt(ss / (n - 1))
+	}
+	if !(ps.MeasuredTPS > 0) {
+		return PointStats{}, fmt.Errorf("%s: measured %g tokens/s: cannot compute a relative error", where, ps.MeasuredTPS)
+	}
+	ps.ErrorPct = 100 * (ps.PredictedTPS - ps.MeasuredTPS) / ps.MeasuredTPS
+	return ps, nil
+}
+
+// rankings orders each cache size's policies (cache sizes in first-seen
+// order) by predicted and by measured tokens/s; ties keep the policies'
+// order of appearance.
+func rankings(points []PointStats) []Ranking {
+	var caches []string
+	byCache := map[string][]PointStats{}
+	for _, p := range points {
+		if _, ok := byCache[p.Cache]; !ok {
+			caches = append(caches, p.Cache)
+		}
+		byCache[p.Cache] = append(byCache[p.Cache], p)
+	}
+	out := make([]Ranking, 0, len(caches))
+	for _, c := range caches {
+		ps := byCache[c]
+		r := Ranking{Cache: c, Predicted: order(ps, func(p PointStats) float64 { return p.PredictedTPS }),
+			Measured: order(ps, func(p PointStats) float64 { return p.MeasuredTPS })}
+		r.Preserved = slices.Equal(r.Predicted, r.Measured)
+		r.Ties = tied(ps, func(p PointStats) float64 { return p.PredictedTPS }) || tied(ps, func(p PointStats) float64 { return p.MeasuredTPS })
+		out = append(out, r)
+	}
+	return out
+}
+
+func order(ps []PointStats, speed func(PointStats) float64) []string {
+	s := slices.Clone(ps)
+	slices.SortStableFunc(s, func(a, b PointStats) int { return cmp.Compare(speed(b), speed(a)) })
+	names := make([]string, len(s))
+	for i, p := range s {
+		names[i] = p.Policy
+	}
+	return names
+}
+
+// tied reports whether two points have exactly the same speed.
+func tied(ps []PointStats, speed func(PointStats) float64) bool {
+	for i := range ps {
+		for j := range i {
+			if speed(ps[i]) == speed(ps[j]) {
+				return true
+			}
+		}
+	}
+	return false
+}

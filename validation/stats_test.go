@@ -1,0 +1,165 @@
+package validation
+
+import (
+	"bytes"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/reports"
+	"github.com/lessim/lessim/sim"
+)
+
+func res(tps, hit float64, p50, p90 int64, source string) *sim.Result {
+	return &sim.Result{TokensPerSec: tps, HitRate: hit, LatencyP50NS: p50, LatencyP90NS: p90, Source: source, Tokens: 8}
+}
+
+// knownPoints: at 25% the predicted order (les > lru) holds measured; at 40%
+// it flips (lru measured faster).
+func knownPoints() []Point {
+	pred := func(tps float64) *sim.Result { return res(tps, 0.5, 10e6, 20e6, sim.SourceSimulated) }
+	meas := func(tps ...float64) []*sim.Result {
+		var out []*sim.Result
+		for _, t := range tps {
+			out = append(out, res(t, 0.4, 12e6, 22e6, sim.SourceMeasured))
+		}
+		return out
+	}
+	return []Point{
+		{Policy: "lru", Cache: "25%", CacheBytes: 100, Predicted: pred(110), Measured: meas(90, 110)},  // mean 100: +10%
+		{Policy: "les", Cache: "25%", CacheBytes: 100, Predicted: pred(150), Measured: meas(200, 200)}, // mean 200: −25%
+		{Policy: "lru", Cache: "40%", CacheBytes: 160, Predicted: pred(100), Measured: meas(125)},      // +−20%
+		{Policy: "les", Cache: "40%", CacheBytes: 160, Predicted: pred(120), Measured: meas(100)},      // +20%
+	}
+}
+
+func TestSummarizeKnown(t *testing.T) {
+	s, err := Summarize(knownPoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantErr := []float64{10, -25, -20, 20}
+	for i, p := range s.Points {
+		if math.Abs(p.ErrorPct-wantErr[i]) > 1e-9 {
+			t.Errorf("point %d error %g%%, want %g%%", i, p.ErrorPct, wantErr[i])
+		}
+	}
+	if math.Abs(s.MAPE-18.75) > 1e-9 {
+		t.Errorf("MAPE %g, want 18.75", s.MAPE)
+	}
+	p0 := s.Points[0]
+	if p0.MeasuredTPS != 100 || p0.MeasuredMin != 90 || p0.MeasuredMax != 110 || math.Abs(p0.MeasuredSD-math.Sqrt(200)) > 1e-9 || p0.Repeats != 2 {
+		t.Errorf("point 0 spread: %+v", p0)
+	}
+	if p0.MeasuredP50NS != 12e6 || p0.PredictedP90NS != 20e6 || p0.MeasuredHitRate != 0.4 || p0.PredictedHitRate != 0.5 {
+		t.Errorf("point 0 latency/hit rate: %+v", p0)
+	}
+	if s.Points[2].MeasuredSD != 0 {
+		t.Errorf("one repeat: stdev %g, want 0", s.Points[2].MeasuredSD)
+	}
+	if len(s.Rankings) != 2 || !s.Rankings[0].Preserved || s.Rankings[1].Preserved || s.RankingPreserved {
+		t.Fatalf("rankings %+v, overall %v", s.Rankings, s.RankingPreserved)
+	}
+	if !slices.Equal(s.Rankings[1].Predicted, []string{"les", "lru"}) || !slices.Equal(s.Rankings[1].Measured, []string{"lru", "les"}) {
+		t.Errorf("ranking at 40%%: %+v", s.Rankings[1])
+	}
+	if s.Rankings[0].Ties || s.Rankings[1].Ties {
+		t.Errorf("no equal speeds, yet ties: %+v", s.Rankings)
+	}
+	// Fix the flip: every ranking holds.
+	pts := knownPoints()
+	pts[3].Measured = []*sim.Result{res(130, 0.4, 1, 2, sim.SourceMeasured)}
+	s, err = Summarize(pts)
+	if err != nil || !s.RankingPreserved {
+		t.Fatalf("all preserved: %v %+v", err, s)
+	}
+	// Equal predicted speeds are flagged.
+	pts[1].Predicted.TokensPerSec = pts[0].Predicted.TokensPerSec
+	if s, err = Summarize(pts); err != nil || !s.Rankings[0].Ties || s.Rankings[1].Ties {
+		t.Fatalf("ties: %v %+v", err, s.Rankings)
+	}
+}
+
+func TestSummarizeBad(t *testing.T) {
+	for name, mutate := range map[string]func([]Point) []Point{
+		"no points":      func([]Point) []Point { return nil },
+		"no prediction":  func(p []Point) []Point { p[0].Predicted = nil; return p },
+		"no measurement": func(p []Point) []Point { p[1].Measured = nil; return p },
+		"zero speed":     func(p []Point) []Point { p[2].Measured[0].TokensPerSec = 0; return p },
+	} {
+		if _, err := Summarize(mutate(knownPoints())); err == nil {
+			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+// The table, the results rows and the plot of known points.
+func TestOutputs(t *testing.T) {
+	pts := knownPoints()
+	s, err := Summarize(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"+10.0%", "-25.0%", "100.00 ± 14.14 [90.00, 110.00]", "MAPE (tokens/s): 18.8% over 4 points",
+		"ranking at cache 40%: predicted les > lru, measured lru > les: NOT preserved", "ranking preserved at every cache size: no"} {
+		if !strings.Contains(buf.String(), want) {
+			t.Errorf("table lacks %q:\n%s", want, buf.String())
+		}
+	}
+	specs := make([]experiment.Spec, len(pts))
+	for i, p := range pts {
+		specs[i] = experiment.Spec{Version: experiment.Version, Trace: experiment.Trace{Path: "t.parquet"},
+			Policy: experiment.Policy{Name: p.Policy}, Cache: experiment.Cache{Size: p.Cache}}
+	}
+	rows, id, err := Rows(pts, specs, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 4+6 {
+		t.Fatalf("%d rows, want 4 simulated + 6 measured", len(rows))
+	}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "results.parquet")
+	if err := WriteRows(path, id, rows); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := reports.ReadTables(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.Len() != 10 {
+		t.Fatalf("read back %d rows", tab.Len())
+	}
+	var measured int
+	for i := range tab.Len() {
+		if tab.Str("source", i) == sim.SourceMeasured {
+			measured++
+		}
+		if tab.Str("point_id", i) != specs[rows[i].PointIndex].Hash() {
+			t.Errorf("row %d point_id %q", i, tab.Str("point_id", i))
+		}
+		if v, _ := tab.Num("tokens_per_sec", i); v != rows[i].TokensPerSec {
+			t.Errorf("row %d tokens/s %g, want %g", i, v, rows[i].TokensPerSec)
+		}
+	}
+	if measured != 6 {
+		t.Errorf("%d measured rows read back, want 6", measured)
+	}
+	files, err := WritePlot(s, filepath.Join(dir, "scatter"))
+	if err != nil || len(files) != 2 {
+		t.Fatalf("plot: %v %v", files, err)
+	}
+	for _, f := range files {
+		if st, err := os.Stat(f); err != nil || st.Size() == 0 {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
