@@ -35,34 +35,6 @@ type liveInputs struct {
 	Stock      bool   `json:"stock"`
 }
 
-func newLiveCmd() *cobra.Command {
-	var f liveFlags
-	cmd := &cobra.Command{
-		Use:     "live",
-		Short:   "Run a policy against the real llama.cpp engine (here or on a device agent) and measure it",
-		Long:    liveLong,
-		Example: liveExample,
-		Args:    cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkLiveFormat(f.format); err != nil {
-				return err
-			}
-			if f.target != "" {
-				return runLiveRemote(cmd, &f)
-			}
-			if f.token != "" {
-				return errors.New("--token applies only with --target")
-			}
-			if f.o.Model == "" {
-				return errors.New(`required flag(s) "model" not set (or run on an agent with --target)`)
-			}
-			return runLiveLocal(cmd, &f)
-		},
-	}
-	addLiveFlags(cmd, &f)
-	return cmd
-}
-
 // runLiveLocal runs live's flags on this machine's llama.cpp.
 func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	o, cache, format, series := f.o, f.cache, f.format, f.series

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"errors"
+
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/runtime/live"
@@ -50,4 +52,34 @@ func addLiveFlags(cmd *cobra.Command, f *liveFlags) {
 	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
 	fl.StringVar(&f.target, "target", "", "run on a device agent: tcp://HOST:PORT or usb://UDID:PORT")
 	fl.StringVar(&f.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
+}
+
+// newLiveCmd runs live's flags here (runLiveLocal, llama.cpp builds) or on
+// a device agent (--target, every build).
+func newLiveCmd() *cobra.Command {
+	var f liveFlags
+	cmd := &cobra.Command{
+		Use:     "live",
+		Short:   "Run a policy against the real llama.cpp engine (here or on a device agent) and measure it",
+		Long:    liveLong,
+		Example: liveExample,
+		Args:    cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := checkLiveFormat(f.format); err != nil {
+				return err
+			}
+			if f.target != "" {
+				return runLiveRemote(cmd, &f)
+			}
+			if f.token != "" {
+				return errors.New("--token applies only with --target")
+			}
+			if f.o.Model == "" {
+				return errors.New(`required flag(s) "model" not set (or run on an agent with --target)`)
+			}
+			return runLiveLocal(cmd, &f)
+		},
+	}
+	addLiveFlags(cmd, &f)
+	return cmd
 }
