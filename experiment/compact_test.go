@@ -27,16 +27,7 @@ func writeSynth(t testing.TB, top int) string {
 	}
 	meta.LookaheadTop = top
 	path := filepath.Join(t.TempDir(), "synth.parquet")
-	w, err := traces.Create(path, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for src.Next() {
-		if err := w.Write(src.Step()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := traces.WriteFile(path, meta, src); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -27,16 +27,7 @@ func writeTrace(t testing.TB, tokens, prompt, depth int, edit func([]traces.Step
 		edit(steps)
 	}
 	path := filepath.Join(t.TempDir(), "t.parquet")
-	w, err := traces.Create(path, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range steps {
-		if err := w.Write(&steps[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := traces.WriteFile(path, meta, traces.NewSliceSource(steps)); err != nil {
 		t.Fatal(err)
 	}
 	return path

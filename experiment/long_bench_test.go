@@ -43,16 +43,7 @@ func writeLongTrace(b *testing.B, dir string, tokens, top int) string {
 	}
 	meta.LookaheadTop = top
 	path := filepath.Join(dir, fmt.Sprintf("long-top%d.parquet", top))
-	w, err := traces.Create(path, meta)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for src.Next() {
-		if err := w.Write(src.Step()); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := traces.WriteFile(path, meta, src); err != nil {
 		b.Fatal(err)
 	}
 	return path

@@ -27,16 +27,7 @@ func importReference(b *testing.B, dir string) string {
 		b.Fatal(err)
 	}
 	path := filepath.Join(dir, "qwen.parquet")
-	w, err := traces.Create(path, meta)
-	if err != nil {
-		b.Fatal(err)
-	}
-	for i := range steps {
-		if err := w.Write(&steps[i]); err != nil {
-			b.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := traces.WriteFile(path, meta, traces.NewSliceSource(steps)); err != nil {
 		b.Fatal(err)
 	}
 	return path

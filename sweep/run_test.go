@@ -267,16 +267,7 @@ func TestEachTraceReadOnce(t *testing.T) {
 			t.Fatal(err)
 		}
 		path := filepath.Join(dir, fmt.Sprintf("t%d.parquet", seed))
-		w, err := traces.Create(path, p.Meta)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for i := range p.Steps {
-			if err := w.Write(&p.Steps[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if err := w.Close(); err != nil {
+		if err := traces.WriteFile(path, p.Meta, traces.NewSliceSource(p.Steps)); err != nil {
 			t.Fatal(err)
 		}
 		paths = append(paths, path)

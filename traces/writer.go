@@ -338,3 +338,24 @@ func (w *Writer) wrap(err error) error {
 	}
 	return fmt.Errorf("%s: %w", w.name, err)
 }
+
+// WriteFile writes every step of src to a new trace file at path, as Create
+// does (atomically: a failure leaves whatever was at path). Use
+// NewSliceSource for steps in memory.
+func WriteFile(path string, meta Meta, src Source) error {
+	w, err := Create(path, meta)
+	if err != nil {
+		return err
+	}
+	for src.Next() {
+		if err := w.Write(src.Step()); err != nil {
+			w.Abort()
+			return err
+		}
+	}
+	if err := src.Err(); err != nil {
+		w.Abort()
+		return err
+	}
+	return w.Close()
+}

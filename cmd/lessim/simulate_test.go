@@ -32,16 +32,7 @@ func writePairedTrace(t *testing.T, path string) {
 			k++
 		}
 	}
-	w, err := traces.Create(path, meta)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := range steps {
-		if err := w.Write(&steps[i]); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := w.Close(); err != nil {
+	if err := traces.WriteFile(path, meta, traces.NewSliceSource(steps)); err != nil {
 		t.Fatal(err)
 	}
 }
