@@ -137,11 +137,7 @@ func (k *checker) handshake(ctx context.Context) (string, error) {
 	w := c.Welcome()
 	k.welcome = &w
 	for _, want := range []string{CapRun, CapCancel} {
-		found := false
-		for _, c := range w.Capabilities {
-			found = found || c == want
-		}
-		if !found {
+		if !slices.Contains(w.Capabilities, want) {
 			return "", fmt.Errorf("capability %s missing from %v", want, w.Capabilities)
 		}
 	}
@@ -156,8 +152,8 @@ func (k *checker) facts(context.Context) (string, error) {
 	if d.PageBytes < 4096 {
 		return "", fmt.Errorf("page_bytes %d below 4 KiB", d.PageBytes)
 	}
-	if d.RAMBytes < 1<<28 || d.RAMBytes > 1<<44 {
-		return "", fmt.Errorf("ram_bytes %d outside 256 MiB to 16 TiB: a unit mistake?", d.RAMBytes)
+	if b, _ := devices.BoundOf("memory.ram"); !b.Contains(float64(d.RAMBytes)) {
+		return "", fmt.Errorf("ram_bytes %d outside %s: a unit mistake?", d.RAMBytes, b.RangeText())
 	}
 	return fmt.Sprintf("%s %s, %s, %s RAM, %s pages, %s %s", d.Kind, d.Model, d.OS, sim.FormatBytes(d.RAMBytes), sim.FormatBytes(d.PageBytes), d.Engine, d.EngineVersion), nil
 }

@@ -178,6 +178,15 @@ var boundIndex = func() map[string]int {
 // numbers, in schema order.
 func Bounds() []Bound { return slices.Clone(boundTable) }
 
+// BoundOf returns the table row of field (e.g. "memory.ram") and whether it exists.
+func BoundOf(field string) (Bound, bool) {
+	i, ok := boundIndex[field]
+	if !ok {
+		return Bound{}, false
+	}
+	return boundTable[i], true
+}
+
 // bound returns the table row of field; a missing row is a bug in this package.
 func bound(field string) Bound {
 	i, ok := boundIndex[field]
