@@ -291,6 +291,22 @@ var options = []Option{
 		apply: func(s *Spec, v any) error { s.Layout = v.(string); return nil }, applies: always},
 	{Name: "cached-first", Kind: KindBool, Default: "true", Usage: "compute resident experts first while misses load (false = rank order, stock llama.cpp)",
 		apply: func(s *Spec, v any) error { s.CachedFirst = v.(bool); return nil }, applies: always},
+	{Name: "barrier", Kind: KindBool, Default: "false", Usage: "a layer's experts compute only after all of them are resident (the live engine's order; implies --cached-first=false)",
+		apply: func(s *Spec, v any) error {
+			if s.Barrier = v.(bool); s.Barrier {
+				s.CachedFirst = false
+			}
+			return nil
+		},
+		applies: func(s *Spec, set func(string) bool) string {
+			switch {
+			case s.Layout == "gguf-mmap":
+				return "with gguf-mmap each expert faults in as it computes"
+			case set("cached-first") && s.CachedFirst:
+				return "cached-first computes resident experts while misses load"
+			}
+			return ""
+		}},
 	{Name: "spec-from-trace", Kind: KindBool, Default: "false", Usage: "take speculative passes from the trace: decode tokens sharing a recorded pass were verified together and all accepted",
 		apply:   func(s *Spec, v any) error { s.SpecFromTrace = v.(bool); return nil },
 		applies: fileOnly("a synthetic trace has one decode token per pass")},

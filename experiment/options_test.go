@@ -35,6 +35,7 @@ func TestEveryOptionChangesTheSpec(t *testing.T) {
 		"cache":           {nil, "3GiB"},
 		"layout":          {nil, "gguf-mmap"},
 		"cached-first":    {nil, "false"},
+		"barrier":         {nil, "true"},
 		"spec-from-trace": {file, "true"},
 		"spec-block":      {nil, "2"},
 		"spec-accept":     {spec, "0.5"},
@@ -78,6 +79,8 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"trace": "t.parquet", "model": DefaultModel}, "--model does not apply: with --trace t.parquet, the trace's metadata holds the model"},
+		{map[string]string{"layout": "gguf-mmap", "barrier": "true"}, "--barrier does not apply: with gguf-mmap each expert faults in as it computes"},
+		{map[string]string{"cached-first": "true", "barrier": "true"}, "--barrier does not apply: cached-first computes resident experts while misses load"},
 		{map[string]string{"trace": "t.parquet", "variant": "q4_k_m"}, "--variant does not apply"},
 		{map[string]string{"trace": "t.parquet", "tokens": "2000"}, "--tokens does not apply"},
 		{map[string]string{"trace": "t.parquet", "trace-seed": "1"}, "--trace-seed does not apply"},

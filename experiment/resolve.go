@@ -74,7 +74,7 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 	p.Warnings = append(p.Warnings, traceWarnings(&r, p.Steps)...)
 	p.Params = params(&r, m, p.Steps)
 	p.Config = sim.Config{
-		Model: m, Device: dev, CacheBytes: cache, Layout: sim.Layout(r.Layout), CachedFirst: r.CachedFirst,
+		Model: m, Device: dev, CacheBytes: cache, Layout: sim.Layout(r.Layout), CachedFirst: r.CachedFirst, Barrier: r.Barrier,
 		SpecBlock: 1, SpecFromTrace: r.SpecFromTrace, Prefill: r.Prefill, ContextTokens: r.ContextTokens,
 	}
 	if sp := r.Speculative; sp != nil {

@@ -45,6 +45,9 @@ type Spec struct {
 	// CachedFirst computes resident experts first while misses load (false =
 	// rank order, stock llama.cpp).
 	CachedFirst bool `json:"cached_first"`
+	// Barrier computes a layer's experts only after all of them are resident
+	// (the live engine's order; per-expert layout, not cached-first).
+	Barrier bool `json:"barrier,omitempty"`
 	// Speculative is block speculative decoding with a geometric acceptance
 	// model (nil = off).
 	Speculative *Speculative `json:"speculative,omitempty"`

@@ -51,6 +51,12 @@ func (s *Spec) Validate() error {
 	if _, err := sim.ParseLayout(s.Layout); err != nil {
 		ps = append(ps, err)
 	}
+	if s.Barrier && s.Layout == string(sim.LayoutGGUFMmap) {
+		ps.add("barrier", "does not apply with layout gguf-mmap: each expert faults in as it computes")
+	}
+	if s.Barrier && s.CachedFirst {
+		ps.add("barrier", "excludes cached_first: the layer's experts wait for all its loads, then compute")
+	}
 	if sp := s.Speculative; sp != nil {
 		if sp.Block < 2 {
 			ps.add("speculative.block", "must be >= 2 (got %d); omit the speculative group for no speculative decoding", sp.Block)

@@ -48,6 +48,11 @@ type Config struct {
 	// CachedFirst computes experts already resident first while misses load
 	// (LES); false computes in rank order, each waiting for its load (stock llama.cpp).
 	CachedFirst bool
+	// Barrier computes a layer's experts only once every one of them is
+	// resident: the live driver's top-k hook returns when all misses have
+	// loaded, and llama.cpp then runs the layer's experts as one operation
+	// (MUL_MAT_ID). Per-expert layout only; excludes CachedFirst.
+	Barrier bool
 
 	// SpecBlock is the number of tokens verified per forward pass (1 = no
 	// speculative decoding). Each layer of a pass needs the union of the
@@ -101,6 +106,9 @@ func (c *Config) Validate() error {
 		if c.Layout == LayoutGGUFMmap && d.Flash.PageBytes <= 0 {
 			add("device %s: gguf-mmap layout needs flash.page_bytes", d.Name)
 		}
+	}
+	if c.Barrier && (c.CachedFirst || c.Layout == LayoutGGUFMmap) {
+		add("barrier: needs the per-expert layout without cached-first (the layer's experts wait for all its loads, then compute)")
 	}
 	if _, err := ParseLayout(string(c.Layout)); err != nil {
 		errs = append(errs, err)

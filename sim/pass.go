@@ -97,6 +97,17 @@ func (e *engine) computeExperts(l int) error {
 	run := func(idx int) {
 		e.compute(e.expertTime(l, int(cnt[idx])))
 	}
+	if e.cfg.Barrier {
+		for _, k := range union {
+			if err := e.waitResident(k); err != nil {
+				return err
+			}
+		}
+		for idx := range union {
+			run(idx)
+		}
+		return nil
+	}
 	if !e.cfg.CachedFirst {
 		for idx, k := range union {
 			if err := e.waitResident(k); err != nil {

@@ -197,7 +197,7 @@ func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 		{"device", o.Device.Name},
 		{"policy", s.Policy.Name},
 		{"cache", fmt.Sprintf("%s (device budget %s)", sim.FormatBytes(s.Cache.Bytes), sim.FormatBytes(res.DeviceBudgetBytes))},
-		{"layout", fmt.Sprintf("%s, cached-first %v", s.Layout, s.CachedFirst)},
+		{"layout", layoutLine(s)},
 		{"trace", o.TraceLabel},
 	}
 	if sp := s.Speculative; sp != nil {
@@ -206,4 +206,13 @@ func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 		h = append(h, [2]string{"speculative", "passes from the trace"})
 	}
 	return reports.WriteResult(w, h, res)
+}
+
+// layoutLine is the layout row of the text output: the layout and the
+// compute order of a layer's experts.
+func layoutLine(s *experiment.Spec) string {
+	if s.Barrier {
+		return s.Layout + ", barrier (experts compute once all are resident)"
+	}
+	return fmt.Sprintf("%s, cached-first %v", s.Layout, s.CachedFirst)
 }

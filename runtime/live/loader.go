@@ -17,6 +17,7 @@ import (
 type loader struct {
 	b     *sim.Books
 	ctrl  *residency.Controller
+	ev    *residency.Evictor
 	lanes *residency.Lanes // nil in stock mode
 	nE    int
 	stock bool
@@ -33,8 +34,8 @@ type loader struct {
 	qwaitNS int64 // demand loads waiting for a lane
 }
 
-func newLoader(ctrl *residency.Controller, lanes *residency.Lanes, nKeys, nE int, stock bool) *loader {
-	return &loader{ctrl: ctrl, lanes: lanes, nE: nE, stock: stock,
+func newLoader(ctrl *residency.Controller, ev *residency.Evictor, lanes *residency.Lanes, nKeys, nE int, stock bool) *loader {
+	return &loader{ctrl: ctrl, ev: ev, lanes: lanes, nE: nE, stock: stock,
 		jobOf: make([]uint64, nKeys), submit: make([]time.Time, nKeys), demand: make([]bool, nKeys)}
 }
 
@@ -80,8 +81,9 @@ func (d *loader) compact() {
 	d.queued = q
 }
 
-// Drop evicts k's pages from the mapping and the page cache.
-func (d *loader) Drop(k sim.Key) { d.fail(d.ctrl.Evict(d.expert(k))) }
+// Drop hands k to the evictor, which drops its pages from the mapping and
+// the page cache off the compute thread.
+func (d *loader) Drop(k sim.Key) { d.fail(d.ev.Evict(d.expert(k))) }
 
 // Cancel withdraws the newest queued prefetch not in use whose load has not started.
 func (d *loader) Cancel() (sim.Key, bool) {

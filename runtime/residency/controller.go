@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -22,6 +23,10 @@ type Controller struct {
 	m      Mapping
 	fd     *os.File // second descriptor: pread loads and FADV_DONTNEED, opened FADV_RANDOM
 	page   int64
+
+	// noPopulate is set when the kernel refused MADV_POPULATE_READ (before
+	// Linux 5.14): loaded pages are then mapped by the engine's minor faults.
+	noPopulate atomic.Bool
 }
 
 // Open builds the layout of the GGUF file at path, finds this process's mapping of
@@ -159,9 +164,28 @@ func (c *Controller) Load(e Expert, buf []byte) (int64, error) {
 			}
 			off += int64(k)
 		}
+		c.populate(r)
 	}
 	return n, nil
 }
+
+// populate maps r's pages, now in the page cache, into the engine's mapping
+// (MADV_POPULATE_READ, no I/O), so the expert matmul takes no minor faults
+// on the compute thread. A kernel without it (EINVAL) leaves that to the
+// faults, once noted.
+func (c *Controller) populate(r Region) {
+	if c.noPopulate.Load() {
+		return
+	}
+	out := outward(r, c.page)
+	if err := madvise(c.m.addr(out.Start), out.Len(), unix.MADV_POPULATE_READ); err != nil {
+		c.noPopulate.Store(true)
+	}
+}
+
+// Populates reports whether loads map their pages into the engine's mapping
+// (false once the kernel refused MADV_POPULATE_READ).
+func (c *Controller) Populates() bool { return !c.noPopulate.Load() }
 
 // Resident is the fraction of expert e's pages (every page its regions touch) that
 // are in the page cache, by mincore on the mapping.

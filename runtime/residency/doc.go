@@ -23,13 +23,23 @@
 //     may have left huge pages in the page cache that single-expert eviction does
 //     not release;
 //   - load an expert by pread of its regions on a separate descriptor opened with
-//     POSIX_FADV_RANDOM (the data lands in the page cache; the copy is discarded).
-//     Not MADV_POPULATE_READ: under MADV_RANDOM it reads 4 KiB at a time, about
-//     200× slower;
+//     POSIX_FADV_RANDOM (the data lands in the page cache; the copy is discarded),
+//     then MADV_POPULATE_READ on its pages, which are now in the page cache: no
+//     I/O, it only maps them into llama.cpp's mapping, so the expert matmul on
+//     the compute thread takes no minor faults (skipped on kernels before 5.14).
+//     Not MADV_POPULATE_READ alone: under MADV_RANDOM it reads 4 KiB at a time,
+//     about 200× slower;
 //   - evict an expert with MADV_DONTNEED on its pages in the mapping (drops this
 //     process's page-table entries) and then POSIX_FADV_DONTNEED (drops the now
 //     unmapped page-cache pages);
 //   - verify with mincore, per expert: the fraction of its pages resident.
+//
+// Evictions can run off the caller's thread (Evictor): a goroutine that
+// drops experts in the order they were handed over. POSIX_FADV_DONTNEED can
+// wait for every CPU to drain its page lists (lru_add_drain_all, when a
+// lane's CPU still holds the pages), about 1 ms each measured here, which the
+// compute thread should not pay. A load of an expert waits for the
+// evictions of that expert handed over before it (Evictor.Wait).
 //
 // # Page alignment
 //
