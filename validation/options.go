@@ -161,9 +161,11 @@ func checkWritable(dir string) error {
 }
 
 // Spec is the simulated spec of one point: the trace file, the calibrated
-// profile, the policy with its defaults, the cache, per-expert layout, and
-// experts in rank order (the live driver loads a layer's misses before its
-// expert matmuls run, as stock llama.cpp does, not cached experts first).
+// profile, the policy with its defaults, the cache, per-expert layout, the
+// live engine's compute order (barrier: its top-k hook returns once every
+// miss has loaded, then llama.cpp runs the layer's experts as one
+// operation), and the prompt's prefill replayed first (the live run prefills
+// through the same books, so its cache is warm when decode starts).
 func (o *Options) Spec(trace, policy, cache string) experiment.Spec {
 	return experiment.Spec{
 		Version:     experiment.Version,
@@ -173,5 +175,7 @@ func (o *Options) Spec(trace, policy, cache string) experiment.Spec {
 		Cache:       experiment.Cache{Size: cache},
 		Layout:      experiment.DefaultLayout,
 		CachedFirst: false,
+		Barrier:     true,
+		Prefill:     true,
 	}
 }

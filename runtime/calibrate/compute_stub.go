@@ -7,6 +7,10 @@ import (
 	"errors"
 )
 
+func measureLiveLoad(context.Context, *Options, func(string, ...any)) (*LiveLoad, error) {
+	return nil, errors.New("calibrate: live runs need llama.cpp: build lessim with `make build` (-tags llamacpp)")
+}
+
 func measureCompute(context.Context, *Options, func(string, ...any)) (*Compute, error) {
 	return nil, errors.New("calibrate: timing decode needs llama.cpp: build lessim with `make build` (-tags llamacpp)")
 }

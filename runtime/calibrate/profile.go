@@ -136,19 +136,29 @@ func (r *Result) profile() ([]byte, error) {
 	return data, nil
 }
 
-// loadCost writes compute.load_fixed and compute.load_rate from the measured
-// CPU cost of a synchronous expert load (pread from a cold page cache): a
-// least-squares line of thread CPU time against bytes. A term the fit gives
-// as negative or outside the profile's bounds is left out (the simulator then
-// charges nothing for it) and the reason goes in a comment.
+// loadCost writes compute.load_fixed: with live runs (LiveLoad), what one
+// load adds to the compute thread of lessim's live engine, which loads on
+// I/O lanes and evicts on its own goroutine; the pread CPU cost measured on a
+// single thread goes in the source (the lanes pay it, not the compute
+// thread). compute.load_rate is left out: one model's experts all have one
+// size, so a cost per byte cannot be told from a cost per load. A slope
+// outside the profile's bounds (negative: loads did not slow compute at this
+// noise) is held at the nearest bound and says so.
 func loadCost(r *Result, kv func(indent, key, value, source string), m string) {
-	how := fmt.Sprintf("compute-thread CPU time of a synchronous expert load by pread from a cold page cache: least squares over %d reads of 64 KiB to 4 MiB, R² %.2f, I/O wait excluded", r.Load.N, r.Load.R2)
-	if r.Load.FixedNS >= 0 && r.Load.FixedNS <= 10e6 {
-		kv("  ", "load_fixed", us(r.Load.FixedNS), m+how+": the intercept")
+	pread := fmt.Sprintf("pread of an expert from a cold page cache costs %s + %.3f ns/byte of CPU on the thread that reads (least squares over %d reads of 64 KiB to 4 MiB, R² %.2f): the live engine's I/O lanes pay it",
+		us(r.Load.FixedNS), r.Load.PerByteNS, r.Load.N, r.Load.R2)
+	ll := r.LiveLoad
+	if ll == nil {
+		kv("  ", "load_fixed", "0 us", "assumed: no live runs measured the compute thread's cost of a load; "+pread)
+		return
 	}
-	if r.Load.PerByteNS > 0 {
-		if rate := 1e9 / r.Load.PerByteNS; rate >= 1e8 && rate <= 1e12 {
-			kv("  ", "load_rate", fmt.Sprintf("%.4g MB/s", rate/1e6), m+how+fmt.Sprintf(": 1 / the slope (%.3f ns per byte)", r.Load.PerByteNS))
-		}
+	v, held := ll.PerLoadNS, ""
+	switch {
+	case v < 0:
+		v, held = 0, " (the slope came out negative: loads did not measurably slow the compute thread; held at 0)"
+	case v > 10e6:
+		v, held = 10e6, " (above the profile's 10 ms bound; held there)"
 	}
+	kv("  ", "load_fixed", us(v), m+fmt.Sprintf("compute time (wall − stall) that one expert load adds to a decode token in lessim's live engine (loads on I/O lanes, evictions off the compute thread): least-squares slope %s ± %s (standard error) over %d tokens of %s; R² %.2f; intercept %s per token with no loads%s. Not load_rate: one model's experts have one size, so per byte and per load cannot be told apart. For reference, %s",
+		us(ll.PerLoadNS), us(ll.PerLoadSE), ll.N, strings.Join(ll.Runs, " and "), ll.R2, ms(ll.InterceptNS), held, pread))
 }

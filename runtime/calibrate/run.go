@@ -28,6 +28,9 @@ type Result struct {
 	// PagesPerFault is how many pages one fault mapped (fault-around, large folios).
 	PagesPerFault float64
 	Load          LoadCPU
+	// LiveLoad is the compute-thread cost of a load in lessim's live engine
+	// (the profile's compute.load_fixed).
+	LiveLoad *LiveLoad
 	Compute       *Compute
 	YAML          []byte // the profile as written
 	// Load0 and Load1 are the 1-minute load averages at the start and the end,
@@ -100,6 +103,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if r.LiveLoad, err = measureLiveLoad(ctx, &o, logf); err != nil {
 		return nil, err
 	}
 	r.Load1 = loadAverage()

@@ -40,3 +40,13 @@ func (s Summary) describe(format func(float64) string) string {
 	}
 	return fmt.Sprintf("%d %s, median %s, IQR %s", s.N, noun, format(s.Median), format(s.IQR()))
 }
+
+// LiveLoad is a least-squares line of per-token compute time (wall − stall)
+// against loads per token over live runs of lessim's engine.
+type LiveLoad struct {
+	PerLoadNS, PerLoadSE float64 // slope and its standard error
+	InterceptNS          float64 // per-token compute with no loads
+	N                    int     // tokens
+	R2                   float64
+	Runs                 []string // the live runs, described
+}
