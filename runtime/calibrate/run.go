@@ -31,8 +31,8 @@ type Result struct {
 	// LiveLoad is the compute-thread cost of a load in lessim's live engine
 	// (the profile's compute.load_fixed).
 	LiveLoad *LiveLoad
-	Compute       *Compute
-	YAML          []byte // the profile as written
+	Compute  *Compute
+	YAML     []byte // the profile as written
 	// Load0 and Load1 are the 1-minute load averages at the start and the end,
 	// CPUs the number of CPUs: a load above the CPUs means other work shared
 	// them, and every timing is inflated.
