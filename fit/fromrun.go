@@ -23,6 +23,7 @@ type Replay struct {
 	CacheBytes  int64
 	Layout      sim.Layout
 	CachedFirst bool
+	Barrier     bool // a layer's experts computed once all were resident (lessim's live engine)
 	Prefill     bool // replay the prompt first (the run's cache was warm from it)
 }
 
@@ -203,7 +204,7 @@ func (f *fromRun) predict(p []float64) ([]float64, error) {
 		return nil, err
 	}
 	cfg := sim.Config{Model: f.rp.Model, Device: d, CacheBytes: f.rp.CacheBytes, Layout: f.rp.Layout,
-		CachedFirst: f.rp.CachedFirst, SpecBlock: 1, Prefill: f.rp.Prefill, KeepSeries: true}
+		CachedFirst: f.rp.CachedFirst, Barrier: f.rp.Barrier, SpecBlock: 1, Prefill: f.rp.Prefill, KeepSeries: true}
 	res, err := sim.Run(cfg, f.rp.Steps, pol)
 	if err != nil {
 		return nil, err

@@ -12,6 +12,8 @@
 //	bmoe-metrics-csv   BigMoeOnEdge's --csv sink (github.com/Helldez/BigMoeOnEdge):
 //	                   step,steps,wall_ms,io_ms,compute_ms,read_bytes,cache_hit_pct,
 //	                   stall_ms,mgmt_ms,majflt,cpu_ms and a last "# summary k=v ..." line.
+//	lessim-live-series `lessim live --series` Parquet: token, wall_ns, stall_ns,
+//	                   compute_ns, bytes_read, major_faults (int64, ns and bytes).
 //
 // Readers report the first problems as "file:line: reason" and never accept
 // a number that is not finite or is negative.

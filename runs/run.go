@@ -75,7 +75,8 @@ type reader func(path string) (*Run, error)
 
 // formats is the one list of run formats.
 var formats = map[string]reader{
-	"bmoe-metrics-csv": ReadBMoEMetrics,
+	"bmoe-metrics-csv":   ReadBMoEMetrics,
+	"lessim-live-series": ReadLiveSeries,
 }
 
 // Formats lists the readable formats, sorted.

@@ -24,6 +24,7 @@ type fromRunFlags struct {
 	device, deviceFile    string
 	policy, cache, layout string
 	cachedFirst, prefill  bool
+	barrier               bool
 	out, plot             string
 }
 
@@ -38,12 +39,13 @@ func addFromRunFlags(cmd *cobra.Command, f *fromRunFlags) {
 	fl.StringVar(&f.cache, "cache", "", "with --from-run: the run's cache budget (default: cache_budget_MiB of the run's summary)")
 	fl.StringVar(&f.layout, "layout", string(sim.LayoutPerExpert), "with --from-run: the run's expert layout")
 	fl.BoolVar(&f.cachedFirst, "cached-first", true, "with --from-run: the run computed resident experts while misses loaded")
+	fl.BoolVar(&f.barrier, "barrier", false, "with --from-run: the run computed a layer's experts once all were resident (lessim live's order; implies --cached-first=false)")
 	fl.BoolVar(&f.prefill, "prefill", true, "with --from-run: replay the prompt first (the run's cache was warm from it)")
 	fl.StringVar(&f.plot, "plot", "", "with --from-run: draw measured vs predicted per-token time to PREFIX.png and PREFIX.svg (default: --out without .yaml, plus -fit)")
 }
 
 // fromRunOnly are the flags that make sense only with --from-run.
-var fromRunOnly = []string{"run-format", "trace", "device", "device-file", "policy", "cache", "layout", "cached-first", "prefill", "plot"}
+var fromRunOnly = []string{"run-format", "trace", "device", "device-file", "policy", "cache", "layout", "cached-first", "barrier", "prefill", "plot"}
 
 // calibrateFromRun fits f.device's profile to a measured run and writes it.
 // Everything is read and checked before the fit; the profile is written
@@ -51,6 +53,9 @@ var fromRunOnly = []string{"run-format", "trace", "device", "device-file", "poli
 func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 	if f.out == "" || f.trace == "" {
 		return fmt.Errorf("calibrate --from-run needs --trace (the run's routing) and --out (the profile to write)")
+	}
+	if f.barrier && f.cachedFirst && cmd.Flags().Changed("cached-first") {
+		return fmt.Errorf("--barrier excludes --cached-first: the layer's experts wait for all its loads, then compute")
 	}
 	if err := atomicfile.CheckDistinct(f.out, f.run, f.trace, f.deviceFile); err != nil {
 		return err
@@ -124,18 +129,19 @@ func replayFromFlags(f *fromRunFlags, run *runs.Run) (*fit.Replay, error) {
 		return nil, err
 	}
 	meta := r.Meta()
-	cache, err := runCache(f.cache, run)
+	cache, err := runCache(f.cache, run, &meta.Model)
 	if err != nil {
 		return nil, err
 	}
 	return &fit.Replay{Model: &meta.Model, Steps: steps, Policy: f.policy, CacheBytes: cache,
-		Layout: layout, CachedFirst: f.cachedFirst, Prefill: f.prefill}, nil
+		Layout: layout, CachedFirst: f.cachedFirst && !f.barrier, Barrier: f.barrier, Prefill: f.prefill}, nil
 }
 
-// runCache is --cache, or the run summary's cache budget.
-func runCache(flag string, run *runs.Run) (int64, error) {
+// runCache is --cache (a size, or a percentage of m's expert bytes), or the
+// run summary's cache budget.
+func runCache(flag string, run *runs.Run, m *devices.ModelSpec) (int64, error) {
 	if flag != "" {
-		return devices.ParseSize(flag)
+		return sim.ResolveCache(flag, m, nil, 0)
 	}
 	v, ok := run.Summary["cache_budget_MiB"]
 	if !ok {
