@@ -36,6 +36,12 @@ type Options struct {
 	Prompt string
 	// Lanes is the live driver's I/O lanes (0 = its default).
 	Lanes int
+	// Fit, as "POLICY:CACHE" (e.g. "ondemand:25%"), first runs that point
+	// live once more with its per-token series and fits the device
+	// profile's compute and load-cost parameters and flash scale to it
+	// (calibrate --from-run); the points are then simulated with the fitted
+	// profile. "" simulates with DeviceFile as it is.
+	Fit string
 	// Out is the output folder (created if missing).
 	Out string
 	// Version is lessim's version, written into the results rows.
@@ -59,6 +65,14 @@ type Checked struct {
 	Model      *devices.ModelSpec
 	Device     *devices.Device
 	CacheBytes []int64 // per Options.Caches
+	FitBytes   int64   // Options.Fit's cache in bytes
+}
+
+// fitPoint splits Options.Fit (checked) into policy and cache, with the
+// cache's bytes.
+func (o *Options) fitPoint(c *Checked) (policy, cache string, bytes int64) {
+	policy, cache, _ = strings.Cut(o.Fit, ":")
+	return policy, cache, c.FitBytes
 }
 
 // Check reports every problem with the options before any work: unknown
@@ -122,6 +136,24 @@ func (o *Options) Check() (*Checked, error) {
 					s, sim.FormatBytes(b), c.Model.TopK, sim.FormatBytes(need))
 			}
 			c.CacheBytes = append(c.CacheBytes, b)
+		}
+	}
+	if o.Fit != "" {
+		pol, cache, ok := strings.Cut(o.Fit, ":")
+		switch {
+		case !ok:
+			bad("fit %q: want POLICY:CACHE, e.g. ondemand:25%%", o.Fit)
+		case !slices.Contains(policies.Names(), pol):
+			bad("fit %q: unknown policy %q (valid: %s)", o.Fit, pol, strings.Join(policies.Names(), ", "))
+		case c.Model != nil:
+			b, err := sim.ResolveCache(cache, c.Model, nil, 0)
+			if err != nil {
+				bad("fit %q: cache: %w", o.Fit, err)
+			} else if need := int64(c.Model.TopK) * c.Model.MaxExpertBytes(); b < need {
+				bad("fit %q: cache %s is smaller than one layer's top-%d (%s)", o.Fit, sim.FormatBytes(b), c.Model.TopK, sim.FormatBytes(need))
+			} else {
+				c.FitBytes = b
+			}
 		}
 	}
 	if err := checkWritable(o.Out); err != nil {

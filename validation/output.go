@@ -28,6 +28,9 @@ func WriteTable(w io.Writer, s *Summary) error {
 		return err
 	}
 	fmt.Fprintf(w, "MAPE (tokens/s): %.1f%% over %d points\n", s.MAPE, len(s.Points))
+	if s.FitPoint != "" {
+		fmt.Fprintf(w, "profile fitted to a separate live run of %s; MAPE over the %d other points (held out): %.1f%%\n", s.FitPoint, s.HeldOut, s.HeldOutMAPE)
+	}
 	for _, r := range s.Rankings {
 		verdict := "preserved"
 		if !r.Preserved {

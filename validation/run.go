@@ -21,6 +21,7 @@ type Report struct {
 	Points  []Point
 	Specs   []experiment.Spec
 	Summary *Summary
+	Fit     *FitInfo // nil without Options.Fit
 }
 
 // Run checks the options, records the trace (unless Options.Trace is set)
@@ -57,11 +58,19 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 			return nil, fmt.Errorf("validate: %w", err)
 		}
 	}
+	so := o // the options the points are simulated with
+	if o.Fit != "" {
+		step("fit " + o.Fit)
+		if rep.Fit, err = fitProfile(ctx, &o, c, rep.Trace, prompt); err != nil {
+			return nil, err
+		}
+		so.DeviceFile = rep.Fit.Profile
+	}
 	var in experiment.Inputs
 	for _, pol := range o.Policies {
 		for i, cache := range o.Caches {
 			step(fmt.Sprintf("simulate %s %s", pol, cache))
-			plan, err := in.Resolve(o.Spec(rep.Trace, pol, cache))
+			plan, err := in.Resolve(so.Spec(rep.Trace, pol, cache))
 			if err != nil {
 				return nil, fmt.Errorf("validate: simulate %s at %s: %w", pol, cache, err)
 			}
@@ -98,6 +107,9 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}
 	if rep.Summary, err = Summarize(rep.Points); err != nil {
 		return nil, err
+	}
+	if rep.Fit != nil {
+		rep.Summary.MarkFit(rep.Fit.Policy, rep.Fit.Cache)
 	}
 	return rep, nil
 }

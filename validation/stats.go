@@ -69,6 +69,30 @@ type Summary struct {
 	Rankings []Ranking `json:"rankings"`
 	// RankingPreserved is true when every cache size's ranking is.
 	RankingPreserved bool `json:"ranking_preserved"`
+	// FitPoint is the policy and cache ("ondemand at 25%") whose separate
+	// live run the profile was fitted to ("" = no fit); HeldOutMAPE is the
+	// MAPE over the other points, which the fit never saw.
+	FitPoint    string  `json:"fit_point,omitempty"`
+	HeldOutMAPE float64 `json:"held_out_mape_pct,omitempty"`
+	HeldOut     int     `json:"held_out_points,omitempty"`
+}
+
+// MarkFit records that the profile was fitted to a run of policy at cache
+// and computes the MAPE over the other points.
+func (s *Summary) MarkFit(policy, cache string) {
+	s.FitPoint = policy + " at " + cache
+	var sum float64
+	s.HeldOut = 0
+	for _, p := range s.Points {
+		if p.Policy == policy && p.Cache == cache {
+			continue
+		}
+		sum += math.Abs(p.ErrorPct)
+		s.HeldOut++
+	}
+	if s.HeldOut > 0 {
+		s.HeldOutMAPE = sum / float64(s.HeldOut)
+	}
 }
 
 // Summarize compares every point; points keep their order. A point without

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -50,6 +51,9 @@ simulated or measured) and a scatter plot with y = x, all under --out.`,
 			}
 			out := cmd.OutOrStdout()
 			fmt.Fprintf(out, "trace %s, %d decode tokens, %d live repeat(s) per point, 1 compute thread\n", rep.Trace, o.Tokens, o.Repeats)
+			if ft := rep.Fit; ft != nil {
+				printValidateFit(out, ft)
+			}
 			if _, err := out.Write(table.Bytes()); err != nil {
 				return err
 			}
@@ -76,6 +80,7 @@ simulated or measured) and a scatter plot with y = x, all under --out.`,
 	f.StringVar(&o.Model, "model", "", "GGUF Mixture-of-Experts model (required)")
 	f.StringVar(&o.DeviceFile, "device-file", "", "device profile of this machine (lessim calibrate)")
 	f.StringVar(&o.Trace, "trace", "", "reuse this trace (same model, prompt and --tokens) instead of recording one")
+	f.StringVar(&o.Fit, "fit", "", "POLICY:CACHE (e.g. ondemand:25%): fit the profile to a separate live run of that point first (calibrate --from-run) and simulate with the fitted profile")
 	f.StringVar(&pols, "policies", "ondemand,lru,les", "policies, comma-separated")
 	f.StringVar(&caches, "caches", "15%,25%,40%", "cache sizes, comma-separated: sizes (64MiB) or percentages of all expert bytes")
 	f.IntVar(&o.Tokens, "tokens", o.Tokens, "decode tokens recorded and measured per run")
@@ -98,4 +103,15 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// printValidateFit says what the profile was fitted to and how well.
+func printValidateFit(w io.Writer, ft *validation.FitInfo) {
+	r := ft.Fit
+	var ps []string
+	for _, p := range r.Params {
+		ps = append(ps, fmt.Sprintf("%s %.4g ± %.2g", p.Name, p.Value, p.SE))
+	}
+	fmt.Fprintf(w, "profile %s fitted to a separate live run of %s at %s (%d tokens): %s; on that run per-token |error| p50 %.1f%%, p90 %.1f%%\n",
+		ft.Profile, ft.Policy, ft.Cache, r.Tokens, strings.Join(ps, ", "), 100*r.Errors.P50Abs, 100*r.Errors.P90Abs)
 }
