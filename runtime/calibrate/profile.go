@@ -107,13 +107,13 @@ func (r *Result) profile() ([]byte, error) {
 			bySize = append(bySize, fmt.Sprintf("%s %s", size(s), p.PerRead.describe(us)))
 		}
 		note := ""
-		if r.LatencyNS == 0 {
-			note = " (it came out negative at this noise: held at 0)"
+		if r.LatencyHeld {
+			note = " (it came out below 1 us, the profile bounds' smallest latency, at this noise: held at 1 us)"
 		}
 		kv("  ", "latency", us(r.LatencyNS), m+fmt.Sprintf("intercept of 1-lane time per read against read size (least squares through the medians)%s, capped below every point's time per read; time per read %s", note,
 			strings.Join(bySize, "; ")))
 	} else {
-		kv("  ", "latency", "0 us", "assumed: one read size measured, so latency and transfer time cannot be told apart")
+		kv("  ", "latency", "1 us", "assumed: one read size measured, so latency and transfer time cannot be told apart; held at the profile bounds' smallest latency")
 	}
 	curve := func(key string, lanes int) {
 		w("  %s:\n", key)

@@ -17,11 +17,14 @@ type Result struct {
 	Flash     []FlashPoint // by size, then lanes
 	LatencyNS float64      // fitted request latency
 	LatencyOK bool         // false when fewer than two sizes were measured
-	KneeLanes int          // lanes chosen for flash.lanes
-	PageBytes int64
-	ReadAhead ReadAhead
-	Mem       MemInfo
-	Bandwidth Summary // bytes/s
+	// LatencyHeld is true when the fit came out below the bounds' 1 us and
+	// was held there.
+	LatencyHeld bool
+	KneeLanes   int // lanes chosen for flash.lanes
+	PageBytes   int64
+	ReadAhead   ReadAhead
+	Mem         MemInfo
+	Bandwidth   Summary // bytes/s
 	// BandwidthPeak is the best bandwidth sample: the profile's value.
 	BandwidthPeak float64
 	Fault         Summary // ns per minor fault
@@ -156,7 +159,14 @@ func (r *Result) fitLatency() {
 		perRead := float64(p.Lanes) * float64(p.ReadBytes) / p.Throughput.Median * 1e9
 		r.LatencyNS = min(r.LatencyNS, 0.9*perRead)
 	}
+	if r.LatencyNS < minLatencyNS {
+		r.LatencyNS, r.LatencyHeld = minLatencyNS, true
+	}
 }
+
+// minLatencyNS is the profile bounds' smallest flash.latency (1 us): a fit
+// that comes out below it at this noise is held there.
+const minLatencyNS = 1000
 
 // chooseLanes picks the knee: the fewest lanes within 5% of the best throughput
 // at the largest read size.
