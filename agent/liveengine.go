@@ -163,40 +163,9 @@ func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, e
 	refuse(s.Trace.Path != "" || s.Device.File != "", errNoFiles.Error())
 	refuse(s.Device.Profile != nil || s.Device.Name != e.facts.Model, "device: a live engine measures this machine ("+e.facts.Model+"); name it or leave device out")
 	refuse(s.Model != nil && (s.Model.Name != e.model.Name || s.Model.Variant != "" && s.Model.Variant != e.model.Variant), "model: this agent serves "+e.model.Name)
-	refuse(s.Predictor != nil, "predictor: the live engine routes with the model's own routers")
-	refuse(s.Speculative != nil || s.SpecFromTrace, "speculative decoding: not supported by the live engine")
-	refuse(s.Prefill, "prefill: the live engine prefills its prompt without measuring it")
-	refuse(s.ContextTokens != 0, "context_tokens: the live engine's context is its prompt and tokens")
-	refuse(s.Policy.PinnedHot != nil, "policy.pinned_hot: not supported by the live engine")
-	if l := s.Policy.LES; l != nil {
-		refuse(l.TopN != 0 || l.Threshold != 0 || l.MaxCandidates != 0 || l.MaxInflightBytes != 0, "policy.les: the live engine takes only depth and no_prefetch")
-		if l.Depth > 0 {
-			o.Depth, o.Prefetch = l.Depth, true
-		}
-		if l.NoPrefetch {
-			o.Depth, o.Prefetch = 0, false
-		}
-	}
-	switch s.Layout {
-	case string(sim.LayoutPerExpert):
-	case string(sim.LayoutGGUFMmap):
-		o.Stock = true
-	default:
-		bad = append(bad, "layout "+s.Layout+": the live engine runs per-expert (pread) or gguf-mmap (stock page faults)")
-	}
-	o.Policy = s.Policy.Name
-	switch c := s.Cache; {
-	case strings.TrimSpace(c.Size) == "auto":
-		bad = append(bad, "cache auto: a live engine takes a size or a percentage")
-	case c.Size != "":
-		if o.Cache, err = sim.ResolveCache(c.Size, e.model, nil, 0); err != nil {
-			bad = append(bad, err.Error())
-		}
-	default:
-		o.Cache = c.Bytes
-	}
-	if y := s.Trace.Synthetic; y != nil {
-		o.Tokens = y.Tokens
+	warn, err := o.ApplySpec(&s, e.model)
+	if err != nil {
+		bad = append(bad, err.Error())
 	}
 	refuse(o.Tokens > MaxLiveTokens, fmt.Sprintf("tokens %d: a live agent runs at most %d", o.Tokens, MaxLiveTokens))
 	if len(bad) > 0 {
@@ -205,11 +174,7 @@ func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, e
 	if err := o.Validate(); err != nil {
 		return o, nil, err
 	}
-	var warn []string
-	if !s.CachedFirst {
-		warn = append(warn, "cached_first false: the live engine computes experts in llama.cpp's order either way")
-	}
-	return o, append(warn, "live engine: the spec's synthetic routing settings do not apply (the model routes); its decode tokens do"), nil
+	return o, append(warn, live.RoutingNote), nil
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -51,7 +51,7 @@ func TestCalibrateFromRunBadInput(t *testing.T) {
 		{[]string{"calibrate", "--from-run", "run.csv", "--model", "m.gguf", "--out", "o.yaml"}, "--model does not apply with --from-run"},
 		{[]string{"calibrate", "--model", "m.gguf", "--trace", "t.parquet", "--out", "o.yaml"}, "--trace does not apply without --from-run"},
 		{[]string{"calibrate", "--from-run", "run.csv", "--trace", "t.parquet", "--device", "ufs4-phone-12gb", "--out", "run.csv"}, "run.csv"},
-		{[]string{"calibrate", "--from-run", "run.csv", "--run-format", "nope", "--trace", "t.parquet", "--device", "ufs4-phone-12gb", "--out", "o.yaml"}, `unknown run format "nope" (valid: bmoe-metrics-csv)`},
+		{[]string{"calibrate", "--from-run", "run.csv", "--run-format", "nope", "--trace", "t.parquet", "--device", "ufs4-phone-12gb", "--out", "o.yaml"}, `unknown run format "nope" (valid: bmoe-metrics-csv, lessim-live-series)`},
 		{[]string{"calibrate", "--from-run", "run.csv", "--trace", "t.parquet", "--device", "ufs4-phone-12gb", "--out", "o.yaml"}, "run.csv:3: column wall_ms"},
 		{[]string{"calibrate", "--from-run", "missing.csv", "--trace", "t.parquet", "--device", "ufs4-phone-12gb", "--out", "o.yaml"}, "missing.csv"},
 	} {

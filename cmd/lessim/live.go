@@ -12,16 +12,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
 )
 
-// liveOutput is the JSON shape of live: the inputs and the measured Result.
+// liveOutput is the JSON shape of live: the experiment spec it ran (what
+// simulate takes to predict it), the engine's own inputs and the measured
+// Result.
 type liveOutput struct {
-	Inputs liveInputs  `json:"inputs"`
-	Result *sim.Result `json:"result"`
+	Spec   experiment.Spec `json:"spec"`
+	Inputs liveInputs      `json:"inputs"`
+	Result *sim.Result     `json:"result"`
 }
 
 type liveInputs struct {
@@ -35,23 +40,33 @@ type liveInputs struct {
 	Stock      bool   `json:"stock"`
 }
 
-// runLiveLocal runs live's flags on this machine's llama.cpp.
+// runLiveLocal runs live's spec (--spec or the flags) on this machine's
+// llama.cpp.
 func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
-	o, cache, format, series := f.o, f.cache, f.format, f.series
+	o, format, series := f.o, f.format, f.series
 	mc, err := record.CheckModel(o.Model)
 	if err != nil {
 		return err
 	}
 	m := mc.Spec
 	mc.File.Close()
-	if strings.TrimSpace(cache) == "auto" {
-		return errors.New("--cache auto needs a device profile; live takes a size (256MiB) or a percentage (25%)")
-	}
-	if o.Cache, err = sim.ResolveCache(cache, m, nil, 0); err != nil {
+	s, named, err := liveSpec(cmd, f)
+	if err != nil {
 		return err
 	}
-	if f.noPrefetch {
-		o.Depth, o.Prefetch = 0, false
+	if f.spec == "" { // the live engine's own order, so that simulate on this spec predicts it
+		s.CachedFirst, s.Barrier = false, s.Layout == string(sim.LayoutPerExpert)
+	}
+	notes, err := localSpecChecks(&s, named, m)
+	if err != nil {
+		return err
+	}
+	more, err := o.ApplySpec(&s, m)
+	if err != nil {
+		return err
+	}
+	if err := o.Validate(); err != nil {
+		return err
 	}
 	o.KeepSeries = series != ""
 	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
@@ -59,6 +74,10 @@ func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	res, samples, err := live.Run(ctx, o)
 	if err != nil {
 		return err
+	}
+	res.Warnings = append(res.Warnings, append(notes, more...)...)
+	if f.spec != "" && s.Trace.Synthetic != nil {
+		res.Warnings = append(res.Warnings, live.RoutingNote)
 	}
 	if series != "" {
 		if err := live.WriteSeries(series, samples); err != nil {
@@ -70,7 +89,7 @@ func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	if format == "json" {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
-		return enc.Encode(liveOutput{
+		return enc.Encode(liveOutput{Spec: s,
 			Inputs: liveInputs{Model: o.Model, Policy: o.Policy, CacheBytes: o.Cache, Tokens: o.Tokens, Prompt: promptOrDefault(o.Prompt),
 				Lanes: o.Lanes, Threads: o.Threads, Stock: o.Stock},
 			Result: res,
@@ -89,6 +108,28 @@ func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 		{"prompt", fmt.Sprintf("%q, then %d decode tokens (greedy)", promptOrDefault(o.Prompt), o.Tokens)},
 	}
 	return reports.WriteResult(out, h, res)
+}
+
+// localSpecChecks checks what a spec says that only the caller can: the
+// model routes live, so a trace file does not apply; a model the spec names
+// must be the GGUF's; a device it names is taken to describe this machine
+// (returned as a note).
+func localSpecChecks(s *experiment.Spec, named func(string) bool, m *devices.ModelSpec) ([]string, error) {
+	var bad []string
+	if s.Trace.Path != "" {
+		bad = append(bad, "trace "+s.Trace.Path+": the live engine routes with the model (greedy from its prompt); state the decode tokens with a synthetic trace group")
+	}
+	if named("model") && s.Model != nil && s.Model.Name != m.Name {
+		bad = append(bad, fmt.Sprintf("model %s: this GGUF is %s", s.Model.Name, m.Name))
+	}
+	if len(bad) > 0 {
+		return nil, errors.New(strings.Join(bad, "; "))
+	}
+	var notes []string
+	if named("device") {
+		notes = append(notes, "device "+s.Device.Name+s.Device.File+": the live run measures this machine, which the spec's device is taken to describe")
+	}
+	return notes, nil
 }
 
 // promptOrDefault is the prompt the run prefills.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runtime/live"
 )
 
@@ -15,6 +17,7 @@ type liveFlags struct {
 	cache, format, series string
 	noPrefetch            bool
 	target, token         string
+	spec                  string
 }
 
 const liveLong = `live decodes with llama.cpp on a GGUF Mixture-of-Experts model while the same policy
@@ -50,6 +53,7 @@ func addLiveFlags(cmd *cobra.Command, f *liveFlags) {
 	fl.BoolVar(&f.o.Stock, "stock", false, "stock baseline: plain mmap page faults, no pread, no prefetch (policy ondemand)")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
+	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin; a result's JSON or a bare spec, as simulate takes): its policy, cache, layout and decode tokens; --policy, --cache, --tokens, --depth, --no-prefetch and --stock may not be given with it")
 	fl.StringVar(&f.target, "target", "", "run on a device agent: tcp://HOST:PORT or usb://UDID:PORT")
 	fl.StringVar(&f.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 }
@@ -82,4 +86,23 @@ func newLiveCmd() *cobra.Command {
 	}
 	addLiveFlags(cmd, &f)
 	return cmd
+}
+
+// liveSpecFlags are the flags a --spec file replaces.
+var liveSpecFlags = []string{"policy", "cache", "tokens", "depth", "no-prefetch", "stock"}
+
+// liveSpec is the run's experiment spec: --spec FILE (what simulate takes)
+// or live's flags (liveFlagSpec). named reports the groups the spec states
+// itself (with flags: none of device, model or trace file).
+func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, func(string) bool, error) {
+	if f.spec == "" {
+		s, err := liveFlagSpec(cmd, f)
+		return s, func(string) bool { return false }, err
+	}
+	for _, n := range liveSpecFlags {
+		if cmd.Flags().Changed(n) {
+			return experiment.Spec{}, nil, fmt.Errorf("--%s cannot be given with --spec: the spec holds the run (edit it instead)", n)
+		}
+	}
+	return readSpecFile(cmd, f.spec, true)
 }

@@ -27,14 +27,10 @@ type liveRemoteOutput struct {
 // liveLocalOnly are flags a remote run cannot carry: the agent decides them.
 var liveLocalOnly = []string{"model", "prompt", "lanes", "threads", "series"}
 
-// remoteLiveSpec is the experiment spec of live's flags for an agent: the
-// agent's own device and model, a synthetic trace of --tokens decode tokens.
-func remoteLiveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
-	for _, name := range liveLocalOnly {
-		if cmd.Flags().Changed(name) {
-			return experiment.Spec{}, fmt.Errorf("--%s does not apply with --target: the agent runs its own model and engine settings", name)
-		}
-	}
+// liveFlagSpec is the experiment spec of live's flags: no device or model
+// (the engine's own), a synthetic trace of --tokens decode tokens, the
+// policy, cache and layout.
+func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 	syn := experiment.DefaultSynthetic()
 	syn.Tokens = f.o.Tokens
 	s := experiment.Spec{
@@ -71,7 +67,12 @@ func runLiveRemote(cmd *cobra.Command, f *liveFlags) error {
 	if err != nil {
 		return err
 	}
-	s, err := remoteLiveSpec(cmd, f)
+	for _, name := range liveLocalOnly {
+		if cmd.Flags().Changed(name) {
+			return fmt.Errorf("--%s does not apply with --target: the agent runs its own model and engine settings", name)
+		}
+	}
+	s, err := liveFlagSpec(cmd, f)
 	if err != nil {
 		return err
 	}

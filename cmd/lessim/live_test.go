@@ -43,6 +43,21 @@ func TestLiveEndToEnd(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "tokens.parquet")); err != nil || st.Size() == 0 {
 		t.Fatalf("series file: %v", err)
 	}
+	if s := got.Spec; s.Policy.Name != "ondemand" || s.Trace.Synthetic == nil || s.Trace.Synthetic.Tokens != 8 || !s.Barrier || s.CachedFirst {
+		t.Fatalf("live json spec: %+v", s)
+	}
+	// The spec it printed runs the same experiment again: same routing, so
+	// the same books (ondemand has no timing-dependent prefetch).
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var again liveOutput
+	if err := json.Unmarshal([]byte(runCLI(t, dir, "live", "--model", "tiny.gguf", "--spec", "run.json", "--format", "json")), &again); err != nil {
+		t.Fatal(err)
+	}
+	if r, a := got.Result, again.Result; a == nil || a.Uses != r.Uses || a.Hits != r.Hits || a.Misses != r.Misses || a.CacheBytes != r.CacheBytes {
+		t.Fatalf("live --spec of its own output: %+v, first run %+v", again.Result, got.Result)
+	}
 	stock := runCLI(t, dir, "live", "--model", "tiny.gguf", "--policy", "ondemand", "--cache", "40%", "--tokens", "4", "--stock")
 	if !strings.Contains(stock, "stock mmap") || !strings.Contains(stock, "4 tokens in 4 passes") {
 		t.Fatalf("live --stock:\n%s", stock)
@@ -50,8 +65,9 @@ func TestLiveEndToEnd(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"--policy nope", `unknown policy "nope"`},
 		{"--cache 1KiB", "smaller than one layer's top-4"},
-		{"--cache auto", "--cache auto needs a device profile"},
+		{"--cache auto", "cache auto: a live engine takes a size or a percentage"},
 		{"--stock --policy les", "stock mode has no prefetch"},
+		{"--spec run.json --policy lru", "--policy cannot be given with --spec"},
 	} {
 		args := append([]string{"live", "--model", "tiny.gguf", "--tokens", "2"}, strings.Fields(tc.args)...)
 		if out := runCLI(t, dir, args...); !strings.Contains(out, tc.want) {

@@ -146,21 +146,42 @@ func simulateSpec(cmd *cobra.Command, file string) (experiment.Spec, error) {
 		slices.Sort(names)
 		return experiment.Spec{}, fmt.Errorf("--spec holds the whole experiment, so %s cannot be given with it (edit the spec instead); only --format and --plot may be", strings.Join(names, ", "))
 	}
+	s, _, err := readSpecFile(cmd, file, false)
+	return s, err
+}
+
+// readSpecFile reads an experiment spec from file (- = stdin): a result's
+// JSON or a bare spec; with anyOutput, the "spec" member of any lessim
+// JSON output (live's has engine inputs beside it). named reports which of
+// the spec's groups the file states itself (Parse fills the others with
+// defaults).
+func readSpecFile(cmd *cobra.Command, file string, anyOutput bool) (s experiment.Spec, named func(group string) bool, err error) {
 	var data []byte
-	var err error
 	if file == "-" {
 		data, err = io.ReadAll(cmd.InOrStdin())
 	} else {
 		data, err = os.ReadFile(file)
 	}
 	if err != nil {
-		return experiment.Spec{}, err
+		return s, nil, err
 	}
-	s, err := experiment.Parse(data)
-	if err != nil {
-		return experiment.Spec{}, fmt.Errorf("%s: %w", file, err)
+	if anyOutput {
+		var top map[string]json.RawMessage
+		if json.Unmarshal(data, &top) == nil && top["spec"] != nil {
+			data = top["spec"]
+		}
 	}
-	return s, nil
+	if s, err = experiment.Parse(data); err != nil {
+		return s, nil, fmt.Errorf("%s: %w", file, err)
+	}
+	var top map[string]json.RawMessage
+	if json.Unmarshal(data, &top) == nil {
+		if inner, ok := top["spec"]; ok { // a result's JSON
+			top = nil
+			_ = json.Unmarshal(inner, &top)
+		}
+	}
+	return s, func(g string) bool { _, ok := top[g]; return ok }, nil
 }
 
 // checkWritableDir checks that files named prefix+ext can be created: the
