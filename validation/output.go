@@ -34,10 +34,17 @@ func WriteTable(w io.Writer, s *Summary) error {
 	for _, r := range s.Rankings {
 		verdict := "preserved"
 		if !r.Preserved {
-			verdict = "NOT preserved"
+			verdict = "NOT preserved (" + strings.Join(r.Flipped, ", ") + " measured in the other order beyond the spread)"
 		}
+		var notes []string
 		if r.Ties {
-			verdict += " (with equal speeds, ordered as given)"
+			notes = append(notes, "equal predicted speeds are not ordered")
+		}
+		if len(r.WithinNoise) > 0 {
+			notes = append(notes, strings.Join(r.WithinNoise, ", ")+" measured the other way within the spread")
+		}
+		if len(notes) > 0 {
+			verdict += "; " + strings.Join(notes, "; ")
 		}
 		fmt.Fprintf(w, "ranking at cache %s: predicted %s, measured %s: %s\n", r.Cache,
 			strings.Join(r.Predicted, " > "), strings.Join(r.Measured, " > "), verdict)

@@ -50,15 +50,27 @@ type PointStats struct {
 }
 
 // Ranking is one cache size's policies ordered by tokens/s, fastest first.
+//
+// Preserved is judged pair by pair: a pair the prediction orders (unequal
+// predicted speeds) must be measured in the same order, or so close that
+// the measurement cannot order it: the measured means differ by no more
+// than the sum of the two points' standard deviations over repeats (with
+// one repeat there is no spread, so the order must hold). A pair predicted
+// exactly equal (e.g. two policies that load and evict alike) constrains
+// nothing.
 type Ranking struct {
 	Cache     string   `json:"cache"`
 	Predicted []string `json:"predicted"`
 	Measured  []string `json:"measured"`
 	Preserved bool     `json:"preserved"`
-	// Ties are true when two policies' speeds are exactly equal (predicted
-	// or measured): their order is then the order the policies were given,
-	// so Preserved says less.
+	// Ties are true when two policies' predicted speeds are exactly equal:
+	// their relative order is not predicted.
 	Ties bool `json:"ties"`
+	// WithinNoise lists the pairs ("les/ondemand") measured in the other
+	// order but within the measurements' spread.
+	WithinNoise []string `json:"within_noise,omitempty"`
+	// Flipped lists the pairs measured in the other order beyond it.
+	Flipped []string `json:"flipped,omitempty"`
 }
 
 // Summary is the whole comparison.
@@ -178,8 +190,7 @@ func rankings(points []PointStats) []Ranking {
 		ps := byCache[c]
 		r := Ranking{Cache: c, Predicted: order(ps, func(p PointStats) float64 { return p.PredictedTPS }),
 			Measured: order(ps, func(p PointStats) float64 { return p.MeasuredTPS })}
-		r.Preserved = slices.Equal(r.Predicted, r.Measured)
-		r.Ties = tied(ps, func(p PointStats) float64 { return p.PredictedTPS }) || tied(ps, func(p PointStats) float64 { return p.MeasuredTPS })
+		r.judge(ps)
 		out = append(out, r)
 	}
 	return out
@@ -195,14 +206,23 @@ func order(ps []PointStats, speed func(PointStats) float64) []string {
 	return names
 }
 
-// tied reports whether two points have exactly the same speed.
-func tied(ps []PointStats, speed func(PointStats) float64) bool {
+// judge checks every pair of one cache size's points (see Ranking).
+func (r *Ranking) judge(ps []PointStats) {
 	for i := range ps {
 		for j := range i {
-			if speed(ps[i]) == speed(ps[j]) {
-				return true
+			a, b := ps[j], ps[i]
+			dp, dm := a.PredictedTPS-b.PredictedTPS, a.MeasuredTPS-b.MeasuredTPS
+			pair := a.Policy + "/" + b.Policy
+			switch {
+			case dp == 0:
+				r.Ties = true
+			case dp*dm > 0:
+			case math.Abs(dm) <= a.MeasuredSD+b.MeasuredSD:
+				r.WithinNoise = append(r.WithinNoise, pair)
+			default:
+				r.Flipped = append(r.Flipped, pair)
 			}
 		}
 	}
-	return false
+	r.Preserved = len(r.Flipped) == 0
 }

@@ -84,6 +84,33 @@ func TestSummarizeKnown(t *testing.T) {
 	}
 }
 
+// A pair measured in the other order but within the repeats' spread keeps
+// the ranking (and is listed); beyond the spread it breaks it.
+func TestRankingWithinNoise(t *testing.T) {
+	m := func(tps ...float64) []*sim.Result {
+		var out []*sim.Result
+		for _, v := range tps {
+			out = append(out, res(v, 0.5, 1, 2, sim.SourceMeasured))
+		}
+		return out
+	}
+	pts := []Point{
+		{Policy: "les", Cache: "25%", Predicted: res(105, 0.5, 1, 2, sim.SourceSimulated), Measured: m(96, 104)}, // mean 100, sd 5.66
+		{Policy: "lru", Cache: "25%", Predicted: res(100, 0.5, 1, 2, sim.SourceSimulated), Measured: m(99, 105)}, // mean 102, sd 4.24
+	}
+	s, err := Summarize(pts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := s.Rankings[0]; !r.Preserved || !slices.Equal(r.WithinNoise, []string{"les/lru"}) || len(r.Flipped) != 0 {
+		t.Fatalf("within the spread: %+v", r)
+	}
+	pts[1].Measured = m(120, 121) // mean 120.5: 20.5 apart, spread 5.66 + 0.71
+	if s, err = Summarize(pts); err != nil || s.RankingPreserved || !slices.Equal(s.Rankings[0].Flipped, []string{"les/lru"}) {
+		t.Fatalf("beyond the spread: %v %+v", err, s.Rankings)
+	}
+}
+
 func TestSummarizeBad(t *testing.T) {
 	for name, mutate := range map[string]func([]Point) []Point{
 		"no points":      func([]Point) []Point { return nil },

@@ -110,7 +110,11 @@ func printValidateFit(w io.Writer, ft *validation.FitInfo) {
 	r := ft.Fit
 	var ps []string
 	for _, p := range r.Params {
-		ps = append(ps, fmt.Sprintf("%s %.4g ± %.2g", p.Name, p.Value, p.SE))
+		v := fmt.Sprintf("%s %.4g ± %.2g", p.Name, p.Value, p.SE)
+		if !p.Identified {
+			v = fmt.Sprintf("%s %.4g (not identified by this run: kept)", p.Name, p.Value)
+		}
+		ps = append(ps, v)
 	}
 	fmt.Fprintf(w, "profile %s fitted to a separate live run of %s at %s (%d tokens): %s; on that run per-token |error| p50 %.1f%%, p90 %.1f%%\n",
 		ft.Profile, ft.Policy, ft.Cache, r.Tokens, strings.Join(ps, ", "), 100*r.Errors.P50Abs, 100*r.Errors.P90Abs)
