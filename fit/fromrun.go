@@ -259,6 +259,9 @@ func (f *fromRun) profile(vals []float64, o *Outcome, out *RunFit) (*devices.Pro
 			f.label, f.n, p.Value, p.SE, o.RMS/1e6)
 	}
 	c := f.candidate(vals, src)
+	if lr, ok := byName[ParamLoadRate]; ok && !lr.Identified {
+		c.Compute.LoadRate = f.base.Clone().Compute.LoadRate // not identified: stays as it was (absent = free)
+	}
 	c.Name = f.base.Name + "-fitted"
 	c.Description = fmt.Sprintf("%s, fitted to the measured run %s", strings.TrimSpace(f.base.Description), f.label)
 	if _, err := c.Device(); err != nil {
