@@ -58,6 +58,10 @@ func calibrateHost(cmd *cobra.Command, h *hostFlags, outPath string) error {
 	fmt.Fprintf(out, "memory: %.2f GB/s × efficiency %.3f; compute %.2f GFLOPS, %.1f us per layer\n",
 		d.MemBandwidth/1e9, d.MemEfficiency, d.ComputeFLOPS/1e9, float64(d.LayerOverhead)/1e3)
 	fmt.Fprintf(out, "decode (all in RAM, 1 thread): %.2f ms/token on %s\n", u.TokenNS.Median/1e6, u.Name)
+	if ll := r.LiveLoad; ll != nil {
+		fmt.Fprintf(out, "live engine: one expert load adds %.0f ± %.0f us to the compute thread (compute.load_fixed %.0f us); %.2f ms/token with no loads\n",
+			ll.PerLoadNS/1e3, ll.PerLoadSE/1e3, float64(d.LoadFixedNS)/1e3, ll.InterceptNS/1e6)
+	}
 	if len(d.Assumed) > 0 {
 		fmt.Fprintf(out, "assumed (not measured): %s\n", strings.Join(d.Assumed, ", "))
 	}
