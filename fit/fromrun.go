@@ -71,17 +71,42 @@ type Residuals struct {
 // every token of a fixed top-k decode; flash.latency against the bandwidth
 // scale: every read has the same size) are kept and listed in Kept.
 func FromRun(base *devices.Profile, rp Replay, run *runs.Run, label string) (*RunFit, error) {
-	if len(run.Tokens) == 0 {
-		return nil, errors.New("fit: the run has no tokens")
+	return FromRuns(base, []Measured{{Replay: rp, Run: run}}, label)
+}
+
+// Measured is one measured run with its replay.
+type Measured struct {
+	Replay Replay
+	Run    *runs.Run
+}
+
+// FromRuns is FromRun over several runs of one device at once (e.g. one
+// bound by flash latency and one by flash throughput, which a single run
+// cannot tell apart): the per-token wall times of all of them are fitted
+// together, in the order given.
+func FromRuns(base *devices.Profile, ms []Measured, label string) (*RunFit, error) {
+	if len(ms) == 0 {
+		return nil, errors.New("fit: no runs")
 	}
 	if _, err := base.Device(); err != nil {
 		return nil, err
 	}
-	measured := make([]float64, len(run.Tokens))
-	for i, t := range run.Tokens {
-		measured[i] = float64(t.WallNS)
+	f := &fromRun{base: base, label: label}
+	var measured []float64
+	all := &runs.Run{Fields: slices.Clone(ms[0].Run.Fields)}
+	for _, m := range ms {
+		if len(m.Run.Tokens) == 0 {
+			return nil, fmt.Errorf("fit: the run %s has no tokens", m.Run.Name)
+		}
+		for _, t := range m.Run.Tokens {
+			measured = append(measured, float64(t.WallNS))
+		}
+		f.parts = append(f.parts, part{rp: m.Replay, run: m.Run, n: len(m.Run.Tokens)})
+		all.Tokens = append(all.Tokens, m.Run.Tokens...)
+		all.Fields = slices.DeleteFunc(all.Fields, func(x runs.Field) bool { return !m.Run.Has(x) })
 	}
-	f := &fromRun{base: base, rp: rp, label: label, n: len(measured)}
+	run := all
+	f.n = len(measured)
 	out := &RunFit{Tokens: f.n, Measured: measured}
 	if run.Has(runs.FieldMgmt) && run.Has(runs.FieldRead) {
 		l, err := loadLine(run)
@@ -113,7 +138,7 @@ func FromRun(base *devices.Profile, rp Replay, run *runs.Run, label string) (*Ru
 	if out.Predicted, err = f.predict(vals); err != nil {
 		return nil, err
 	}
-	out.BytesMatched = f.bytesMatched(run)
+	out.BytesMatched = f.bytesMatched()
 	out.Errors = summarise(out.Predicted, measured)
 	if out.Profile, err = f.profile(vals, o, out); err != nil {
 		return nil, err
@@ -147,11 +172,18 @@ func loadLine(run *runs.Run) (Line, error) {
 // fromRun evaluates candidate profiles by simulation.
 type fromRun struct {
 	base     *devices.Profile
-	rp       Replay
+	parts    []part
 	label    string
-	n        int
+	n        int     // tokens over all parts
 	loadRate float64 // from the management column; 0 = fitted
-	last     *sim.Result
+}
+
+// part is one measured run and its replay.
+type part struct {
+	rp   Replay
+	run  *runs.Run
+	n    int
+	last *sim.Result // the latest prediction
 }
 
 // baseValue parses a profile number, falling back to 0.5 (the middle of the
@@ -190,32 +222,36 @@ func (f *fromRun) candidate(p []float64, src func(name string) string) *devices.
 	return c
 }
 
-// predict simulates the replay with parameter values p and returns the
-// per-token decode time (ns) of the first n decode passes.
+// predict simulates every part's replay with parameter values p and
+// returns the per-token decode times (ns) of each part's first n decode
+// passes, parts in order.
 func (f *fromRun) predict(p []float64) ([]float64, error) {
 	d, err := f.candidate(p, func(string) string { return "fit candidate" }).Device()
 	if err != nil {
 		return nil, err
 	}
-	pp := policies.DefaultParams(f.rp.Model)
-	pp.Trace = f.rp.Steps
-	pol, err := policies.New(f.rp.Policy, pp)
-	if err != nil {
-		return nil, err
-	}
-	cfg := sim.Config{Model: f.rp.Model, Device: d, CacheBytes: f.rp.CacheBytes, Layout: f.rp.Layout,
-		CachedFirst: f.rp.CachedFirst, Barrier: f.rp.Barrier, SpecBlock: 1, Prefill: f.rp.Prefill, KeepSeries: true}
-	res, err := sim.Run(cfg, f.rp.Steps, pol)
-	if err != nil {
-		return nil, err
-	}
-	if len(res.Series) < f.n {
-		return nil, fmt.Errorf("fit: the trace decodes %d tokens, the run measured %d", len(res.Series), f.n)
-	}
-	f.last = res
-	out := make([]float64, f.n)
-	for i := range out {
-		out[i] = float64(res.Series[i].TimeNS)
+	out := make([]float64, 0, f.n)
+	for i := range f.parts {
+		pt := &f.parts[i]
+		pp := policies.DefaultParams(pt.rp.Model)
+		pp.Trace = pt.rp.Steps
+		pol, err := policies.New(pt.rp.Policy, pp)
+		if err != nil {
+			return nil, err
+		}
+		cfg := sim.Config{Model: pt.rp.Model, Device: d, CacheBytes: pt.rp.CacheBytes, Layout: pt.rp.Layout,
+			CachedFirst: pt.rp.CachedFirst, Barrier: pt.rp.Barrier, SpecBlock: 1, Prefill: pt.rp.Prefill, KeepSeries: true}
+		res, err := sim.Run(cfg, pt.rp.Steps, pol)
+		if err != nil {
+			return nil, err
+		}
+		if len(res.Series) < pt.n {
+			return nil, fmt.Errorf("fit: the trace decodes %d tokens, the run measured %d", len(res.Series), pt.n)
+		}
+		pt.last = res
+		for _, s := range res.Series[:pt.n] {
+			out = append(out, float64(s.TimeNS))
+		}
 	}
 	return out, nil
 }
@@ -225,21 +261,21 @@ func (f *fromRun) predict(p []float64) ([]float64, error) {
 // replay reproduces the run's cache behaviour. NB: not exact equality: an
 // engine's aligned direct reads read a little more than the expert's bytes
 // (the BigMoeOnEdge reference reads about 0.4% more, some 13 KB per expert).
-func (f *fromRun) bytesMatched(run *runs.Run) int {
-	if f.last == nil || !run.Has(runs.FieldRead) {
-		return 0
-	}
+func (f *fromRun) bytesMatched() int {
 	n := 0
-	for i, t := range run.Tokens {
-		if i < len(f.last.Series) && math.Abs(float64(f.last.Series[i].FlashBytes-t.ReadBytes)) <= 0.01*float64(t.ReadBytes) {
-			n++
+	for _, pt := range f.parts {
+		if pt.last == nil || !pt.run.Has(runs.FieldRead) {
+			continue
+		}
+		for i, t := range pt.run.Tokens {
+			if i < len(pt.last.Series) && math.Abs(float64(pt.last.Series[i].FlashBytes-t.ReadBytes)) <= 0.01*float64(t.ReadBytes) {
+				n++
+			}
 		}
 	}
 	return n
 }
 
-// profile writes the fitted values into a clone of the base profile, each
-// with a source saying what it was fitted from.
 func (f *fromRun) profile(vals []float64, o *Outcome, out *RunFit) (*devices.Profile, error) {
 	byName := map[string]Fitted{}
 	for _, p := range o.Params {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/fit"
@@ -19,44 +20,23 @@ import (
 
 // Files the fit writes into Options.Out.
 const (
-	FitSeriesFile  = "fit/series.parquet" // the calibration run's per-token series
-	FitProfileFile = "fit/fitted.yaml"    // the profile fitted to it, used to simulate
+	FitDir         = "fit"             // the calibration runs' per-token series (POLICY-CACHE.parquet)
+	FitProfileFile = "fit/fitted.yaml" // the profile fitted to them, used to simulate
 )
 
 // FitInfo says what the profile was fitted to and how well.
 type FitInfo struct {
-	Policy, Cache string
-	Profile       string // the fitted profile's file
-	Fit           *fit.RunFit
+	Points  []FitPoint
+	Profile string // the fitted profile's file
+	Fit     *fit.RunFit
 }
 
-// fitProfile runs the fit point live once with its per-token series (a run
-// of its own, not one of the validation's measurements), fits the device
-// profile's compute and load-cost parameters and flash scale to it
-// (fit.FromRun on the recorded routing, replayed as the live engine runs:
-// barrier order, prompt prefilled) and writes the fitted profile.
+// fitProfile runs each fit point live once with its per-token series (runs
+// of their own, not the validation's measurements), fits the device
+// profile's compute and load-cost parameters and flash scale to all of them
+// at once (fit.FromRuns on the recorded routing, replayed as the live engine
+// runs: barrier order, prompt prefilled) and writes the fitted profile.
 func fitProfile(ctx context.Context, o *Options, c *Checked, trace, prompt string) (*FitInfo, error) {
-	pol, cache, bytes := o.fitPoint(c)
-	lo := live.DefaultOptions()
-	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads, lo.KeepSeries = o.Model, pol, bytes, o.Tokens, prompt, 1, true
-	if o.Lanes > 0 {
-		lo.Lanes = o.Lanes
-	}
-	_, series, err := live.Run(ctx, lo)
-	if err != nil {
-		return nil, fmt.Errorf("validate: fit run %s at %s: %w", pol, cache, err)
-	}
-	seriesPath := filepath.Join(o.Out, FitSeriesFile)
-	if err := os.MkdirAll(filepath.Dir(seriesPath), 0o755); err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
-	if err := live.WriteSeries(seriesPath, series); err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
-	run, err := runs.ReadLiveSeries(seriesPath)
-	if err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
 	base, err := devices.ParseProfileFile(o.DeviceFile)
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
@@ -71,9 +51,21 @@ func fitProfile(ctx context.Context, o *Options, c *Checked, trace, prompt strin
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	meta := r.Meta()
-	rp := fit.Replay{Model: &meta.Model, Steps: steps, Policy: pol, CacheBytes: bytes, Layout: sim.LayoutPerExpert,
-		Barrier: true, Prefill: true}
-	rf, err := fit.FromRun(base, rp, run, fmt.Sprintf("lessim live %s at cache %s", pol, cache))
+	if err := os.MkdirAll(filepath.Join(o.Out, FitDir), 0o755); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	var ms []fit.Measured
+	var names []string
+	for _, p := range c.Fit {
+		run, err := fitRun(ctx, o, p, prompt)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, fit.Measured{Run: run, Replay: fit.Replay{Model: &meta.Model, Steps: steps, Policy: p.Policy,
+			CacheBytes: p.CacheBytes, Layout: sim.LayoutPerExpert, Barrier: true, Prefill: true}})
+		names = append(names, p.String())
+	}
+	rf, err := fit.FromRuns(base, ms, "lessim live "+strings.Join(names, " and "))
 	if err != nil {
 		return nil, fmt.Errorf("validate: fit: %w", err)
 	}
@@ -85,5 +77,30 @@ func fitProfile(ctx context.Context, o *Options, c *Checked, trace, prompt strin
 	if err := atomicfile.WriteFile(path, y); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	return &FitInfo{Policy: pol, Cache: cache, Profile: path, Fit: rf}, nil
+	return &FitInfo{Points: c.Fit, Profile: path, Fit: rf}, nil
+}
+
+// fitRun runs one fit point live and returns its series as a run (written
+// to Out/fit/POLICY-CACHE.parquet and read back: the file calibrate
+// --from-run would read).
+func fitRun(ctx context.Context, o *Options, p FitPoint, prompt string) (*runs.Run, error) {
+	lo := live.DefaultOptions()
+	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads, lo.KeepSeries = o.Model, p.Policy, p.CacheBytes, o.Tokens, prompt, 1, true
+	if o.Lanes > 0 {
+		lo.Lanes = o.Lanes
+	}
+	_, series, err := live.Run(ctx, lo)
+	if err != nil {
+		return nil, fmt.Errorf("validate: fit run %s: %w", p, err)
+	}
+	name := strings.NewReplacer("%", "pct", "/", "_").Replace(p.Policy + "-" + p.Cache)
+	path := filepath.Join(o.Out, FitDir, name+".parquet")
+	if err := live.WriteSeries(path, series); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	run, err := runs.ReadLiveSeries(path)
+	if err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	return run, nil
 }

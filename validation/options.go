@@ -36,12 +36,13 @@ type Options struct {
 	Prompt string
 	// Lanes is the live driver's I/O lanes (0 = its default).
 	Lanes int
-	// Fit, as "POLICY:CACHE" (e.g. "ondemand:25%"), first runs that point
-	// live once more with its per-token series and fits the device
-	// profile's compute and load-cost parameters and flash scale to it
-	// (calibrate --from-run); the points are then simulated with the fitted
-	// profile. "" simulates with DeviceFile as it is.
-	Fit string
+	// Fit lists points as "POLICY:CACHE" (e.g. "ondemand:25%", "les:25%"):
+	// each is first run live once more with its per-token series, and the
+	// device profile's compute and load-cost parameters and flash scale are
+	// fitted to all of them at once (calibrate --from-run); the points are
+	// then simulated with the fitted profile. None simulates with
+	// DeviceFile as it is.
+	Fit []string
 	// Out is the output folder (created if missing).
 	Out string
 	// Version is lessim's version, written into the results rows.
@@ -65,15 +66,16 @@ type Checked struct {
 	Model      *devices.ModelSpec
 	Device     *devices.Device
 	CacheBytes []int64 // per Options.Caches
-	FitBytes   int64   // Options.Fit's cache in bytes
+	Fit        []FitPoint
 }
 
-// fitPoint splits Options.Fit (checked) into policy and cache, with the
-// cache's bytes.
-func (o *Options) fitPoint(c *Checked) (policy, cache string, bytes int64) {
-	policy, cache, _ = strings.Cut(o.Fit, ":")
-	return policy, cache, c.FitBytes
+// FitPoint is one point of Options.Fit.
+type FitPoint struct {
+	Policy, Cache string
+	CacheBytes    int64
 }
+
+func (p FitPoint) String() string { return p.Policy + " at " + p.Cache }
 
 // Check reports every problem with the options before any work: unknown
 // policies, caches smaller than one layer's top-k, a model that is not MoE,
@@ -138,23 +140,26 @@ func (o *Options) Check() (*Checked, error) {
 			c.CacheBytes = append(c.CacheBytes, b)
 		}
 	}
-	if o.Fit != "" {
-		pol, cache, ok := strings.Cut(o.Fit, ":")
+	for _, f := range o.Fit {
+		pol, cache, ok := strings.Cut(f, ":")
 		switch {
 		case !ok:
-			bad("fit %q: want POLICY:CACHE, e.g. ondemand:25%%", o.Fit)
+			bad("fit %q: want POLICY:CACHE, e.g. ondemand:25%%", f)
 		case !slices.Contains(policies.Names(), pol):
-			bad("fit %q: unknown policy %q (valid: %s)", o.Fit, pol, strings.Join(policies.Names(), ", "))
+			bad("fit %q: unknown policy %q (valid: %s)", f, pol, strings.Join(policies.Names(), ", "))
 		case c.Model != nil:
 			b, err := sim.ResolveCache(cache, c.Model, nil, 0)
 			if err != nil {
-				bad("fit %q: cache: %w", o.Fit, err)
+				bad("fit %q: cache: %w", f, err)
 			} else if need := int64(c.Model.TopK) * c.Model.MaxExpertBytes(); b < need {
-				bad("fit %q: cache %s is smaller than one layer's top-%d (%s)", o.Fit, sim.FormatBytes(b), c.Model.TopK, sim.FormatBytes(need))
+				bad("fit %q: cache %s is smaller than one layer's top-%d (%s)", f, sim.FormatBytes(b), c.Model.TopK, sim.FormatBytes(need))
 			} else {
-				c.FitBytes = b
+				c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache, CacheBytes: b})
 			}
 		}
+	}
+	if dup := duplicate(o.Fit); dup != "" {
+		bad("fit %q given twice", dup)
 	}
 	if err := checkWritable(o.Out); err != nil {
 		errs = append(errs, err)

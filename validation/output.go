@@ -28,8 +28,8 @@ func WriteTable(w io.Writer, s *Summary) error {
 		return err
 	}
 	fmt.Fprintf(w, "MAPE (tokens/s): %.1f%% over %d points\n", s.MAPE, len(s.Points))
-	if s.FitPoint != "" {
-		fmt.Fprintf(w, "profile fitted to a separate live run of %s; MAPE over the %d other points (held out): %.1f%%\n", s.FitPoint, s.HeldOut, s.HeldOutMAPE)
+	if len(s.FitPoints) > 0 {
+		fmt.Fprintf(w, "profile fitted to separate live runs of %s; MAPE over the %d other points (held out): %.1f%%\n", strings.Join(s.FitPoints, " and "), s.HeldOut, s.HeldOutMAPE)
 	}
 	for _, r := range s.Rankings {
 		verdict := "preserved"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runtime/live"
@@ -59,8 +60,8 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		}
 	}
 	so := o // the options the points are simulated with
-	if o.Fit != "" {
-		step("fit " + o.Fit)
+	if len(o.Fit) > 0 {
+		step("fit " + strings.Join(o.Fit, ", "))
 		if rep.Fit, err = fitProfile(ctx, &o, c, rep.Trace, prompt); err != nil {
 			return nil, err
 		}
@@ -109,7 +110,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	if rep.Fit != nil {
-		rep.Summary.MarkFit(rep.Fit.Policy, rep.Fit.Cache)
+		rep.Summary.MarkFit(rep.Fit.Points)
 	}
 	return rep, nil
 }

@@ -81,22 +81,26 @@ type Summary struct {
 	Rankings []Ranking `json:"rankings"`
 	// RankingPreserved is true when every cache size's ranking is.
 	RankingPreserved bool `json:"ranking_preserved"`
-	// FitPoint is the policy and cache ("ondemand at 25%") whose separate
-	// live run the profile was fitted to ("" = no fit); HeldOutMAPE is the
-	// MAPE over the other points, which the fit never saw.
-	FitPoint    string  `json:"fit_point,omitempty"`
-	HeldOutMAPE float64 `json:"held_out_mape_pct,omitempty"`
-	HeldOut     int     `json:"held_out_points,omitempty"`
+	// FitPoints are the policies and caches ("ondemand at 25%") whose
+	// separate live runs the profile was fitted to (none = no fit);
+	// HeldOutMAPE is the MAPE over the other points, whose configurations
+	// the fit never saw.
+	FitPoints   []string `json:"fit_points,omitempty"`
+	HeldOutMAPE float64  `json:"held_out_mape_pct,omitempty"`
+	HeldOut     int      `json:"held_out_points,omitempty"`
 }
 
-// MarkFit records that the profile was fitted to a run of policy at cache
+// MarkFit records that the profile was fitted to runs of the fit points
 // and computes the MAPE over the other points.
-func (s *Summary) MarkFit(policy, cache string) {
-	s.FitPoint = policy + " at " + cache
+func (s *Summary) MarkFit(fit []FitPoint) {
+	s.FitPoints = nil
+	for _, f := range fit {
+		s.FitPoints = append(s.FitPoints, f.String())
+	}
 	var sum float64
 	s.HeldOut = 0
 	for _, p := range s.Points {
-		if p.Policy == policy && p.Cache == cache {
+		if slices.Contains(s.FitPoints, FitPoint{Policy: p.Policy, Cache: p.Cache}.String()) {
 			continue
 		}
 		sum += math.Abs(p.ErrorPct)

@@ -111,6 +111,22 @@ func TestRankingWithinNoise(t *testing.T) {
 	}
 }
 
+// MarkFit leaves the fit points out of the held-out MAPE.
+func TestMarkFit(t *testing.T) {
+	s, err := Summarize(knownPoints()) // errors 10, −25, −20, 20 (%)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MarkFit([]FitPoint{{Policy: "les", Cache: "25%"}, {Policy: "lru", Cache: "40%"}})
+	if s.HeldOut != 2 || math.Abs(s.HeldOutMAPE-15) > 1e-9 || len(s.FitPoints) != 2 || s.FitPoints[0] != "les at 25%" {
+		t.Fatalf("held out %d points, MAPE %g, fit points %v; want 2, 15", s.HeldOut, s.HeldOutMAPE, s.FitPoints)
+	}
+	var b bytes.Buffer
+	if err := WriteTable(&b, s); err != nil || !strings.Contains(b.String(), "fitted to separate live runs of les at 25% and lru at 40%; MAPE over the 2 other points (held out): 15.0%") {
+		t.Fatalf("table: %v\n%s", err, b.String())
+	}
+}
+
 func TestSummarizeBad(t *testing.T) {
 	for name, mutate := range map[string]func([]Point) []Point{
 		"no points":      func([]Point) []Point { return nil },

@@ -19,7 +19,7 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	o := validation.Options{Tokens: 32, Repeats: 2, Version: version}
-	var pols, caches string
+	var pols, caches, fitPts string
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "validate",
@@ -35,7 +35,7 @@ simulated or measured) and a scatter plot with y = x, all under --out.`,
   lessim validate --model tiny.gguf --device-file host.yaml --policies ondemand,lru,les --caches 15%,25%,40% --out validation/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Policies, o.Caches = splitList(pols), splitList(caches)
+			o.Policies, o.Caches, o.Fit = splitList(pols), splitList(caches), splitList(fitPts)
 			if !quiet {
 				o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "validate: %s\n", s) }
 			}
@@ -80,7 +80,7 @@ simulated or measured) and a scatter plot with y = x, all under --out.`,
 	f.StringVar(&o.Model, "model", "", "GGUF Mixture-of-Experts model (required)")
 	f.StringVar(&o.DeviceFile, "device-file", "", "device profile of this machine (lessim calibrate)")
 	f.StringVar(&o.Trace, "trace", "", "reuse this trace (same model, prompt and --tokens) instead of recording one")
-	f.StringVar(&o.Fit, "fit", "", "POLICY:CACHE (e.g. ondemand:25%): fit the profile to a separate live run of that point first (calibrate --from-run) and simulate with the fitted profile")
+	f.StringVar(&fitPts, "fit", "", "POLICY:CACHE points, comma-separated (e.g. ondemand:25%,les:25%): fit the profile to separate live runs of them first (calibrate --from-run) and simulate with the fitted profile")
 	f.StringVar(&pols, "policies", "ondemand,lru,les", "policies, comma-separated")
 	f.StringVar(&caches, "caches", "15%,25%,40%", "cache sizes, comma-separated: sizes (64MiB) or percentages of all expert bytes")
 	f.IntVar(&o.Tokens, "tokens", o.Tokens, "decode tokens recorded and measured per run")
@@ -116,6 +116,10 @@ func printValidateFit(w io.Writer, ft *validation.FitInfo) {
 		}
 		ps = append(ps, v)
 	}
-	fmt.Fprintf(w, "profile %s fitted to a separate live run of %s at %s (%d tokens): %s; on that run per-token |error| p50 %.1f%%, p90 %.1f%%\n",
-		ft.Profile, ft.Policy, ft.Cache, r.Tokens, strings.Join(ps, ", "), 100*r.Errors.P50Abs, 100*r.Errors.P90Abs)
+	var pts []string
+	for _, p := range ft.Points {
+		pts = append(pts, p.String())
+	}
+	fmt.Fprintf(w, "profile %s fitted to separate live runs of %s (%d tokens): %s; on those runs per-token |error| p50 %.1f%%, p90 %.1f%%\n",
+		ft.Profile, strings.Join(pts, " and "), r.Tokens, strings.Join(ps, ", "), 100*r.Errors.P50Abs, 100*r.Errors.P90Abs)
 }
