@@ -106,6 +106,21 @@ func TestValidateEndToEnd(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "val2", "trace")); err == nil {
 		t.Errorf("--trace given, yet a trace was recorded")
 	}
+	// --fit: separate live runs of the fit points, the profile fitted to
+	// them and written, the points simulated with it, the held-out MAPE.
+	fitOut := runCLI(t, dir, "validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--trace", "val/trace/trace.parquet",
+		"--policies", "lru,les", "--caches", "25%,40%", "--tokens", "6", "--repeats", "1", "--fit", "lru:25%,les:40%", "--quiet", "--out", "valfit")
+	for _, want := range []string{"profile valfit/fit/fitted.yaml fitted to separate live runs of lru at 25% and les at 40% (12 tokens): memory.efficiency",
+		"MAPE over the 2 other points (held out):"} {
+		if !strings.Contains(fitOut, want) {
+			t.Errorf("--fit output lacks %q:\n%s", want, fitOut)
+		}
+	}
+	for _, f := range []string{"fit/fitted.yaml", "fit/lru-25pct.parquet", "fit/les-40pct.parquet"} {
+		if st, err := os.Stat(filepath.Join(dir, "valfit", f)); err != nil || st.Size() == 0 {
+			t.Errorf("--fit: %s missing or empty (%v)", f, err)
+		}
+	}
 	// A trace of another token count is refused.
 	bad := runCLI(t, dir, "validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--trace", "val/trace/trace.parquet",
 		"--policies", "lru", "--caches", "40%", "--tokens", "5", "--repeats", "1", "--quiet", "--out", "val3")
@@ -141,6 +156,9 @@ func TestValidateBadInput(t *testing.T) {
 		{[]string{"--out", "blocker/val"}, "out: "},
 		{[]string{"--device-file", "missing.yaml"}, "device file: "},
 		{[]string{"--repeats", "0"}, "repeats 0"},
+		{[]string{"--fit", "lru"}, `fit "lru": want POLICY:CACHE`},
+		{[]string{"--fit", "fifo:25%"}, `unknown policy "fifo"`},
+		{[]string{"--fit", "lru:1KiB"}, "smaller than one layer's top-4"},
 	} {
 		args := append([]string{"validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--policies", "lru",
 			"--caches", "25%", "--tokens", "4", "--quiet", "--out", "val"}, tc.args...)
