@@ -31,12 +31,12 @@ type FitInfo struct {
 	Fit     *fit.RunFit
 }
 
-// fitProfile runs each fit point live once with its per-token series (runs
-// of their own, not the validation's measurements), fits the device
-// profile's compute and load-cost parameters and flash scale to all of them
-// at once (fit.FromRuns on the recorded routing, replayed as the live engine
-// runs: barrier order, prompt prefilled) and writes the fitted profile.
-func fitProfile(ctx context.Context, o *Options, c *Checked, trace, prompt string) (*FitInfo, error) {
+// fitProfile fits the device profile's compute and load-cost parameters
+// and flash scale to the fit points' live runs (runs[i] of c.Fit[i mod
+// len(c.Fit)], one per point per round), all at once (fit.FromRuns on the
+// recorded routing, replayed as the live engine runs: barrier order,
+// prompt prefilled), and writes the fitted profile.
+func fitProfile(o *Options, c *Checked, trace string, fitRuns []*runs.Run) (*FitInfo, error) {
 	base, err := devices.ParseProfileFile(o.DeviceFile)
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
@@ -51,18 +51,14 @@ func fitProfile(ctx context.Context, o *Options, c *Checked, trace, prompt strin
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	meta := r.Meta()
-	if err := os.MkdirAll(filepath.Join(o.Out, FitDir), 0o755); err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
 	var ms []fit.Measured
-	var names []string
-	for _, p := range c.Fit {
-		run, err := fitRun(ctx, o, p, prompt)
-		if err != nil {
-			return nil, err
-		}
+	for i, run := range fitRuns {
+		p := c.Fit[i%len(c.Fit)]
 		ms = append(ms, fit.Measured{Run: run, Replay: fit.Replay{Model: &meta.Model, Steps: steps, Policy: p.Policy,
 			CacheBytes: p.CacheBytes, Layout: sim.LayoutPerExpert, Barrier: true, Prefill: true}})
+	}
+	var names []string
+	for _, p := range c.Fit {
 		names = append(names, p.String())
 	}
 	rf, err := fit.FromRuns(base, ms, "lessim live "+strings.Join(names, " and "))
@@ -80,10 +76,13 @@ func fitProfile(ctx context.Context, o *Options, c *Checked, trace, prompt strin
 	return &FitInfo{Points: c.Fit, Profile: path, Fit: rf}, nil
 }
 
-// fitRun runs one fit point live and returns its series as a run (written
-// to Out/fit/POLICY-CACHE.parquet and read back: the file calibrate
-// --from-run would read).
-func fitRun(ctx context.Context, o *Options, p FitPoint, prompt string) (*runs.Run, error) {
+// fitRun runs one fit point live (round r, from 0) and returns its series
+// as a run (written to Out/fit/POLICY-CACHE-rN.parquet and read back: the
+// file calibrate --from-run would read).
+func fitRun(ctx context.Context, o *Options, p FitPoint, r int, prompt string) (*runs.Run, error) {
+	if err := os.MkdirAll(filepath.Join(o.Out, FitDir), 0o755); err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
 	lo := live.DefaultOptions()
 	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads, lo.KeepSeries = o.Model, p.Policy, p.CacheBytes, o.Tokens, prompt, 1, true
 	if o.Lanes > 0 {
@@ -93,7 +92,7 @@ func fitRun(ctx context.Context, o *Options, p FitPoint, prompt string) (*runs.R
 	if err != nil {
 		return nil, fmt.Errorf("validate: fit run %s: %w", p, err)
 	}
-	name := strings.NewReplacer("%", "pct", "/", "_").Replace(p.Policy + "-" + p.Cache)
+	name := strings.NewReplacer("%", "pct", "/", "_").Replace(fmt.Sprintf("%s-%s-r%d", p.Policy, p.Cache, r+1))
 	path := filepath.Join(o.Out, FitDir, name+".parquet")
 	if err := live.WriteSeries(path, series); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)

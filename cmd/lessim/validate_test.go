@@ -116,7 +116,7 @@ func TestValidateEndToEnd(t *testing.T) {
 			t.Errorf("--fit output lacks %q:\n%s", want, fitOut)
 		}
 	}
-	for _, f := range []string{"fit/fitted.yaml", "fit/lru-25pct.parquet", "fit/les-40pct.parquet"} {
+	for _, f := range []string{"fit/fitted.yaml", "fit/lru-25pct-r1.parquet", "fit/les-40pct-r1.parquet"} {
 		if st, err := os.Stat(filepath.Join(dir, "valfit", f)); err != nil || st.Size() == 0 {
 			t.Errorf("--fit: %s missing or empty (%v)", f, err)
 		}
