@@ -139,3 +139,22 @@ func promptOrDefault(p string) string {
 	}
 	return p
 }
+
+// liveSpecFlags are the flags a --spec file replaces.
+var liveSpecFlags = []string{"policy", "cache", "tokens", "depth", "no-prefetch", "stock"}
+
+// liveSpec is the run's experiment spec: --spec FILE (what simulate takes)
+// or live's flags (liveFlagSpec). named reports the groups the spec states
+// itself (with flags: none of device, model or trace file).
+func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, func(string) bool, error) {
+	if f.spec == "" {
+		s, err := liveFlagSpec(cmd, f)
+		return s, func(string) bool { return false }, err
+	}
+	for _, n := range liveSpecFlags {
+		if cmd.Flags().Changed(n) {
+			return experiment.Spec{}, nil, fmt.Errorf("--%s cannot be given with --spec: the spec holds the run (edit it instead)", n)
+		}
+	}
+	return readSpecFile(cmd, f.spec, true)
+}

@@ -2,11 +2,9 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runtime/live"
 )
 
@@ -86,23 +84,4 @@ func newLiveCmd() *cobra.Command {
 	}
 	addLiveFlags(cmd, &f)
 	return cmd
-}
-
-// liveSpecFlags are the flags a --spec file replaces.
-var liveSpecFlags = []string{"policy", "cache", "tokens", "depth", "no-prefetch", "stock"}
-
-// liveSpec is the run's experiment spec: --spec FILE (what simulate takes)
-// or live's flags (liveFlagSpec). named reports the groups the spec states
-// itself (with flags: none of device, model or trace file).
-func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, func(string) bool, error) {
-	if f.spec == "" {
-		s, err := liveFlagSpec(cmd, f)
-		return s, func(string) bool { return false }, err
-	}
-	for _, n := range liveSpecFlags {
-		if cmd.Flags().Changed(n) {
-			return experiment.Spec{}, nil, fmt.Errorf("--%s cannot be given with --spec: the spec holds the run (edit it instead)", n)
-		}
-	}
-	return readSpecFile(cmd, f.spec, true)
 }
