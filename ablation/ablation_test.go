@@ -218,7 +218,7 @@ func writeTrace(t *testing.T, tokens int) string {
 }
 
 // TestTraceFileSkipsMixedPrecision: a trace file's metadata fixes the quant
-// variant, so step 4 is skipped with experiment's reason and step 5 builds
+// variant, so step 4 is skipped with the exact reason and step 5 builds
 // on step 3; the stock step keeps the trace's variant.
 func TestTraceFileSkipsMixedPrecision(t *testing.T) {
 	path := writeTrace(t, 60)
@@ -227,7 +227,7 @@ func TestTraceFileSkipsMixedPrecision(t *testing.T) {
 		t.Fatalf("%d rows, want 5 (no reference)", len(a.Rows))
 	}
 	mixed := a.Rows[3]
-	if mixed.Outcome != nil || !strings.Contains(mixed.Skipped, "--variant does not apply") || !strings.Contains(mixed.Skipped, "quant variant") {
+	if mixed.Outcome != nil || !strings.Contains(mixed.Skipped, "--variant cannot re-quantize a trace file's model") || !strings.Contains(mixed.Skipped, "every expert's size in bytes") {
 		t.Errorf("mixed step: skipped %q", mixed.Skipped)
 	}
 	if spec := a.Rows[4]; spec.Prev != 2 || spec.Outcome == nil {
@@ -241,7 +241,7 @@ func TestTraceFileSkipsMixedPrecision(t *testing.T) {
 	if err := WriteTable(&b, a); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "(4) skipped: --variant does not apply") || !strings.Contains(b.String(), "quant: q4_k_m in every step that ran, from the trace's metadata") {
+	if !strings.Contains(b.String(), "(4) skipped: --variant cannot re-quantize") || !strings.Contains(b.String(), "quant: q4_k_m in every step that ran, from the trace's metadata") {
 		t.Errorf("table does not say why step 4 was skipped, or which quant the trace fixes:\n%s", b.String())
 	}
 }

@@ -24,9 +24,10 @@
 // so there is no separate Belady row.
 //
 // A step whose change cannot be expressed for the inputs is skipped with the
-// reason experiment gives: a trace file fixes the model's quant variant (its
-// metadata holds the model), and a model without a mixed-q3k-experts variant
-// has no mixed-precision step. The next step then builds on the last step
+// reason: a trace file fixes the model's quant variant (its metadata holds
+// the model and every expert's size, and a spec has no field to re-quantize
+// it, although routing does not depend on the quant), and a model without a
+// mixed-q3k-experts variant has no mixed-precision step. The next step then builds on the last step
 // that ran, and its speedup is over that step.
 //
 // Speculative defaults (block 4, acceptance 0.7) are experiment's

@@ -175,6 +175,12 @@ func Build(s Settings) ([]Built, error) {
 	return out, nil
 }
 
+// traceQuant is why a quant change is skipped on a trace file.
+const traceQuant = "--variant cannot re-quantize a trace file's model: the run takes the model, and with it " +
+	"every expert's size in bytes, from the trace's metadata, and a spec has no field to state another quant. " +
+	"Routing does not depend on the quant, so this is a limit of lessim's spec, not of the trace: " +
+	"run ablate on a synthetic trace of the model (--model) to see this step"
+
 // apply returns prev with changes, or why they cannot be applied.
 func apply(prev experiment.Spec, changes []Change) (experiment.Spec, string) {
 	s, err := roundTrip(prev)
@@ -185,6 +191,9 @@ func apply(prev experiment.Spec, changes []Change) (experiment.Spec, string) {
 	for _, c := range changes {
 		if c.WithModelOnly && s.Model == nil {
 			continue
+		}
+		if c.Option == "variant" && s.Trace.Path != "" {
+			return s, traceQuant
 		}
 		if c.Option == "variant" && s.Model != nil {
 			if vs := devices.ModelVariants(s.Model.Name); vs != nil && !slices.Contains(vs, c.Value) {

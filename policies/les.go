@@ -8,7 +8,10 @@ import (
 	"github.com/lessim/lessim/traces"
 )
 
-var _ sim.Policy = (*LES)(nil)
+var (
+	_ sim.Policy       = (*LES)(nil)
+	_ sim.UsesObserver = (*LES)(nil)
+)
 
 // LES is Lookahead Expert Scheduling. At moment 1 of layer l it reads the
 // lookahead router scores for layers l+1..l+Depth (layer l's router input fed
@@ -169,9 +172,22 @@ func (s *LES) Observe(ev sim.Event) {
 	}
 }
 
+// ObserveUses is Observe for a layer's Used events, in order.
+func (s *LES) ObserveUses(keys []sim.Key, layer int, _ int64) {
+	for _, k := range keys {
+		if !s.list.valid(k) {
+			continue
+		}
+		s.usedLayer = max(s.usedLayer, layer)
+		s.usedPass[k] = s.pass
+		s.list.touch(k)
+	}
+}
+
 // guarded reports whether k was prefetched in this pass for a layer not yet computed.
 func (s *LES) guarded(k sim.Key) bool {
-	return s.guard[k] == s.pass && int(k)/s.experts > s.usedLayer
+	// NB: k/experts > usedLayer, without the division (k >= 0).
+	return s.guard[k] == s.pass && int(k) >= (s.usedLayer+1)*s.experts
 }
 
 // Victim names the least recently used evictable key. For a prefetch it skips

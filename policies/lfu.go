@@ -2,7 +2,10 @@ package policies
 
 import "github.com/lessim/lessim/sim"
 
-var _ sim.Policy = (*LFU)(nil)
+var (
+	_ sim.Policy       = (*LFU)(nil)
+	_ sim.UsesObserver = (*LFU)(nil)
+)
 
 // LFU evicts the least frequently used expert and never prefetches. Frequency
 // is the number of Used events a key has had over the whole run (kept across
@@ -55,6 +58,16 @@ func (f *LFU) Observe(ev sim.Event) {
 		f.refresh(k)
 	case sim.Evicted:
 		f.remove(k)
+	}
+}
+
+// ObserveUses is Observe for a layer's Used events, in order.
+func (f *LFU) ObserveUses(keys []sim.Key, _ int, _ int64) {
+	for _, k := range keys {
+		if k >= 0 && int(k) < len(f.pos) {
+			f.uses[k]++
+			f.refresh(k)
+		}
 	}
 }
 

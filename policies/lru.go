@@ -5,7 +5,10 @@ import (
 	"github.com/lessim/lessim/sim"
 )
 
-var _ sim.Policy = (*LRU)(nil)
+var (
+	_ sim.Policy       = (*LRU)(nil)
+	_ sim.UsesObserver = (*LRU)(nil)
+)
 
 // LRU evicts the least recently used expert and never prefetches. Recency is
 // refreshed by Used and Admitted events. Every event and, when the oldest key is
@@ -41,6 +44,13 @@ func (p *LRU) Prefetch(_ *sim.Lookahead, _ sim.CacheView, dst []sim.Key) []sim.K
 // Observe moves used and admitted keys to the most recent end and forgets evicted ones.
 func (p *LRU) Observe(ev sim.Event) {
 	p.list.observe(ev)
+}
+
+// ObserveUses is Observe for a layer's Used events, in order.
+func (p *LRU) ObserveUses(keys []sim.Key, _ int, _ int64) {
+	for _, k := range keys {
+		p.list.touch(k)
+	}
 }
 
 // Victim names the least recently used key that is Resident and not InUse

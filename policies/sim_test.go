@@ -161,3 +161,34 @@ func TestSimLESDisabledEqualsOnDemand(t *testing.T) {
 		}
 	}
 }
+
+// eventsOnly hides a policy's optional sim.UsesObserver, so the engine
+// reports every Used event through Observe.
+type eventsOnly struct{ sim.Policy }
+
+// TestSimObserveUsesMatchesObserve: every registered policy gives the same
+// Result, field by field, whether the engine reports a layer's uses with
+// ObserveUses (when the policy has it) or one Observe call per use; with
+// multi-token passes (speculative blocks) the uses come in last-use order.
+func TestSimObserveUsesMatchesObserve(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		m, st := simCase(seed)
+		for _, spec := range []int{1, 3} {
+			lo := sim.MinCacheBytes(m, spec)
+			cfg := simConfig(m, lo+(m.TotalExpertBytes()-lo)/4)
+			cfg.SpecBlock, cfg.SpecAccept = spec, 0.6
+			for _, name := range Names() {
+				p := DefaultParams(m)
+				p.Model, p.Trace, p.Depth = m, st, 2
+				want, err := sim.Run(cfg, st, eventsOnly{mustPolicy(t, name, p)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				got := runSim(t, cfg, st, name, p)
+				if !resultsEqual(got, want) {
+					t.Errorf("seed %d spec %d %s: ObserveUses differs from Observe:\n got %+v\nwant %+v", seed, spec, name, got, want)
+				}
+			}
+		}
+	}
+}

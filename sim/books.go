@@ -57,6 +57,7 @@ type keyState struct {
 	seen       uint64 // == Books.stamp: in the current layer's union (in use)
 	requested  int64  // pass whose use of the key a policy's latest naming predicts
 	pos        int32  // index in the current union
+	layer      int32  // the key's MoE layer (NB: kept to spare a division per use)
 	state      Residency
 	pending    int8 // simulator: reads outstanding
 	syncLoad   bool // simulator: admitted, to be faulted in on the compute thread (gguf-mmap)
@@ -78,6 +79,10 @@ type Books struct {
 	pol  Policy
 	view CacheView
 	io   Loader
+	// NB: the concrete forms of pol and io when they have them, called
+	// directly on the per-expert paths (no interface dispatch per use).
+	uses UsesObserver
+	eng  *engine
 
 	nE         int
 	layerBytes []int64 // bytes of one expert per layer
@@ -100,12 +105,13 @@ type Books struct {
 
 	c Counts
 
-	union []Key
-	cnt   []int32 // tokens of the pass using union[i]
-	last  []int32 // row (token-major, rank order) of union[i]'s last use in the pass
-	rows  int32
-	order []int32 // scratch: union indices in last-use order
-	pfBuf []Key
+	union  []Key
+	cnt    []int32 // tokens of the pass using union[i]
+	last   []int32 // row (token-major, rank order) of union[i]'s last use in the pass
+	rows   int32
+	order  []int32 // scratch: union indices in last-use order
+	useBuf []Key   // scratch: union keys in last-use order
+	pfBuf  []Key
 }
 
 // NewBooks makes empty books for model m with a cache of capacity bytes,
@@ -126,8 +132,13 @@ func (b *Books) init(m *devices.ModelSpec, capacity int64, pol Policy, io Loader
 		layer:      -1,
 	}
 	b.view = booksView{b}
+	b.uses, _ = pol.(UsesObserver)
+	b.eng, _ = io.(*engine)
 	for i, l := range m.Layers {
 		b.layerBytes[i] = l.ExpertBytes
+	}
+	for k := range b.keys {
+		b.keys[k].layer = int32(k / m.Experts)
 	}
 }
 
@@ -141,7 +152,7 @@ func (b *Books) State(k Key) Residency { return b.keys[k].state }
 func (b *Books) InUse(k Key) bool { return b.keys[k].seen == b.stamp }
 
 // KeyBytes is the size of expert k.
-func (b *Books) KeyBytes(k Key) int64 { return b.layerBytes[int(k)/b.nE] }
+func (b *Books) KeyBytes(k Key) int64 { return b.layerBytes[b.keys[k].layer] }
 
 // UsedBytes is resident plus loading bytes.
 func (b *Books) UsedBytes() int64 { return b.used }
@@ -179,10 +190,10 @@ func (b *Books) Prefetch(la *Lookahead) error {
 		// A naming predicts the key's next use: later in this pass, or in the
 		// next pass when it names a layer at or before this one.
 		target := b.passNo
-		if int(k)/b.nE <= l {
+		ks := &b.keys[k]
+		if int(ks.layer) <= l {
 			target++
 		}
-		ks := &b.keys[k]
 		if ks.requested != target {
 			ks.requested = target
 			if b.Measure {
@@ -204,7 +215,7 @@ func (b *Books) Prefetch(la *Lookahead) error {
 			b.c.PrefetchLoads++
 			b.c.PrefetchBytes += b.KeyBytes(k)
 		}
-		b.io.Start(k, false)
+		b.start(k, false)
 	}
 	return nil
 }
@@ -277,7 +288,7 @@ func (b *Books) Classify() error {
 			if !ok {
 				return fmt.Errorf("internal: demand admission refused")
 			}
-			b.io.Start(k, true)
+			b.start(k, true)
 		}
 	}
 	b.observeUses()
@@ -289,21 +300,58 @@ func (b *Books) Classify() error {
 // (for one token this is rank order). NB: this order, not first appearance,
 // is what reproduces BigMoeOnEdge's recorded residency on batched prefill.
 func (b *Books) observeUses() {
-	l := b.layer
-	if int(b.rows) == len(b.union) { // every expert used once: union order is use order
-		for _, k := range b.union {
-			b.pol.Observe(Event{Kind: Used, Key: k, Layer: l, Step: b.first})
+	keys := b.union
+	if int(b.rows) != len(b.union) { // else every expert was used once: union order is use order
+		b.order = b.order[:0]
+		for idx := range b.union {
+			b.order = append(b.order, int32(idx))
 		}
+		slices.SortFunc(b.order, func(x, y int32) int { return cmp.Compare(b.last[x], b.last[y]) })
+		b.useBuf = b.useBuf[:0]
+		for _, idx := range b.order {
+			b.useBuf = append(b.useBuf, b.union[idx])
+		}
+		keys = b.useBuf
+	}
+	if b.uses != nil {
+		b.uses.ObserveUses(keys, b.layer, b.first)
 		return
 	}
-	b.order = b.order[:0]
-	for idx := range b.union {
-		b.order = append(b.order, int32(idx))
+	for _, k := range keys {
+		b.pol.Observe(Event{Kind: Used, Key: k, Layer: b.layer, Step: b.first})
 	}
-	slices.SortFunc(b.order, func(x, y int32) int { return cmp.Compare(b.last[x], b.last[y]) })
-	for _, idx := range b.order {
-		b.pol.Observe(Event{Kind: Used, Key: b.union[idx], Layer: l, Step: b.first})
+}
+
+// start, wait, drop and cancel call the Loader: the simulator's engine
+// directly, any other through the interface.
+func (b *Books) start(k Key, demand bool) {
+	if b.eng != nil {
+		b.eng.Start(k, demand)
+		return
 	}
+	b.io.Start(k, demand)
+}
+
+func (b *Books) wait(block bool) bool {
+	if b.eng != nil {
+		return b.eng.Wait(block)
+	}
+	return b.io.Wait(block)
+}
+
+func (b *Books) drop(k Key) {
+	if b.eng != nil {
+		b.eng.Drop(k)
+		return
+	}
+	b.io.Drop(k)
+}
+
+func (b *Books) cancel() (Key, bool) {
+	if b.eng != nil {
+		return b.eng.Cancel()
+	}
+	return b.io.Cancel()
 }
 
 // Loaded records that every read of k has finished: Loading becomes Resident.
@@ -321,7 +369,7 @@ func (b *Books) Loaded(k Key) {
 func (b *Books) Settle() {
 	for k := range b.keys {
 		if b.keys[k].prefUnused {
-			b.c.WastedPrefetchBytes += b.layerBytes[k/b.nE]
+			b.c.WastedPrefetchBytes += b.layerBytes[b.keys[k].layer]
 		}
 	}
 }
@@ -337,7 +385,7 @@ func (b *Books) admit(k Key, prefetch bool) (bool, error) {
 	b.used += need
 	b.loadingBytes += need
 	b.c.PeakResidentBytes = max(b.c.PeakResidentBytes, b.used)
-	b.pol.Observe(Event{Kind: Admitted, Key: k, Layer: int(k) / b.nE, Step: b.first, Prefetch: prefetch})
+	b.pol.Observe(Event{Kind: Admitted, Key: k, Layer: int(b.keys[k].layer), Step: b.first, Prefetch: prefetch})
 	return true, nil
 }
 
@@ -347,7 +395,7 @@ func (b *Books) admit(k Key, prefetch bool) (bool, error) {
 func (b *Books) makeRoom(need int64, prefetch bool) (bool, error) {
 	for b.capacity-b.used < need {
 		// NB: finish loads due by now first: a completed load is evictable.
-		b.io.Wait(false)
+		b.wait(false)
 		v, ok := b.pol.Victim(b.view, need-(b.capacity-b.used), prefetch)
 		if ok {
 			if err := b.checkVictim(v); err != nil {
@@ -359,11 +407,11 @@ func (b *Books) makeRoom(need int64, prefetch bool) (bool, error) {
 		if prefetch {
 			return false, nil
 		}
-		if k, ok := b.io.Cancel(); ok {
+		if k, ok := b.cancel(); ok {
 			b.cancelled(k)
 			continue
 		}
-		if !b.io.Wait(true) {
+		if !b.wait(true) {
 			return b.overBudget(need)
 		}
 	}
@@ -413,8 +461,8 @@ func (b *Books) evict(k Key) {
 			b.c.WastedPrefetchBytes += n
 		}
 	}
-	b.io.Drop(k)
-	b.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(k) / b.nE, Step: b.first})
+	b.drop(k)
+	b.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(b.keys[k].layer), Step: b.first})
 }
 
 // cancelled frees a Loading prefetch whose reads the Loader withdrew.
@@ -423,7 +471,7 @@ func (b *Books) cancelled(k Key) {
 	b.keys[k].state = Absent
 	b.used -= n
 	b.loadingBytes -= n
-	b.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(k) / b.nE, Step: b.first})
+	b.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(b.keys[k].layer), Step: b.first})
 }
 
 // booksView is the read-only face of the Books shown to policies.

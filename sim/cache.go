@@ -26,7 +26,7 @@ func (e *engine) Start(k Key, demand bool) {
 // copy, bookkeeping: Device.LoadFixedNS and LoadRate) before its read is
 // issued. NB: prefetches pay it too, at moment 1 on the compute thread.
 func (e *engine) chargeLoad(k Key) {
-	d := e.times.load[int(k)/e.nE]
+	d := e.times.load[e.bk.keys[k].layer]
 	if d == 0 {
 		return
 	}
@@ -52,7 +52,7 @@ func (e *engine) Wait(block bool) bool {
 // startAsync issues k's asynchronous read(s).
 func (e *engine) startAsync(k Key, demand bool) {
 	e.fl.advance(e.now)
-	l := int(k) / e.nE
+	l := e.bk.keys[k].layer
 	if e.cfg.Layout == LayoutPerExpert {
 		e.keyReqs[k][0] = e.fl.submit(k, e.layerBytes[l], demand)
 		e.bk.keys[k].pending = 1
@@ -159,7 +159,7 @@ func (e *engine) waitResident(k Key) error {
 func (e *engine) faultIn(k Key) {
 	f := &e.cfg.Device.Flash
 	chunk := max(f.PageBytes, f.ReadAheadBytes)
-	for _, region := range e.regions[int(k)/e.nE] {
+	for _, region := range e.regions[e.bk.keys[k].layer] {
 		for off := int64(0); off < region; off += chunk {
 			if e.bk.Measure {
 				e.res.StallNS += f.FaultNS

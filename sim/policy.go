@@ -104,3 +104,13 @@ type Policy interface {
 	// (a policy may decline then to protect its cache). ok=false declines.
 	Victim(view CacheView, need int64, forPrefetch bool) (k Key, ok bool)
 }
+
+// UsesObserver is an optional method of a Policy: when a policy has it, the
+// Books report a layer's Used events with one ObserveUses call instead of
+// one Observe call per key. It must do exactly what Observe does for
+// Event{Kind: Used, Key: k, Layer: layer, Step: step} for each k of keys, in
+// order (a cross-check runs every registered policy both ways). keys is only
+// valid during the call.
+type UsesObserver interface {
+	ObserveUses(keys []Key, layer int, step int64)
+}

@@ -64,19 +64,24 @@ func ColumnNames() []string {
 	return out
 }
 
-// rowSchema is the Arrow schema of a results part.
-func rowSchema(sweepID string) *arrow.Schema {
-	fields := make([]arrow.Field, len(rowColumns))
+// rowSchema is the Arrow schema of a results part: the results columns,
+// then any extra columns.
+func rowSchema(sweepID string, extra []Extra) *arrow.Schema {
+	fields := make([]arrow.Field, len(rowColumns), len(rowColumns)+len(extra))
 	for i, c := range rowColumns {
 		fields[i] = arrow.Field{Name: c.name, Type: c.kind.arrowType(), Nullable: true}
+	}
+	for i := range extra {
+		fields = append(fields, arrow.Field{Name: extra[i].Name, Type: extra[i].arrowType(), Nullable: true})
 	}
 	md := arrow.NewMetadata([]string{FormatKey, SweepKey}, []string{strconv.Itoa(FormatVersion), sweepID})
 	return arrow.NewSchema(fields, &md)
 }
 
-// encodePart encodes rows as one Parquet file (one row group).
-func encodePart(sweepID string, rows []Row) ([]byte, error) {
-	sc := rowSchema(sweepID)
+// encodePart encodes rows, and any extra columns, as one Parquet file (one
+// row group). The extras are checked by the caller.
+func encodePart(sweepID string, rows []Row, extra ...Extra) ([]byte, error) {
+	sc := rowSchema(sweepID, extra)
 	rb := array.NewRecordBuilder(memory.DefaultAllocator, sc)
 	defer rb.Release()
 	for i := range rows {
@@ -84,6 +89,14 @@ func encodePart(sweepID string, rows []Row) ([]byte, error) {
 		for c := range rowColumns {
 			if err := rowColumns[c].appendTo(rb.Field(c), rv); err != nil {
 				return nil, err
+			}
+		}
+		for x := range extra {
+			b := rb.Field(len(rowColumns) + x)
+			if extra[x].Strings != nil {
+				b.(*array.StringBuilder).Append(extra[x].Strings[i])
+			} else {
+				b.(*array.Int64Builder).Append(extra[x].Ints[i])
 			}
 		}
 	}

@@ -3,7 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +25,7 @@ type ablateFlags struct {
 	explain bool
 	format  string
 	plot    string
+	out     string
 }
 
 func newAblateCmd() *cobra.Command {
@@ -39,13 +44,17 @@ bytes per token for every step.
 
 --explain shows each step's settings and what changed, from the specs' diff.
 --format json prints every step's resolved spec, hash and result: simulate
---spec on a step reproduces it byte for byte. A step that cannot be expressed
+--spec on a step reproduces it byte for byte. --out DIR also writes every step
+that ran as a results row (every spec field and Result metric, as lessim sweep
+writes, plus ablation_step and ablation_order) to DIR/ablation.parquet, from
+which lessim report DIR draws the ablation bars. A step that cannot be expressed
 for the inputs (a trace file fixes the quant variant) is skipped with the reason.
 The speculative defaults (block 4, acceptance 0.7) are assumed, not measured.`,
 		Example: `  lessim ablate --device iphone-18-pro-max --cache 3GiB
   lessim ablate --device iphone-18-pro-max --cache 3GiB --explain
   lessim ablate --trace my.parquet --cache 40% --format json > ablation.json
-  lessim ablate --cache 3GiB --plot ablation`,
+  lessim ablate --cache 3GiB --plot ablation
+  lessim ablate --cache 3GiB --out results/ && lessim report results/ --out report/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return ablate(cmd, &f) },
 	}
@@ -61,6 +70,7 @@ The speculative defaults (block 4, acceptance 0.7) are assumed, not measured.`,
 	fl.BoolVar(&f.explain, "explain", false, "show each step's settings and what changed from the step before")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.plot, "plot", "", "also draw tokens/s per step as a bar chart to PREFIX.png and PREFIX.svg")
+	fl.StringVar(&f.out, "out", "", "also write every step's results row to DIR/"+ablation.ResultsFile+" (for lessim report DIR)")
 	return cmd
 }
 
@@ -75,6 +85,11 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	if f.plot != "" {
 		if err := checkWritableDir(reports.TrimPlotExt(f.plot)); err != nil {
 			errs = append(errs, fmt.Errorf("--plot %s: %w", f.plot, err))
+		}
+	}
+	if f.out != "" {
+		if err := checkOutDir(f.out); err != nil {
+			errs = append(errs, fmt.Errorf("--out %s: %w", f.out, err))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -102,8 +117,18 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 			err = ablation.WriteExplain(out, a)
 		}
 	}
-	if err != nil || f.plot == "" {
+	if err != nil {
 		return err
+	}
+	if f.out != "" {
+		path, err := ablation.WriteResults(f.out, a, version)
+		if err != nil {
+			return fmt.Errorf("the results above are complete, but writing them to --out failed: %w", err)
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", path)
+	}
+	if f.plot == "" {
+		return nil
 	}
 	files, err := ablation.WritePlot(a, reports.TrimPlotExt(f.plot))
 	if err != nil {
@@ -111,4 +136,20 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", strings.Join(files, ", "))
 	return nil
+}
+
+// checkOutDir checks that a results folder is writable, or that the nearest
+// existing folder above it is (WriteResults creates the missing ones).
+func checkOutDir(dir string) error {
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		st, err := os.Stat(d)
+		switch {
+		case err == nil && !st.IsDir():
+			return fmt.Errorf("%s is not a folder", d)
+		case err == nil:
+			return checkWritableDir(filepath.Join(d, "x"))
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || d == filepath.Dir(d):
+			return err
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -129,5 +130,29 @@ func TestAblatePlot(t *testing.T) {
 	out, _, err = runCLIErr(t, dir, append(args, "--plot", "taken")...)
 	if err == nil || !strings.Contains(out, "(5) + speculative decoding") || !strings.Contains(err.Error(), "the results above are complete, but the plot failed") {
 		t.Errorf("failing plot: out %q, err %v", out, err)
+	}
+}
+
+// TestAblateOut: --out writes the steps' results rows beside the table, and
+// lessim report on that folder draws the ablation bars; a folder that cannot
+// be written is refused before the run.
+func TestAblateOut(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"ablate", "--cache", "3GiB", "--tokens", "60"}
+	out, errs, err := runCLIErr(t, dir, append(args, "--out", "res/abl")...)
+	want := filepath.Join("res", "abl", "ablation.parquet")
+	if err != nil || !strings.Contains(out, "(5) + speculative decoding") || !strings.Contains(errs, "wrote "+want) {
+		t.Fatalf("out %q, stderr %q, err %v", out, errs, err)
+	}
+	out, _, err = runCLIErr(t, dir, "report", "res/abl", "--out", "rep")
+	if err != nil || !regexp.MustCompile(`read +6 rows from 1 file`).MatchString(out) || !regexp.MustCompile(`drew .*\bablation\b`).MatchString(out) {
+		t.Fatalf("report: out %q, err %v", out, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _, err = runCLIErr(t, dir, append(args, "--out", "file/res")...)
+	if err == nil || out != "" || !strings.Contains(err.Error(), "--out file/res: file is not a folder") {
+		t.Errorf("out under a file: out %q, err %v", out, err)
 	}
 }
