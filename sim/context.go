@@ -68,7 +68,19 @@ func ModelMemory(m *devices.ModelSpec, ctxTokens int, contextCost bool) int64 {
 }
 
 // MemoryBudget is DeviceBudget with the recurrent state counted when
-// contextCost is set (Config.ContextCost): the RAM left for the expert cache.
+// contextCost is set (Config.ContextCost), and, when the device states an app
+// limit, no more than the limit leaves after the runtime and the model
+// (appLimitBudget): the memory left for the expert cache.
 func MemoryBudget(m *devices.ModelSpec, d *devices.Device, ctxTokens int, contextCost bool) int64 {
-	return d.RAMBytes - d.ReserveBytes - ModelMemory(m, ctxTokens, contextCost)
+	b := d.RAMBytes - d.ReserveBytes - ModelMemory(m, ctxTokens, contextCost)
+	if d.AppLimitBytes > 0 {
+		b = min(b, appLimitBudget(m, d, ctxTokens, contextCost))
+	}
+	return b
+}
+
+// appLimitBudget is what the app limit leaves for the expert cache: app
+// limit − runtime − ModelMemory.
+func appLimitBudget(m *devices.ModelSpec, d *devices.Device, ctxTokens int, contextCost bool) int64 {
+	return d.AppLimitBytes - d.RuntimeBytes - ModelMemory(m, ctxTokens, contextCost)
 }

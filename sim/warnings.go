@@ -28,7 +28,11 @@ func warnings(e *engine, ctxTokens int) []string {
 	if total := e.m.TotalExpertBytes(); e.cfg.CacheBytes >= total {
 		w = append(w, fmt.Sprintf("cache %s holds every expert (%s): only cold misses remain", FormatBytes(e.cfg.CacheBytes), FormatBytes(total)))
 	}
-	if budget := r.DeviceBudgetBytes; e.cfg.CacheBytes > budget {
+	if budget := r.DeviceBudgetBytes; e.cfg.CacheBytes > budget && e.cfg.Device.AppLimitBytes > 0 && budget == appLimitBudget(e.m, e.cfg.Device, ctxTokens, e.cfg.ContextCost) {
+		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (app limit %s - runtime %s - resident weights, KV for %d tokens and state %s)",
+			FormatBytes(e.cfg.CacheBytes), FormatBytes(budget), FormatBytes(e.cfg.Device.AppLimitBytes), FormatBytes(e.cfg.Device.RuntimeBytes),
+			ctxTokens, FormatBytes(ModelMemory(e.m, ctxTokens, e.cfg.ContextCost))))
+	} else if e.cfg.CacheBytes > budget {
 		state := ""
 		if e.cfg.ContextCost {
 			state = " - recurrent state " + FormatBytes(e.m.RecurrentStateBytes())
