@@ -27,7 +27,7 @@ func flatDevice() *devices.Device {
 // costing 2 us of fault CPU + 80 us latency + 131,072 ns transfer = 213,072
 // ns, on the compute thread at the start of the pass (lru: the flash is idle
 // then, so nothing overlaps). A limit the app fits under, or none, changes
-// nothing.
+// nothing but the budget (TestAppLimitBoundsBudget).
 func TestMemoryPressureByHand(t *testing.T) {
 	m := tinyModel()
 	steps := randomSteps(m, 80, 5)
@@ -46,7 +46,10 @@ func TestMemoryPressureByHand(t *testing.T) {
 	if fits.AppFootprintBytes != footprint {
 		t.Errorf("footprint %d, want %d", fits.AppFootprintBytes, footprint)
 	}
-	fits.AppFootprintBytes = 0
+	if fits.DeviceBudgetBytes != 12*mib {
+		t.Errorf("budget under the limit %d, want limit − runtime − resident weights = %d", fits.DeviceBudgetBytes, 12*mib)
+	}
+	fits.AppFootprintBytes, fits.DeviceBudgetBytes = 0, base.DeviceBudgetBytes
 	if a, b := mustJSON(t, base), mustJSON(t, fits); a != b {
 		t.Errorf("a footprint under the limit changed the result:\n%s\n%s", a, b)
 	}
@@ -113,4 +116,31 @@ func hasWarning(r *sim.Result, sub string) bool {
 		}
 	}
 	return false
+}
+
+// TestAppLimitBoundsBudget: with an app limit the device budget (and so cache
+// auto) is at most app limit − runtime − the model's memory; the budget from
+// RAM still binds when it is smaller, and without a limit nothing changes.
+func TestAppLimitBoundsBudget(t *testing.T) {
+	m := hybridModel() // 32 MiB resident, 1 KiB of KV per token, 1 MiB of state
+	d := tinyDevice()  // RAM 8 GiB − reserve 1 GiB
+	ram := sim.MemoryBudget(m, d, 1000, true)
+	if want := int64(7<<30 - 32*mib - 1000*1024 - mib); ram != want || sim.DeviceBudget(m, d, 1000)-mib != ram {
+		t.Errorf("budget without a limit %d, want %d", ram, want)
+	}
+	d.AppLimitBytes, d.RuntimeBytes = 2<<30, 100*mib
+	if got, want := sim.MemoryBudget(m, d, 1000, true), int64(2<<30-100*mib-32*mib-1000*1024-mib); got != want {
+		t.Errorf("budget under a 2 GiB limit %d, want %d", got, want)
+	}
+	if got, want := sim.MemoryBudget(m, d, 1000, false), int64(2<<30-100*mib-32*mib-1000*1024); got != want {
+		t.Errorf("budget without the state %d, want %d", got, want)
+	}
+	d.AppLimitBytes = 8 << 30
+	if got := sim.MemoryBudget(m, d, 1000, true); got != ram {
+		t.Errorf("budget under a limit above RAM − reserve %d, want %d", got, ram)
+	}
+	auto, err := sim.ResolveCacheWith("auto", m, d, 1000, true)
+	if err != nil || auto != ram {
+		t.Errorf("cache auto %d (%v), want %d", auto, err, ram)
+	}
 }
