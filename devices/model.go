@@ -29,7 +29,8 @@ type ModelSpec struct {
 	HeadBytes int64 `json:"head_bytes" yaml:"head_bytes"`
 	// HeadFLOPsPerToken is the output projection's work per token.
 	HeadFLOPsPerToken int64 `json:"head_flops_per_token" yaml:"head_flops_per_token"`
-	// KVBytesPerToken is the KV/recurrent-state memory one context token costs.
+	// KVBytesPerToken is the KV-cache memory one context token costs (the
+	// attention layers'; recurrent layers keep a fixed LayerSpec.StateBytes).
 	KVBytesPerToken int64 `json:"kv_bytes_per_token" yaml:"kv_bytes_per_token"`
 
 	// Source says where the shape and sizes come from (a model card, a GGUF header, a trace).
