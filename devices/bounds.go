@@ -87,6 +87,10 @@ var boundTable = []Bound{
 		Reason: "single-channel DDR or LPDDR on old embedded boards gives 1-3 GB/s; HBM3e accelerators (8 TB/s on one GPU) are the fastest memory a decoder reads"},
 	{Field: "memory.efficiency", Kind: Dimensionless, Min: "0.01", Max: "1", Unit: "of peak",
 		Reason: "a fraction of peak bandwidth: above 1 is impossible; decode kernels reach 30-90%, and below 1% memory would not be the bottleneck this model assumes"},
+	{Field: "memory.app_limit", Kind: Size, Min: "64 MiB", Max: "16 TiB",
+		Reason: "the memory the OS lets one app keep resident: iOS's jetsam limits run from a few hundred MiB on old phones to several GiB with the increased-memory-limit entitlement; it can never exceed RAM (checked against memory.ram too)"},
+	{Field: "memory.runtime", Kind: Size, Min: "0 B", Max: "16 TiB",
+		Reason: "the app's own memory besides the model (runtime, compute buffers, UI): tens to hundreds of MiB; it counts against memory.app_limit, which is at most RAM"},
 	// Profile: compute.
 	{Field: "compute.flops", Kind: Throughput, Min: "1 GFLOPS", Max: "10 PFLOPS",
 		Reason: "one in-order embedded core sustains about 1 GFLOPS; the largest accelerators reach a few PFLOPS dense (about 4.5 PFLOPS FP8 on a B200)"},
@@ -155,6 +159,14 @@ var boundTable = []Bound{
 		Reason: "resident weights must fit in RAM, at most 16 TiB"},
 	{Field: "model.kv_bytes_per_token", Kind: Size, Min: "0 B", Max: "64 MiB",
 		Reason: "0 when unknown; 4.5 MiB for GPT-3 175B's F16 cache without grouped queries; 64 MiB leaves room"},
+	{Field: "model.layers[].kv_bytes_per_token", Kind: Size, Min: "0 B", Max: "64 MiB",
+		Reason: "one attention layer's K and V per context token: 2 KiB (MiniCPM-V 4.7, 2 KV heads of 256 at F16) to 4 KiB (Qwen3-30B-A3B); at most the model's kv_bytes_per_token range"},
+	{Field: "model.layers[].attn_flops_per_position", Kind: Dimensionless, Min: "0", Max: "1e9", Unit: "FLOP",
+		Reason: "4 × query heads × head_dim (scores and weighted sum): 16384 for Qwen3-30B-A3B and MiniCPM-V 4.7, about 0.4 M for the widest released models"},
+	{Field: "model.layers[].state_bytes", Kind: Size, Min: "0 B", Max: "4 GiB",
+		Reason: "one recurrent layer's fixed state: about 2.1 MiB for a Gated DeltaNet layer of MiniCPM-V 4.7 (32 heads of 128 × 128 F32 plus the conv window); Mamba-2 layers hold a few MiB"},
+	{Field: "model.layers[].state_flops_per_token", Kind: Dimensionless, Min: "0", Max: "1e12", Unit: "FLOP",
+		Reason: "the recurrent update's work per token: a few M FLOP for Gated DeltaNet (about 7 × heads × d_k × d_v); 1e12 is far beyond any layer"},
 }
 
 // boundIndex finds a table row by field.

@@ -20,6 +20,7 @@ import (
 func boundsProfile(over map[string]string) []byte {
 	v := map[string]string{
 		"memory.ram": "16 GiB", "memory.reserve": "4 GiB", "memory.bandwidth": "60 GB/s", "memory.efficiency": "0.7",
+		"memory.app_limit": "12 GiB", "memory.runtime": "200 MiB",
 		"compute.flops": "1 TFLOPS", "compute.layer_overhead": "20 us", "compute.load_fixed": "10 us", "compute.load_rate": "8 GB/s",
 		"flash.lanes": "4", "flash.latency": "100 us", "flash.page_size": "16 KiB", "flash.read_ahead": "128 KiB", "flash.fault_cost": "2 us", "flash.thermal_floor": "0.7", "flash.thermal_bytes": "8 GiB",
 		"single.read": "4 MiB", "single.bandwidth": "20 MB/s",
@@ -38,6 +39,8 @@ memory:
   reserve: %s
   bandwidth: %s
   efficiency: %s
+  app_limit: %s
+  runtime: %s
 compute:
   flops: %s
   layer_overhead: %s
@@ -55,7 +58,7 @@ flash:
   fault_cost: %s
   thermal_floor: %s
   thermal_bytes: %s
-`, q("memory.ram"), q("memory.reserve"), q("memory.bandwidth"), q("memory.efficiency"),
+`, q("memory.ram"), q("memory.reserve"), q("memory.bandwidth"), q("memory.efficiency"), q("memory.app_limit"), q("memory.runtime"),
 		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("flash.lanes"), q("flash.latency"),
 		v["single.read"], v["single.bandwidth"], v["agg.read"], v["agg.lanes"], v["agg.bandwidth"],
 		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"), q("flash.thermal_floor"), q("flash.thermal_bytes"))
@@ -93,8 +96,9 @@ var boundCases = map[string]struct {
 	paths []string          // the paths the error names, one per key
 	with  map[string]string // other fields set so that only this one can fail
 }{
-	"memory.ram":          {with: map[string]string{"memory.reserve": "0 B"}},
+	"memory.ram":          {with: map[string]string{"memory.reserve": "0 B", "memory.app_limit": "64 MiB"}},
 	"memory.reserve":      {with: map[string]string{"memory.ram": "16 TiB"}},
+	"memory.app_limit":    {with: map[string]string{"memory.ram": "16 TiB"}},
 	"flash.*[].read":      {keys: []string{"single.read", "agg.read"}, paths: []string{"flash.single_lane[0].read", "flash.aggregate[0].read"}, with: map[string]string{"flash.latency": "1 us"}},
 	"flash.*[].lanes":     {keys: []string{"agg.lanes"}, paths: []string{"flash.aggregate[0].lanes"}, with: map[string]string{"flash.latency": "1 us"}},
 	"flash.*[].bandwidth": {keys: []string{"single.bandwidth", "agg.bandwidth"}, paths: []string{"flash.single_lane[0].bandwidth", "flash.aggregate[0].bandwidth"}, with: map[string]string{"flash.latency": "1 us"}},
@@ -148,7 +152,7 @@ func TestProfileBounds(t *testing.T) {
 			}
 		}
 	}
-	if tested != 18 {
+	if tested != 20 {
 		t.Errorf("only %d profile bounds tested", tested)
 	}
 }
@@ -345,6 +349,31 @@ var modelSetters = map[string]func(m *ModelSpec, v int64){
 		m.NonExpertBytes, m.HeadBytes, m.Layers[0].DenseBytes = v, 0, 0
 	},
 	"model.kv_bytes_per_token": func(m *ModelSpec, v int64) { m.KVBytesPerToken = v },
+	"model.layers[].kv_bytes_per_token": func(m *ModelSpec, v int64) {
+		l := &m.Layers[0]
+		l.KVBytesPerToken, m.KVBytesPerToken = v, 64<<20
+		if v != 0 {
+			l.Mixer, l.AttnFLOPsPerPosition = MixerAttention, 1
+		}
+	},
+	"model.layers[].attn_flops_per_position": func(m *ModelSpec, v int64) {
+		l := &m.Layers[0]
+		if l.AttnFLOPsPerPosition = v; v != 0 {
+			l.Mixer, l.KVBytesPerToken = MixerAttention, 1
+		}
+	},
+	"model.layers[].state_bytes": func(m *ModelSpec, v int64) {
+		l := &m.Layers[0]
+		if l.StateBytes = v; v != 0 {
+			l.Mixer = MixerRecurrent
+		}
+	},
+	"model.layers[].state_flops_per_token": func(m *ModelSpec, v int64) {
+		l := &m.Layers[0]
+		if l.StateFLOPsPerToken = v; v != 0 {
+			l.Mixer, l.StateBytes = MixerRecurrent, 1
+		}
+	},
 }
 
 // TestModelSpecBounds puts every model-spec number at each end of its range

@@ -11,6 +11,17 @@ type Device struct {
 	RAMBytes     int64 `json:"ram_bytes"`     // physical RAM
 	ReserveBytes int64 `json:"reserve_bytes"` // OS, other apps and the runtime: not available to the model
 
+	// AppLimitBytes is the memory the OS lets the app keep resident (iOS's
+	// jetsam limit, raised by the increased-memory-limit entitlement),
+	// distinct from RAM. Beyond it the OS drops the app's clean mapped
+	// weights and they come back through page faults (sim: memory pressure).
+	// Zero means not stated: no pressure model.
+	AppLimitBytes int64 `json:"app_limit_bytes,omitempty"`
+	// RuntimeBytes is the app's own memory besides weights, expert cache, KV
+	// cache and recurrent state (runtime, compute buffers), counted against
+	// AppLimitBytes. Zero when not stated.
+	RuntimeBytes int64 `json:"runtime_bytes,omitempty"`
+
 	MemBandwidth  float64 `json:"mem_bandwidth"`  // peak DRAM bandwidth, bytes/s
 	MemEfficiency float64 `json:"mem_efficiency"` // fraction of peak reached by decode matmuls (0,1]
 	ComputeFLOPS  float64 `json:"compute_flops"`  // sustained matmul throughput, FLOP/s

@@ -29,7 +29,10 @@
 //
 // Sections: memory (ram; reserve, the RAM the OS, other apps and the runtime
 // keep from the model; peak bandwidth; efficiency, the fraction of peak that
-// decode reaches, in (0,1]); compute (sustained FLOPS; a fixed per-layer
+// decode reaches, in (0,1]; optional app_limit, the memory the OS lets the
+// app keep resident (iOS jetsam), at most ram, and runtime, the app's own
+// memory besides the model, counted against it: see the simulator's memory
+// pressure); compute (sustained FLOPS; a fixed per-layer
 // overhead); flash (see below). Profile.Validate reports every problem at
 // once — missing values or sources, unknown keys, unit errors, values out of
 // range, reserve >= ram, empty or unsorted curves — one per line as

@@ -60,7 +60,8 @@ func miniCPMV47(variant string) (*ModelSpec, error) {
 		// head_dim × 2 bytes (F16, llama.cpp's default cache type). The 30 Gated
 		// DeltaNet layers keep a fixed recurrent state instead (32 × 128 × 128
 		// F32 plus a conv window per layer, about 64 MiB per sequence), which
-		// does not grow with context and is not counted here.
+		// does not grow with context and is not counted here (it is counted
+		// with the context cost on: LayerSpec.StateBytes, sim.Config.ContextCost).
 		KVBytesPerToken: mcLayers / mcFullEvery * 2 * mcKVHeads * mcHeadDim * 2,
 	}
 	switch variant {
@@ -73,11 +74,39 @@ func miniCPMV47(variant string) (*ModelSpec, error) {
 	}
 	attnV := 0 // index among the attn_v tensors (full-attention blocks only)
 	for b := range mcLayers {
+		s.Mixers = append(s.Mixers, mcMixer(b))
 		d := mcDense(b, &attnV)
 		s.DenseBytes = append(s.DenseBytes, d.bytes)
 		s.DenseWeights = append(s.DenseWeights, d.weights)
 	}
 	return BuildSpec(s)
+}
+
+// Gated DeltaNet recurrent state and work per layer (context cost only).
+// Reference: Qwen3.5-35B-A3B config.json (linear_num_value_heads 32,
+// linear_key_head_dim and linear_value_head_dim 128, linear_conv_kernel_dim
+// 4); llama.cpp keeps recurrent states in F32: per layer one d_k × d_v
+// matrix per value head and a convolution window of (kernel − 1) positions
+// of the qkv channels (2 × 2048 + 4096).
+//
+// Work per token, per value head: decay the state (d_k·d_v), read it with k
+// (2·d_k·d_v), the rank-1 delta update (2·d_k·d_v) and the output read with q
+// (2·d_k·d_v), about 7·d_k·d_v FLOPs; plus the causal convolution, 2 × kernel
+// × channels. An estimate from the Gated DeltaNet recurrence (Yang et al.,
+// "Gated Delta Networks", 2024), not a measurement.
+const (
+	mcConvChannels = 2*mcLinKHeads*mcLinHeadDim + mcLinVHeads*mcLinHeadDim
+	mcStateBytes   = mcLinVHeads*mcLinHeadDim*mcLinHeadDim*4 + (mcConvKernel-1)*mcConvChannels*4
+	mcStateFLOPs   = 7*mcLinVHeads*mcLinHeadDim*mcLinHeadDim + 2*mcConvKernel*mcConvChannels
+)
+
+// mcMixer is block b's token mixer: every 4th block full attention, the
+// others Gated DeltaNet.
+func mcMixer(b int) MixerShape {
+	if (b+1)%mcFullEvery == 0 {
+		return AttentionMixer(mcHeads, mcKVHeads, mcHeadDim)
+	}
+	return MixerShape{Mixer: MixerRecurrent, StateBytes: mcStateBytes, StateFLOPsPerToken: mcStateFLOPs}
 }
 
 // denseSum accumulates one block's resident tensors.

@@ -29,7 +29,8 @@ type ModelSpec struct {
 	HeadBytes int64 `json:"head_bytes" yaml:"head_bytes"`
 	// HeadFLOPsPerToken is the output projection's work per token.
 	HeadFLOPsPerToken int64 `json:"head_flops_per_token" yaml:"head_flops_per_token"`
-	// KVBytesPerToken is the KV/recurrent-state memory one context token costs.
+	// KVBytesPerToken is the KV-cache memory one context token costs (the
+	// attention layers'; recurrent layers keep a fixed LayerSpec.StateBytes).
 	KVBytesPerToken int64 `json:"kv_bytes_per_token" yaml:"kv_bytes_per_token"`
 
 	// Source says where the shape and sizes come from (a model card, a GGUF header, a trace).
@@ -53,6 +54,48 @@ type LayerSpec struct {
 	DenseFLOPsPerToken int64 `json:"dense_flops_per_token" yaml:"dense_flops_per_token"`
 	// ExpertFLOPsPerToken is one routed expert's work per token routed to it.
 	ExpertFLOPsPerToken int64 `json:"expert_flops_per_token" yaml:"expert_flops_per_token"`
+
+	// Mixer is the layer's token mixer, when the spec states it: MixerAttention
+	// (a KV cache that grows with context) or MixerRecurrent (a fixed-size
+	// state, e.g. Gated DeltaNet). Empty means not stated; the fields below are
+	// then zero. They feed the simulator's optional context cost.
+	Mixer string `json:"mixer,omitempty" yaml:"mixer,omitempty"`
+	// KVBytesPerToken is an attention layer's K and V bytes per context position.
+	KVBytesPerToken int64 `json:"kv_bytes_per_token,omitempty" yaml:"kv_bytes_per_token,omitempty"`
+	// AttnFLOPsPerPosition is an attention layer's work per token per context
+	// position it attends to (scores and weighted sum: 4 × heads × head_dim).
+	AttnFLOPsPerPosition int64 `json:"attn_flops_per_position,omitempty" yaml:"attn_flops_per_position,omitempty"`
+	// StateBytes is a recurrent layer's fixed state, read and written each pass.
+	StateBytes int64 `json:"state_bytes,omitempty" yaml:"state_bytes,omitempty"`
+	// StateFLOPsPerToken is a recurrent layer's state update work per token.
+	StateFLOPsPerToken int64 `json:"state_flops_per_token,omitempty" yaml:"state_flops_per_token,omitempty"`
+}
+
+// Token mixers of a layer (LayerSpec.Mixer).
+const (
+	MixerAttention = "attention"
+	MixerRecurrent = "recurrent"
+)
+
+// HasContextShape reports whether every layer states its mixer, which the
+// simulator's context cost needs.
+func (m *ModelSpec) HasContextShape() bool {
+	for i := range m.Layers {
+		if m.Layers[i].Mixer == "" {
+			return false
+		}
+	}
+	return len(m.Layers) > 0
+}
+
+// RecurrentStateBytes is the recurrent state of every layer: memory that does
+// not grow with context (0 when no layer states one).
+func (m *ModelSpec) RecurrentStateBytes() int64 {
+	var t int64
+	for i := range m.Layers {
+		t += m.Layers[i].StateBytes
+	}
+	return t
 }
 
 // ExpertTensor is one expert's slice of one 3-D expert tensor.

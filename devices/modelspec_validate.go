@@ -35,7 +35,7 @@ func (m *ModelSpec) Validate() error {
 	if m.Blocks >= 1 && len(m.Layers) > m.Blocks {
 		ps.add("layers", "%d MoE layers but only %d blocks", len(m.Layers), m.Blocks)
 	}
-	var dense int64
+	var dense, kv int64
 	for i, l := range m.Layers {
 		p := fmt.Sprintf("layers[%d]", i)
 		if l.Block < 0 || m.Blocks >= 1 && l.Block >= m.Blocks {
@@ -67,6 +67,11 @@ func (m *ModelSpec) Validate() error {
 			ps.checkBound(p+"."+v.name, "model.layers[]."+v.name, float64(v.v))
 		}
 		dense += min(max(l.DenseBytes, 0), 1<<40) // clamped: bounded sums cannot overflow
+		kv += min(max(l.KVBytesPerToken, 0), 1<<40)
+		ps.checkMixer(p, &l)
+	}
+	if kv > 0 && kv > m.KVBytesPerToken {
+		ps.add("kv_bytes_per_token", "%d is less than the layers' kv_bytes_per_token (%d): they are part of it", m.KVBytesPerToken, kv)
 	}
 	for _, v := range []struct {
 		name string
@@ -92,5 +97,35 @@ func (ps *problems) checkBound(path, field string, v float64) {
 	}
 	if msg := b.check(v, text); msg != "" {
 		ps.add(path, "%s", msg)
+	}
+}
+
+// checkMixer checks one layer's optional context shape: an attention layer
+// states its KV bytes and attention work and no state, a recurrent layer its
+// state and no KV, and a layer without a mixer none of them.
+func (ps *problems) checkMixer(p string, l *LayerSpec) {
+	for _, v := range []struct {
+		name string
+		v    int64
+	}{{"kv_bytes_per_token", l.KVBytesPerToken}, {"attn_flops_per_position", l.AttnFLOPsPerPosition}, {"state_bytes", l.StateBytes}, {"state_flops_per_token", l.StateFLOPsPerToken}} {
+		ps.checkBound(p+"."+v.name, "model.layers[]."+v.name, float64(v.v))
+	}
+	attn := l.KVBytesPerToken != 0 || l.AttnFLOPsPerPosition != 0
+	state := l.StateBytes != 0 || l.StateFLOPsPerToken != 0
+	switch l.Mixer {
+	case "":
+		if attn || state {
+			ps.add(p+".mixer", "missing: kv_bytes_per_token, attn_flops_per_position, state_bytes and state_flops_per_token need the layer's mixer (%s or %s)", MixerAttention, MixerRecurrent)
+		}
+	case MixerAttention:
+		if l.KVBytesPerToken <= 0 || l.AttnFLOPsPerPosition <= 0 || state {
+			ps.add(p+".mixer", "an attention layer needs kv_bytes_per_token > 0 and attn_flops_per_position > 0, and no state_bytes or state_flops_per_token")
+		}
+	case MixerRecurrent:
+		if l.StateBytes <= 0 || attn {
+			ps.add(p+".mixer", "a recurrent layer needs state_bytes > 0 and no kv_bytes_per_token or attn_flops_per_position")
+		}
+	default:
+		ps.add(p+".mixer", "unknown mixer %q (valid: %s, %s)", l.Mixer, MixerAttention, MixerRecurrent)
 	}
 }

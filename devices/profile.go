@@ -34,6 +34,11 @@ type MemorySection struct {
 	Reserve    Quantity `yaml:"reserve"`    // OS, other apps, runtime: not for the model (size)
 	Bandwidth  Quantity `yaml:"bandwidth"`  // peak DRAM bandwidth (rate)
 	Efficiency Quantity `yaml:"efficiency"` // fraction of peak decode reaches, in (0,1]
+	// AppLimit (optional) is the memory the OS lets the app keep resident
+	// (iOS: the jetsam limit), distinct from RAM; Runtime (optional, only
+	// with AppLimit) is the app's own memory besides the model's.
+	AppLimit Quantity `yaml:"app_limit,omitempty"`
+	Runtime  Quantity `yaml:"runtime,omitempty"`
 }
 
 // ComputeSection is the processor part of a profile.

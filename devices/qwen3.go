@@ -27,6 +27,10 @@ func qwen3_30BA3B(variant string) (*ModelSpec, error) {
 		Heads: 32, KVHeads: 4, HeadDim: 128, QKNorm: true,
 		DenseType: "Q4_K", EmbedType: "Q4_K", HeadType: "Q6_K",
 	}
+	// Every block is full attention (context cost only; sim.Config.ContextCost).
+	for range layers {
+		s.Mixers = append(s.Mixers, AttentionMixer(s.Heads, s.KVHeads, s.HeadDim))
+	}
 	switch variant {
 	case "q4_k_m":
 		s.ExpertQuant, s.LayerQuant = q4KMExperts(layers)

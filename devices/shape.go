@@ -69,6 +69,28 @@ type Shape struct {
 	// KVBytesPerToken; 0 derives it as an F16 cache of K and V on every block:
 	// Blocks × 2 × KVHeads × HeadDim × 2 bytes.
 	KVBytesPerToken int64
+
+	// Mixers, when set, states each MoE layer's token mixer (in MoEBlocks
+	// order) for the simulator's optional context cost; nil leaves it unstated.
+	Mixers []MixerShape
+}
+
+// MixerShape is one layer's token mixer as BuildSpec copies it into the
+// LayerSpec fields of the same names.
+type MixerShape struct {
+	Mixer                                 string
+	KVBytesPerToken, AttnFLOPsPerPosition int64
+	StateBytes, StateFLOPsPerToken        int64
+}
+
+// AttentionMixer is a grouped-query attention layer with an F16 KV cache:
+// K and V of kvHeads × headDim per position at 2 bytes, and 4 × heads ×
+// headDim FLOPs per token per position (q·k scores and the weighted sum of
+// v, one multiply-add = 2 FLOPs each).
+func AttentionMixer(heads, kvHeads, headDim int) MixerShape {
+	return MixerShape{Mixer: MixerAttention,
+		KVBytesPerToken:      2 * int64(kvHeads) * int64(headDim) * 2,
+		AttnFLOPsPerPosition: 4 * int64(heads) * int64(headDim)}
 }
 
 // BuildSpec lays out the model described by s and validates the result. Every
@@ -98,6 +120,9 @@ func BuildSpec(s Shape) (*ModelSpec, error) {
 	derive := s.DenseBytes == nil
 	if !derive && len(s.DenseBytes) != len(blocks) {
 		ps.add("dense_bytes", "has %d entries for %d MoE layers", len(s.DenseBytes), len(blocks))
+	}
+	if s.Mixers != nil && len(s.Mixers) != len(blocks) {
+		ps.add("mixers", "has %d entries for %d MoE layers", len(s.Mixers), len(blocks))
 	}
 	if s.DenseWeights != nil && len(s.DenseWeights) != len(blocks) {
 		ps.add("dense_weights", "has %d entries for %d MoE layers", len(s.DenseWeights), len(blocks))
@@ -181,6 +206,11 @@ func BuildSpec(s Shape) (*ModelSpec, error) {
 			weights = s.DenseWeights[i]
 		}
 		l.DenseFLOPsPerToken = 2 * weights
+		if s.Mixers != nil {
+			x := s.Mixers[i]
+			l.Mixer, l.KVBytesPerToken, l.AttnFLOPsPerPosition = x.Mixer, x.KVBytesPerToken, x.AttnFLOPsPerPosition
+			l.StateBytes, l.StateFLOPsPerToken = x.StateBytes, x.StateFLOPsPerToken
+		}
 		denseSum += l.DenseBytes
 		m.Layers = append(m.Layers, l)
 	}

@@ -25,6 +25,8 @@ func (p *Profile) fields() []field {
 		{"memory.reserve", Size, &m.Reserve, false},
 		{"memory.bandwidth", Rate, &m.Bandwidth, false},
 		{"memory.efficiency", Dimensionless, &m.Efficiency, false},
+		{"memory.app_limit", Size, &m.AppLimit, true},
+		{"memory.runtime", Size, &m.Runtime, true},
 		{"compute.flops", Throughput, &c.FLOPS, false},
 		{"compute.layer_overhead", Duration, &c.LayerOverhead, false},
 		{"compute.load_fixed", Duration, &c.LoadFixed, true},
@@ -132,7 +134,16 @@ func (p *Profile) resolve() (*Device, problems) {
 		ps.add("memory.reserve", "must be less than memory.ram (got %s >= %s)", p.Memory.Reserve.Value, p.Memory.RAM.Value)
 	}
 
+	if lim, ok := vals["memory.app_limit"]; ok && okR && lim > ram {
+		ps.add("memory.app_limit", "must be at most memory.ram (got %s > %s)", p.Memory.AppLimit.Value, p.Memory.RAM.Value)
+	}
+	if p.Memory.Runtime.set && !p.Memory.AppLimit.set {
+		ps.add("memory.runtime", "counts against memory.app_limit: give memory.app_limit too (or neither)")
+	}
+
 	d.RAMBytes = int64(math.Round(vals["memory.ram"]))
+	d.AppLimitBytes = int64(vals["memory.app_limit"])
+	d.RuntimeBytes = int64(vals["memory.runtime"])
 	d.ReserveBytes = int64(math.Round(vals["memory.reserve"]))
 	d.MemBandwidth = vals["memory.bandwidth"]
 	d.MemEfficiency = vals["memory.efficiency"]

@@ -343,6 +343,8 @@ var options = []Option{
 		}},
 	{Name: "context", Kind: KindInt, Default: "0", Usage: "context tokens charged to the KV cache (0 = longest sequence in the trace)",
 		apply: func(s *Spec, v any) error { s.ContextTokens = v.(int); return nil }, applies: always},
+	{Name: "context-cost", Kind: KindBool, Default: "false", Usage: "charge KV-cache reads and attention growing with each token's position, and hybrid layers' recurrent state (time and memory)",
+		apply: func(s *Spec, v any) error { s.ContextCost = v.(bool); return nil }, applies: always},
 	{Name: "seed", Kind: KindUint, Default: "1", Usage: "seed of everything random in the run: the synthetic trace, the stated predictor and speculative acceptance (--trace-seed, --predict-seed, --accept-seed override each)",
 		apply: func(s *Spec, v any) error {
 			n := v.(uint64)

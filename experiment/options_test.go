@@ -41,6 +41,7 @@ func TestEveryOptionChangesTheSpec(t *testing.T) {
 		"spec-accept":     {spec, "0.5"},
 		"prefill":         {file, "true"},
 		"context":         {nil, "100"},
+		"context-cost":    {nil, "true"},
 		"seed":            {nil, "5"},
 		"trace-seed":      {nil, "5"},
 		"predict-seed":    {pred, "5"},

@@ -57,6 +57,11 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 		return nil, err
 	}
 	m := &e.tr.Meta.Model
+	if r.ContextCost {
+		if m, err = m.WithContextShape(); err != nil {
+			return nil, fmt.Errorf("context_cost: %w", err)
+		}
+	}
 	p.Model, p.Device, p.Meta = m, dev, e.tr.Meta
 	if err := resolvePolicy(&r, p); err != nil {
 		return nil, err
@@ -67,7 +72,7 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 	if ctx == 0 {
 		ctx = longestSequence(p.Steps)
 	}
-	cache, err := resolveCache(&r, m, dev, ctx)
+	cache, err := resolveCache(&r, m, dev, ctx, r.ContextCost)
 	if err != nil {
 		return nil, err
 	}
@@ -76,6 +81,7 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 	p.Config = sim.Config{
 		Model: m, Device: dev, CacheBytes: cache, Layout: sim.Layout(r.Layout), CachedFirst: r.CachedFirst, Barrier: r.Barrier,
 		SpecBlock: 1, SpecFromTrace: r.SpecFromTrace, Prefill: r.Prefill, ContextTokens: r.ContextTokens,
+		ContextCost: r.ContextCost,
 	}
 	if sp := r.Speculative; sp != nil {
 		p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
@@ -272,12 +278,12 @@ func indexDepth(r *Spec, m *devices.ModelSpec) (int, bool) {
 }
 
 // resolveCache turns the cache size into bytes; size and bytes must agree.
-func resolveCache(r *Spec, m *devices.ModelSpec, d *devices.Device, ctx int) (int64, error) {
+func resolveCache(r *Spec, m *devices.ModelSpec, d *devices.Device, ctx int, contextCost bool) (int64, error) {
 	c := &r.Cache
 	if c.Size == "" {
 		return c.Bytes, nil
 	}
-	b, err := sim.ResolveCache(c.Size, m, d, ctx)
+	b, err := sim.ResolveCacheWith(c.Size, m, d, ctx, contextCost)
 	if err != nil {
 		return 0, err
 	}

@@ -27,6 +27,7 @@ func specsToResolve(t *testing.T) map[string]map[string]string {
 		"file":         {"trace": file, "policy": "les", "prefill": "true", "spec-from-trace": "true"},
 		"predictor":    {"trace": bare, "predict-recall": "0.7", "predict-fp": "2", "predict-seed": "5", "depth": "2"},
 		"predictor-ts": {"trace": bare, "predict-recall": "0.7", "threshold": "0.5"},
+		"context-cost": {"trace": file, "prefill": "true", "context-cost": "true"},
 	}
 }
 

@@ -58,6 +58,11 @@ type Spec struct {
 	Prefill bool `json:"prefill,omitempty"`
 	// ContextTokens charged to the KV cache; 0 = the trace's longest sequence.
 	ContextTokens int `json:"context_tokens,omitempty"`
+	// ContextCost charges attention over the context and recurrent state per
+	// layer, and counts the recurrent state in memory (sim.Config.ContextCost).
+	// The model must state its layers' mixers, or be a built-in model
+	// (devices.ModelSpec.WithContextShape).
+	ContextCost bool `json:"context_cost,omitempty"`
 }
 
 // Model is a built-in model spec (see devices.LookupModel).

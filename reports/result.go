@@ -33,6 +33,13 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 	if r.LoadCPUNS > 0 {
 		fmt.Fprintf(tw, "loading\t%s\t(%s) on the compute thread: commit, copy, bookkeeping of loaded experts\n", secs(r.LoadCPUNS), pct(r.LoadCPUNS, r.TimeNS))
 	}
+	if r.ContextNS > 0 {
+		fmt.Fprintf(tw, "context\t%s\t(%s) of compute on KV-cache reads, attention and recurrent state\n", secs(r.ContextNS), pct(r.ContextNS, r.TimeNS))
+	}
+	if r.PressureFaults > 0 {
+		fmt.Fprintf(tw, "pressure\t%s\t(%s) of stall refaulting dropped weights: %d faults, %s/token (app footprint %s)\n",
+			secs(r.PressureNS), pct(r.PressureNS, r.TimeNS), r.PressureFaults, sim.FormatBytes(perToken(r.PressureFaultBytes, r.Tokens)), sim.FormatBytes(r.AppFootprintBytes))
+	}
 	fmt.Fprintf(tw, "flash\t%s/token\t%d reads, %s total, busy %s of the time\n",
 		sim.FormatBytes(int64(r.FlashBytesPerToken)), r.FlashReads, sim.FormatBytes(r.FlashBytes), pct(r.FlashBusyNS, r.TimeNS))
 	fmt.Fprintf(tw, "cache\thit rate %.3f\t%d uses: %d hits, %d in flight, %d misses; peak %s of %s\n",
@@ -74,4 +81,12 @@ func pct(a, b int64) string {
 		return "0%"
 	}
 	return strings.TrimSpace(fmt.Sprintf("%5.1f%%", 100*float64(a)/float64(b)))
+}
+
+// perToken is n / tokens, or 0 without tokens.
+func perToken(n, tokens int64) int64 {
+	if tokens == 0 {
+		return 0
+	}
+	return n / tokens
 }

@@ -13,10 +13,16 @@ import (
 //   - a percentage of all routed expert bytes, "40%";
 //   - "auto", the device's budget for ctxTokens of context (DeviceBudget).
 func ResolveCache(s string, m *devices.ModelSpec, d *devices.Device, ctxTokens int) (int64, error) {
+	return ResolveCacheWith(s, m, d, ctxTokens, false)
+}
+
+// ResolveCacheWith is ResolveCache with "auto" taken from MemoryBudget: with
+// contextCost the recurrent state is counted too (Config.ContextCost).
+func ResolveCacheWith(s string, m *devices.ModelSpec, d *devices.Device, ctxTokens int, contextCost bool) (int64, error) {
 	s = strings.TrimSpace(s)
 	switch {
 	case s == "auto":
-		b := DeviceBudget(m, d, ctxTokens)
+		b := MemoryBudget(m, d, ctxTokens, contextCost)
 		if b <= 0 {
 			return 0, fmt.Errorf("cache auto: device %s leaves no RAM for experts (budget %s)", d.Name, FormatBytes(b))
 		}

@@ -79,6 +79,12 @@ type Config struct {
 	ContextTokens int
 	// KeepSeries records per-pass samples in Result.Series (for plots).
 	KeepSeries bool
+	// ContextCost charges attention over the context (KV-cache reads and
+	// attention FLOPs growing with each token's position) and recurrent-state
+	// reads and writes per layer, and counts the recurrent state in memory.
+	// It needs a model spec that states every layer's mixer
+	// (ModelSpec.HasContextShape). Off: neither is charged.
+	ContextCost bool
 }
 
 // Validate reports every problem with c at once.
@@ -106,6 +112,12 @@ func (c *Config) Validate() error {
 		if c.Layout == LayoutGGUFMmap && d.Flash.PageBytes <= 0 {
 			add("device %s: gguf-mmap layout needs flash.page_bytes", d.Name)
 		}
+		if d.AppLimitBytes < 0 || d.RuntimeBytes < 0 {
+			add("device %s: app_limit_bytes and runtime_bytes must be >= 0", d.Name)
+		}
+		if d.AppLimitBytes > 0 && d.Flash.PageBytes <= 0 {
+			add("device %s: an app limit (memory pressure refaults) needs flash.page_bytes", d.Name)
+		}
 	}
 	if c.Barrier && (c.CachedFirst || c.Layout == LayoutGGUFMmap) {
 		add("barrier: needs the per-expert layout without cached-first (the layer's experts wait for all its loads, then compute)")
@@ -118,6 +130,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SpecAccept < 0 || c.SpecAccept > 1 {
 		add("spec accept: must be in [0,1] (got %g)", c.SpecAccept)
+	}
+	if c.ContextCost && c.Model != nil && !c.Model.HasContextShape() {
+		add("context cost: model %s does not state its layers' mixers (attention or recurrent) and their KV, attention and state sizes", c.Model.Name)
 	}
 	if c.ContextTokens < 0 {
 		add("context tokens: must be >= 0 (got %d)", c.ContextTokens)

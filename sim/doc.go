@@ -39,6 +39,17 @@
 // leaves for the cache after its reserve, the resident weights and the KV
 // cache; a larger cache is simulated but warned about.
 //
+// Context (Config.ContextCost, off by default): after each layer's dense
+// part, an attention layer reads its KV cache up to the pass's last position
+// and does attention FLOPs for every position each token attends to; a
+// recurrent (hybrid) layer reads and writes its fixed state once per pass
+// (context.go). The recurrent state is then counted in memory too.
+//
+// Memory pressure (Device.AppLimitBytes, off when zero): when the app's
+// footprint (cache, resident weights, KV cache, state, runtime) exceeds the
+// app limit by O bytes, min(O, resident weights) are refaulted at the start
+// of every pass through synchronous faults (pressure.go).
+//
 // # Layouts
 //
 // per-expert: one contiguous read per expert, asynchronous over the lanes

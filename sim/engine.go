@@ -43,6 +43,9 @@ type engine struct {
 	pend []int32 // scratch: union indices not yet computed
 	la   Lookahead
 
+	ctx   passContext // the current pass's positions (Config.ContextCost)
+	press pressure    // memory pressure (Device.AppLimitBytes): faults > 0 when on
+
 	res       Result
 	latencies []int64
 }
@@ -112,6 +115,7 @@ func (e *engine) run(steps []traces.Step) error {
 	if err := e.checkSteps(steps); err != nil {
 		return err
 	}
+	e.press = newPressure(&e.cfg, steps)
 	maxPos := 0
 	for i := 0; i < len(steps); {
 		s := &steps[i]
@@ -211,7 +215,10 @@ func (e *engine) wrapUp(ctxTokens int) {
 	if e.cfg.ContextTokens > 0 {
 		ctxTokens = e.cfg.ContextTokens
 	}
-	e.res.DeviceBudgetBytes = DeviceBudget(e.m, e.cfg.Device, ctxTokens)
+	e.res.DeviceBudgetBytes = MemoryBudget(e.m, e.cfg.Device, ctxTokens, e.cfg.ContextCost)
+	if e.cfg.Device.AppLimitBytes > 0 {
+		e.res.AppFootprintBytes = e.press.footprint
+	}
 	e.bk.Settle()
 	e.res.addCounts(e.bk.Counts())
 	e.res.finish(e.latencies)

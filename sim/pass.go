@@ -37,8 +37,17 @@ func (e *engine) passBody(steps []traces.Step, i, j int) error {
 	tokens := j - i
 	e.phase = steps[i].Phase
 	e.bk.BeginPass(int64(i), tokens)
+	if e.cfg.ContextCost {
+		e.beginContext(steps, i, j)
+	}
+	if e.press.faults > 0 {
+		e.refaultWeights()
+	}
 	for l := 0; l < e.nL; l++ {
 		e.compute(e.denseTime(l, tokens))
+		if e.cfg.ContextCost {
+			e.computeContext(l)
+		}
 
 		// Moment 1 comes after the previous layer's experts are done: none is in use.
 		e.lookahead(steps, i, j, l)

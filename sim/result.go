@@ -66,6 +66,20 @@ type Result struct {
 	OverBudgetLoads     int64   `json:"over_budget_loads"`     // demand loads admitted beyond the cache (a batch needing more than fits)
 	OverBudgetBytes     int64   `json:"over_budget_bytes"`     // the most held beyond the cache budget
 
+	// ContextNS is compute-thread time on the KV cache, attention over the
+	// context and recurrent state (part of ComputeNS; Config.ContextCost).
+	ContextNS int64 `json:"context_ns,omitempty"`
+	// AppFootprintBytes is what the app holds against the device's app limit
+	// (only when the device states one): expert cache, resident weights, KV
+	// cache, recurrent state (with ContextCost) and runtime.
+	AppFootprintBytes int64 `json:"app_footprint_bytes,omitempty"`
+	// PressureFaults, PressureFaultBytes and PressureNS are the memory-pressure
+	// refaults of dropped weights in decode: faults, bytes read (part of
+	// FlashBytes) and compute-thread time (part of StallNS).
+	PressureFaults     int64 `json:"pressure_faults,omitempty"`
+	PressureFaultBytes int64 `json:"pressure_fault_bytes,omitempty"`
+	PressureNS         int64 `json:"pressure_ns,omitempty"`
+
 	PrefillTokens int64 `json:"prefill_tokens"`
 	PrefillNS     int64 `json:"prefill_ns"`
 

@@ -28,11 +28,20 @@ func warnings(e *engine, ctxTokens int) []string {
 	if total := e.m.TotalExpertBytes(); e.cfg.CacheBytes >= total {
 		w = append(w, fmt.Sprintf("cache %s holds every expert (%s): only cold misses remain", FormatBytes(e.cfg.CacheBytes), FormatBytes(total)))
 	}
-	if budget := r.DeviceBudgetBytes; e.cfg.CacheBytes > budget {
-		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (RAM %s - reserve %s - resident weights %s - KV for %d tokens %s): this configuration would not fit",
+	if budget := r.DeviceBudgetBytes; e.cfg.CacheBytes > budget && e.cfg.Device.AppLimitBytes > 0 && budget == appLimitBudget(e.m, e.cfg.Device, ctxTokens, e.cfg.ContextCost) {
+		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (app limit %s - runtime %s - resident weights, KV for %d tokens and state %s)",
+			FormatBytes(e.cfg.CacheBytes), FormatBytes(budget), FormatBytes(e.cfg.Device.AppLimitBytes), FormatBytes(e.cfg.Device.RuntimeBytes),
+			ctxTokens, FormatBytes(ModelMemory(e.m, ctxTokens, e.cfg.ContextCost))))
+	} else if e.cfg.CacheBytes > budget {
+		state := ""
+		if e.cfg.ContextCost {
+			state = " - recurrent state " + FormatBytes(e.m.RecurrentStateBytes())
+		}
+		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (RAM %s - reserve %s - resident weights %s - KV for %d tokens %s%s): this configuration would not fit",
 			FormatBytes(e.cfg.CacheBytes), FormatBytes(budget), FormatBytes(e.cfg.Device.RAMBytes), FormatBytes(e.cfg.Device.ReserveBytes),
-			FormatBytes(e.m.NonExpertBytes), ctxTokens, FormatBytes(e.m.KVBytesPerToken*int64(ctxTokens))))
+			FormatBytes(e.m.NonExpertBytes), ctxTokens, FormatBytes(e.m.KVBytesPerToken*int64(ctxTokens)), state))
 	}
+	w = append(w, pressureWarnings(e)...)
 	if r.OverBudgetLoads > 0 {
 		w = append(w, fmt.Sprintf("a batch needed more distinct experts than the cache holds: %d loads went up to %s over the %s budget for their batch (prefill streams through the cache)",
 			r.OverBudgetLoads, FormatBytes(r.OverBudgetBytes), FormatBytes(e.cfg.CacheBytes)))
@@ -41,6 +50,26 @@ func warnings(e *engine, ctxTokens int) []string {
 		w = append(w, "speculative passes from the trace: rejected drafts are not recorded, so their experts are not loaded")
 	} else if e.cfg.SpecBlock > 1 && r.Passes > 0 {
 		w = append(w, fmt.Sprintf("speculative decoding: verify blocks use the trace's next %d tokens' experts; rejected drafts are assumed to route like the trace", e.cfg.SpecBlock))
+	}
+	return w
+}
+
+// pressureWarnings says when the app's footprint exceeds the device's app
+// limit (memory pressure): what is refaulted per pass, and whether even
+// dropping every mapped weight would not be enough.
+func pressureWarnings(e *engine) []string {
+	p := &e.press
+	if p.overflow <= 0 {
+		return nil
+	}
+	d := e.cfg.Device
+	w := []string{fmt.Sprintf("memory pressure: the app holds %s (cache %s + resident weights %s + KV for %d tokens %s + recurrent state %s + runtime %s), %s over the app limit %s: the OS drops mapped weights and %d faults re-read %s per pass on the compute thread",
+		FormatBytes(p.footprint), FormatBytes(e.cfg.CacheBytes), FormatBytes(e.m.NonExpertBytes), p.ctxTokens, FormatBytes(e.m.KVBytesPerToken*int64(p.ctxTokens)),
+		FormatBytes(ModelMemory(e.m, 0, e.cfg.ContextCost)-e.m.NonExpertBytes), FormatBytes(d.RuntimeBytes),
+		FormatBytes(p.overflow), FormatBytes(d.AppLimitBytes), p.faults, FormatBytes(p.faults*p.chunk))}
+	if p.overflow > e.m.NonExpertBytes {
+		w = append(w, fmt.Sprintf("memory pressure: %s over the app limit is more than all mapped weights (%s): the rest is anonymous memory the OS cannot drop, so it would terminate the app (iOS jetsam); shrink the cache",
+			FormatBytes(p.overflow), FormatBytes(e.m.NonExpertBytes)))
 	}
 	return w
 }

@@ -1,0 +1,82 @@
+package experiment
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/traces"
+)
+
+// TestContextCostResolves: --context-cost on the built-in hybrid model takes
+// its layer mixers from the built-in spec (the trace's metadata has none),
+// counts its recurrent state against cache auto, and makes decode slower;
+// off, the plan has neither.
+func TestContextCostResolves(t *testing.T) {
+	var in Inputs
+	plan := func(opts map[string]string) *Plan {
+		t.Helper()
+		s, err := FromOptions(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := in.Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	off := plan(map[string]string{"tokens": "40"})
+	on := plan(map[string]string{"tokens": "40", "context-cost": "true"})
+	if off.Config.ContextCost || off.Model.HasContextShape() || off.Meta.Model.HasContextShape() {
+		t.Error("context cost off: the plan states layer mixers")
+	}
+	if !on.Config.ContextCost || !on.Model.HasContextShape() || on.Meta.Model.HasContextShape() {
+		t.Errorf("context cost on: config %v, model shape %v, trace metadata shape %v (want true, true, false)",
+			on.Config.ContextCost, on.Model.HasContextShape(), on.Meta.Model.HasContextShape())
+	}
+	if d := off.Config.CacheBytes - on.Config.CacheBytes; d != on.Model.RecurrentStateBytes() || d <= 0 {
+		t.Errorf("cache auto shrank by %d, want the recurrent state's %d", d, on.Model.RecurrentStateBytes())
+	}
+	a, err := off.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := on.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Result.ContextNS != 0 || b.Result.ContextNS <= 0 {
+		t.Errorf("context time %d off, %d on", a.Result.ContextNS, b.Result.ContextNS)
+	}
+}
+
+// TestContextCostNeedsAShapedModel: a trace of a model that is not built in
+// and states no mixers is refused with what its spec must give.
+func TestContextCostNeedsAShapedModel(t *testing.T) {
+	m, err := devices.LookupModel(DefaultModel, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Name = "my-model"
+	o := traces.DefaultSynthOptions()
+	o.Tokens = 20
+	meta, steps, err := traces.Synth(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	if err := traces.WriteFile(path, meta, traces.NewSliceSource(steps)); err != nil {
+		t.Fatal(err)
+	}
+	s, err := FromOptions(map[string]string{"trace": path, "context-cost": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in Inputs
+	_, err = in.Resolve(s)
+	if err == nil || !strings.Contains(err.Error(), "context_cost: model my-model states no layer mixers and is not a built-in model") {
+		t.Errorf("got %v", err)
+	}
+}

@@ -1,0 +1,84 @@
+package sim
+
+import (
+	"github.com/lessim/lessim/traces"
+)
+
+// pressure is the memory-pressure model, on when the device states the
+// memory the OS lets the app keep resident (Device.AppLimitBytes).
+//
+// The app's footprint is the expert cache (CacheBytes, full), the resident
+// weights, the KV cache of the run's context, the recurrent state (with
+// ContextCost) and the runtime (Device.RuntimeBytes). When it exceeds the
+// limit by O bytes, the OS reclaims clean file-backed pages: the mapped
+// non-expert weights (the expert cache, KV cache and runtime are anonymous
+// memory it cannot drop). Every pass reads all non-expert weights, so the
+// least recently read O bytes are dropped again while the rest of the pass
+// runs, and every pass faults them back: O bytes (at most the non-expert
+// weights) re-read per pass through synchronous faults of max(page,
+// read-ahead) bytes, each costing FaultNS of CPU, on the compute thread at
+// the start of the pass. NB: strict LRU over a cyclic scan larger than
+// memory would refault every weight, not O bytes: this is the optimistic
+// end, which an OS's active/inactive lists approach.
+type pressure struct {
+	footprint int64 // bytes the app holds
+	overflow  int64 // footprint − app limit (> 0)
+	refault   int64 // bytes re-read per pass: min(overflow, non-expert weights)
+	chunk     int64 // bytes one fault reads
+	faults    int64 // faults per pass: ceil(refault / chunk)
+	ctxTokens int
+}
+
+// newPressure sizes the model for steps: zero when the device states no app
+// limit, no faults when the footprint fits under it.
+func newPressure(cfg *Config, steps []traces.Step) pressure {
+	d := cfg.Device
+	if d.AppLimitBytes <= 0 {
+		return pressure{}
+	}
+	ctx := cfg.ContextTokens
+	if ctx == 0 {
+		for i := range steps {
+			ctx = max(ctx, int(steps[i].Pos)+1)
+		}
+	}
+	p := pressure{ctxTokens: ctx, chunk: max(d.Flash.PageBytes, d.Flash.ReadAheadBytes)}
+	p.footprint = cfg.CacheBytes + ModelMemory(cfg.Model, ctx, cfg.ContextCost) + d.RuntimeBytes
+	p.overflow = p.footprint - d.AppLimitBytes
+	if p.overflow <= 0 {
+		return p
+	}
+	p.refault = min(p.overflow, cfg.Model.NonExpertBytes)
+	p.faults = (p.refault + p.chunk - 1) / p.chunk
+	return p
+}
+
+// refaultWeights faults the dropped weights back in at the start of a pass:
+// per fault FaultNS of CPU, then a synchronous read of one chunk through the
+// flash (sharing it with reads in flight), the compute thread waiting.
+func (e *engine) refaultWeights() {
+	p := &e.press
+	f := &e.cfg.Device.Flash
+	start := e.now
+	for range p.faults {
+		if e.bk.Measure {
+			e.res.StallNS += f.FaultNS
+			e.res.StallFaultCPUNS += f.FaultNS
+		}
+		e.now += f.FaultNS
+		e.fl.advance(e.now)
+		id := e.fl.submit(-1, p.chunk, true)
+		e.fl.reqs[id].sync = true
+		for !e.fl.reqs[id].finished {
+			ev, nid := e.fl.nextEvent()
+			e.fl.step(ev, nid)
+		}
+		e.fl.release(id)
+		e.stallTo(e.fl.now)
+	}
+	if e.bk.Measure {
+		e.res.PressureFaults += p.faults
+		e.res.PressureFaultBytes += p.faults * p.chunk
+		e.res.PressureNS += e.now - start
+	}
+}
