@@ -111,3 +111,74 @@ func TestRunSourceBadStepMidStream(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestFutureStreamedMatchesTrace: oracle, belady and pinned-hot built from
+// a Future read through a reusing source run exactly as when built from the
+// trace in memory; the Future hands back every selection, also when their
+// lengths vary.
+func TestFutureStreamedMatchesTrace(t *testing.T) {
+	for seed := uint64(1); seed <= 6; seed++ {
+		m, st := simCase(seed)
+		st = withPrompts(st)
+		if seed%2 == 0 {
+			// Variable-length selections from the middle on.
+			for i := len(st) / 3; i < len(st); i += 2 {
+				ls := &st[i].Layers[i%len(m.Layers)]
+				ls.Experts = ls.Experts[:len(ls.Experts)-1]
+			}
+		}
+		fut, err := NewFuture(m, &reusingSource{steps: st})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fut.Len() != len(st) {
+			t.Fatalf("seed %d: future has %d steps, trace %d", seed, fut.Len(), len(st))
+		}
+		for s := range st {
+			if fut.Prompt(s) != (st[s].Phase == traces.Prefill) {
+				t.Fatalf("seed %d step %d: prompt %v", seed, s, fut.Prompt(s))
+			}
+			for l := range st[s].Layers {
+				got := fut.Experts(s, l)
+				want := st[s].Layers[l].Experts
+				if len(got) != len(want) {
+					t.Fatalf("seed %d step %d layer %d: %v, want %v", seed, s, l, got, want)
+				}
+				for r := range got {
+					if int32(got[r]) != want[r] {
+						t.Fatalf("seed %d step %d layer %d: %v, want %v", seed, s, l, got, want)
+					}
+				}
+			}
+		}
+		for _, name := range []string{"oracle", "belady", "pinned-hot"} {
+			cfg := simConfig(m, cacheSweep(m, 1, 4)[1])
+			cfg.Prefill = true
+			want, err := sim.Run(cfg, st, mustPolicy(t, name, Params{Model: m, Trace: st}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := sim.RunSource(cfg, &reusingSource{steps: st}, mustPolicy(t, name, Params{Model: m, Future: fut}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("seed %d %s: from the future %+v\nfrom the trace %+v", seed, name, got, want)
+			}
+		}
+	}
+}
+
+// TestFutureRefusesBadSteps: the streaming build names the first bad step.
+func TestFutureRefusesBadSteps(t *testing.T) {
+	m, st := simCase(2)
+	st[5].Layers[0].Experts = []int32{int32(m.Experts)}
+	_, err := NewFuture(m, &reusingSource{steps: st})
+	want := "trace step 5 layer 0: expert " + itoa(m.Experts) + " out of range [0," + itoa(m.Experts) + ")"
+	if err == nil || err.Error() != want {
+		t.Errorf("error %v, want %q", err, want)
+	}
+	if _, err := NewFuture(m, &reusingSource{}); err == nil || err.Error() != "trace: missing (this policy reads the whole trace)" {
+		t.Errorf("empty trace: %v", err)
+	}
+}
