@@ -14,7 +14,7 @@ LLAMA_ENV = OD=$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama) && \
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-sweep bench-runtime lint fmt deps clean
+.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-sweep bench-long bench-runtime lint fmt deps clean
 
 all: build
 
@@ -77,6 +77,16 @@ bench: deps
 # without it) and the 1,000-point synthetic sweep (several minutes).
 bench-sweep: deps
 	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./sweep/
+
+# bench-long: a LONG_TOKENS-token trace (default 1,000,000) of the 40-layer,
+# 256-expert, top-8 shape with depth-1 lookahead stored compactly, written by
+# `lessim trace synth` to a temporary folder, then `lessim simulate` streaming
+# it under lru and les: bytes per token, and per child wall time, CPU time
+# and peak RSS (scripts/bench-long.sh; writing the trace takes about 45
+# minutes here, LESSIM_LONG_TRACE=path reuses one).
+LONG_TOKENS ?= 1000000
+bench-long: deps
+	GO=$(GO) bash scripts/bench-long.sh $(LONG_TOKENS)
 
 bench-runtime: deps
 	$(LLAMA_ENV) && $(GO) test -tags llamacpp -run '^$$' -bench . -benchtime 1x ./runtime/...

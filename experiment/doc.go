@@ -32,6 +32,24 @@
 // the runs of a sweep share one copy of each trace; Run(spec) is the one-shot
 // form.
 //
+// # Traces of any length
+//
+// A trace file whose steps would take more than Inputs.StreamAbove in memory
+// (default 1 GiB, about 100,000 tokens of the 40-layer, top-8 shape) is not
+// loaded: each run streams it (sim.RunSource) with only the columns it
+// reads, so a sweep's runs share its digest and first-pass results but each
+// reads the file again. When a run needs what only the rows tell (cache auto
+// without a context size and no statistics in the footer, the prefill and
+// spec-from-trace warnings, or the future for oracle, belady and
+// pinned-hot), a first pass reads the expert column only and keeps what it
+// found: the longest sequence, the counts behind the warnings, and the
+// policies.Future (2 bytes per expert selection; oracle's next-use index
+// adds 4). Streamed and loaded runs give the same Result byte for byte
+// (tested). The memory a run needs is estimated before anything is loaded
+// (EstimateMemory, EstimateStreamMemory) and a run that cannot fit is
+// refused with the estimate. A stated predictor still needs the steps in
+// memory.
+//
 // # Options
 //
 // Options are the spec's settings by name (simulate's flag names): Apply and

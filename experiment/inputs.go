@@ -43,16 +43,25 @@ type Inputs struct {
 	// means the memory available now (MemAvailable in /proc/meminfo; no
 	// limit where it cannot be read), a negative value no limit.
 	MaxMemory int64
+	// StreamAbove is the most bytes a trace file's steps may take in memory
+	// (traces.MemoryBytes for the run's columns) before its runs stream it
+	// instead (sim.RunSource: one pass in memory, the file read again by
+	// each run) rather than load it once and share it: 0 means
+	// DefaultStreamAbove, a negative value streams every trace file. A
+	// stated predictor and a custom ReadTrace always load.
+	StreamAbove int64
 
 	mu      sync.Mutex
 	entries map[string]*entry
 }
 
-// entry is one trace as loaded or generated, with its candidate indexes.
+// entry is one trace as loaded or generated, with its candidate indexes,
+// or a trace file to stream (stream set; tr.Steps nil).
 type entry struct {
 	key     string
 	tr      *LoadedTrace
 	indexed map[indexKey][]traces.Step
+	stream  *streamTrace
 }
 
 // indexKey is one traces.IndexLookahead configuration.
@@ -118,19 +127,30 @@ func (in *Inputs) device(d Device) (*devices.Device, error) {
 // NB: the lock is held while loading, so concurrent runs wait for one load
 // instead of loading the same trace twice.
 func (in *Inputs) get(key string, make func() (*LoadedTrace, error)) (*entry, error) {
+	return in.getEntry(key, func() (*entry, error) {
+		tr, err := make()
+		if err != nil {
+			return nil, err
+		}
+		return &entry{tr: tr}, nil
+	})
+}
+
+// getEntry is get for an entry made whole by make.
+func (in *Inputs) getEntry(key string, make func() (*entry, error)) (*entry, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	if e, ok := in.entries[key]; ok {
 		return e, nil
 	}
-	tr, err := make()
+	e, err := make()
 	if err != nil {
 		return nil, err
 	}
 	if in.entries == nil {
 		in.entries = map[string]*entry{}
 	}
-	e := &entry{key: key, tr: tr, indexed: map[indexKey][]traces.Step{}}
+	e.key, e.indexed = key, map[indexKey][]traces.Step{}
 	in.entries[key] = e
 	return e, nil
 }

@@ -70,22 +70,27 @@ func vmHWM() int64 {
 func resetHWM() { _ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0) }
 
 // longVariants are BenchmarkLongTrace's runs: a policy on the trace file with
-// full lookahead vectors or on the one storing its top-8 candidates.
+// full lookahead vectors or on the one storing its top-8 candidates, loaded
+// or streamed.
 var longVariants = []struct {
 	name, policy string
 	top          int
+	stream       bool
 }{
-	{"lru", "lru", 0},
-	{"les", "les", 0},
-	{"lru-compact", "lru", 8},
-	{"les-compact", "les", 8},
+	{"lru", "lru", 0, false},
+	{"les", "les", 0, false},
+	{"lru-compact", "lru", 8, false},
+	{"les-compact", "les", 8, false},
+	{"lru-compact-stream", "lru", 8, true},
+	{"les-compact-stream", "les", 8, true},
 }
 
 // BenchmarkLongTrace loads and simulates a long trace of the 40-layer,
 // 256-expert, top-8 shape with depth-1 lookahead under lru (read without
 // lookahead) and les (read with it, candidate-indexed), from a file with full
-// lookahead vectors and from one with its top-8 candidates (compact):
-// load-s is the read, ns/op one simulation, heap-MiB the live heap after
+// lookahead vectors and from one with its top-8 candidates (compact), the
+// compact one also streamed (each run reads the file; nothing is loaded):
+// load-s is the read (the digest only when streamed), ns/op one simulation, heap-MiB the live heap after
 // loading, est-MiB EstimateMemory, peak-RSS-MiB VmHWM over load and run
 // (reset before each variant), file-B/token the file size.
 // LESSIM_LONG_TOKENS sets the length; LESSIM_LONG_VARIANTS (comma-separated
@@ -114,7 +119,10 @@ func BenchmarkLongTrace(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			in := &Inputs{MaxMemory: -1}
+			in := &Inputs{MaxMemory: -1, StreamAbove: 1 << 62}
+			if v.stream {
+				in.StreamAbove = -1
+			}
 			start := time.Now()
 			p, err := in.Resolve(s)
 			if err != nil {
@@ -125,6 +133,9 @@ func BenchmarkLongTrace(b *testing.B) {
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
 			est := EstimateMemory(p.Meta, int64(len(p.Steps)), traceColumns(&p.Spec), pol, estimateCands(&p.Spec, p.Model.TopK))
+			if v.stream {
+				est = EstimateStreamMemory(p.Meta, int64(tokens), traceColumns(&p.Spec), pol, estimateCands(&p.Spec, p.Model.TopK), 1)
+			}
 			b.ResetTimer()
 			for b.Loop() {
 				if _, err := p.Run(); err != nil {

@@ -19,11 +19,13 @@ type MemoryEstimate struct {
 	Steps  int64
 	Layers int
 	// TraceBytes is the trace as loaded (traces.MemoryBytes: the columns the
-	// run reads and les's candidate index), PolicyBytes the policy's own
-	// state that grows with the trace (oracle's next-use index: one int64
-	// per expert selection), StateBytes the per-expert state of the cache
-	// and policy.
+	// run reads and les's candidate index) or, streamed, the steps of one
+	// pass, the reader's batch and 8 bytes of latency per token;
+	// PolicyBytes the policy's own state that grows with the trace
+	// (futureBytes); StateBytes the per-expert state of the cache and policy.
 	TraceBytes, PolicyBytes, StateBytes int64
+	// Streamed says the run streams its trace (EstimateStreamMemory).
+	Streamed bool
 }
 
 // Total is the estimate's sum.
@@ -40,11 +42,42 @@ const perKeyBytes = 128
 func EstimateMemory(m traces.Meta, steps int64, cols traces.Columns, policy string, indexCands int) MemoryEstimate {
 	e := MemoryEstimate{Steps: steps, Layers: len(m.Model.Layers)}
 	e.TraceBytes = traces.MemoryBytes(m, steps, cols, indexCands)
-	if policy == "oracle" || policy == "belady" {
-		e.PolicyBytes = 8 * steps * int64(e.Layers) * int64(m.Model.TopK)
-	}
+	e.PolicyBytes = futureBytes(m, steps, policy)
 	e.StateBytes = perKeyBytes * int64(e.Layers) * int64(m.Model.Experts)
 	return e
+}
+
+// streamBatchBytes bounds what a trace file reader holds besides the steps
+// it hands out: its record batch (about 8 MiB of decoded columns) and the
+// decompression buffers behind it.
+const streamBatchBytes = 64 << 20
+
+// EstimateStreamMemory is EstimateMemory for a run that streams its trace
+// (Inputs.StreamAbove): the steps of one pass of up to window tokens and
+// the step after it instead of the whole trace, the reader's batch
+// (streamBatchBytes) and the 8 bytes per token the exact latency
+// percentiles keep. A prompt longer than window adds its steps.
+func EstimateStreamMemory(m traces.Meta, steps int64, cols traces.Columns, policy string, indexCands, window int) MemoryEstimate {
+	e := EstimateMemory(m, int64(window)+1, cols, policy, indexCands)
+	e.Steps, e.Streamed = steps, true
+	e.TraceBytes += streamBatchBytes + 8*steps
+	e.PolicyBytes = futureBytes(m, steps, policy)
+	return e
+}
+
+// futureBytes is what a policy keeps of the whole trace (policies.Future):
+// oracle and belady 2 bytes per expert selection and 1 per token for the
+// expert column plus 4 per selection for their next-use index, pinned-hot
+// the expert column while it counts; other policies nothing.
+func futureBytes(m traces.Meta, steps int64, policy string) int64 {
+	sel := steps * int64(len(m.Model.Layers)) * int64(m.Model.TopK)
+	switch policy {
+	case "oracle", "belady":
+		return 6*sel + steps
+	case "pinned-hot":
+		return 2*sel + steps
+	}
+	return 0
 }
 
 // memoryLimit is the limit a trace load is checked against and where it
@@ -93,8 +126,12 @@ func (in *Inputs) checkMemory(what, policy string, e MemoryEstimate) error {
 	if limit <= 0 || e.Total() <= limit {
 		return nil
 	}
-	return fmt.Errorf("%s: a run of policy %s needs about %s in memory (%d tokens × %d layers: trace %s, policy %s, state %s), more than %s: %s",
-		what, policy, sim.FormatBytes(e.Total()), e.Steps, e.Layers, sim.FormatBytes(e.TraceBytes), sim.FormatBytes(e.PolicyBytes), sim.FormatBytes(e.StateBytes), from, sim.FormatBytes(limit))
+	trace := "trace"
+	if e.Streamed {
+		trace = "streamed trace"
+	}
+	return fmt.Errorf("%s: a run of policy %s needs about %s in memory (%d tokens × %d layers: %s %s, policy %s, state %s), more than %s: %s",
+		what, policy, sim.FormatBytes(e.Total()), e.Steps, e.Layers, trace, sim.FormatBytes(e.TraceBytes), sim.FormatBytes(e.PolicyBytes), sim.FormatBytes(e.StateBytes), from, sim.FormatBytes(limit))
 }
 
 // estimateCands is the candidate index size les will ask for (indexDepth
@@ -126,6 +163,21 @@ func traceFootprint(path string) (traces.Meta, int64, error) {
 	}
 	defer rd.Close()
 	return rd.Meta(), max(rd.NumSteps(), 0), nil
+}
+
+// checkStreamMemory refuses to stream the trace at path for r when its run
+// cannot fit.
+func (in *Inputs) checkStreamMemory(path string, r *Spec) error {
+	m, steps, err := traceFootprint(path)
+	if err != nil {
+		return err
+	}
+	window := 1
+	if sp := r.Speculative; sp != nil {
+		window = sp.Block
+	}
+	e := EstimateStreamMemory(m, steps, traceColumns(r), r.Policy.Name, estimateCands(r, m.Model.TopK), window)
+	return in.checkMemory("trace "+path, r.Policy.Name, e)
 }
 
 // checkFileMemory refuses to load the trace at path for r when its run

@@ -22,8 +22,11 @@ type Plan struct {
 	Device *devices.Device
 	// Meta and Steps are the trace as the policy and engine see it (after a
 	// stated predictor; candidate-indexed). Steps are shared: do not modify.
+	// Steps is nil when the run streams its trace file (Streamed).
 	Meta  traces.Meta
 	Steps []traces.Step
+	// stream is the trace file a streamed run reads (Steps nil then).
+	stream *streamTrace
 	// TraceLabel says where the trace came from, for people.
 	TraceLabel string
 	// Params are the policy's parameters; Config the engine's. Set
@@ -66,18 +69,29 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 	if err := resolvePolicy(&r, p); err != nil {
 		return nil, err
 	}
-	n, sums := indexDepth(&r, m)
-	p.Steps = in.index(e, n, sums)
+	var sum *traceSummary
+	var fut *policies.Future
+	if e.stream != nil {
+		p.stream = e.stream
+		if sum, fut, err = in.prepare(e, &r); err != nil {
+			return nil, err
+		}
+	} else {
+		n, sums := indexDepth(&r, m)
+		p.Steps = in.index(e, n, sums)
+		sum = summarize(p.Steps, r.SpecFromTrace)
+	}
 	ctx := r.ContextTokens
-	if ctx == 0 {
-		ctx = longestSequence(p.Steps)
+	if ctx == 0 && sum != nil {
+		ctx = sum.longest
 	}
 	cache, err := resolveCache(&r, m, dev, ctx, r.ContextCost)
 	if err != nil {
 		return nil, err
 	}
-	p.Warnings = append(p.Warnings, traceWarnings(&r, p.Steps)...)
+	p.Warnings = append(p.Warnings, traceWarnings(&r, sum)...)
 	p.Params = params(&r, m, p.Steps)
+	p.Params.Future = fut
 	p.Config = sim.Config{
 		Model: m, Device: dev, CacheBytes: cache, Layout: sim.Layout(r.Layout), CachedFirst: r.CachedFirst, Barrier: r.Barrier,
 		SpecBlock: 1, SpecFromTrace: r.SpecFromTrace, Prefill: r.Prefill, ContextTokens: r.ContextTokens,
@@ -148,8 +162,22 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 	var e *entry
 	var err error
 	if t := &r.Trace; t.Path != "" {
-		check := func(c traces.Columns) error { return in.checkFileMemory(t.Path, c, r) }
-		if e, err = in.file(t.Path, traceColumns(r), check); err != nil {
+		stream, err := in.streams(t.Path, r)
+		if err != nil {
+			return nil, err
+		}
+		if stream {
+			// NB: checked for every run, not only the first: the policy
+			// decides what a streamed run keeps.
+			if err := in.checkStreamMemory(t.Path, r); err != nil {
+				return nil, err
+			}
+			e, err = in.streamed(t.Path, func() error { return nil })
+		} else {
+			check := func(c traces.Columns) error { return in.checkFileMemory(t.Path, c, r) }
+			e, err = in.file(t.Path, traceColumns(r), check)
+		}
+		if err != nil {
 			return nil, err
 		}
 		if t.SHA256 != "" && t.SHA256 != e.tr.SHA256 {
@@ -294,28 +322,14 @@ func resolveCache(r *Spec, m *devices.ModelSpec, d *devices.Device, ctx int, con
 	return b, nil
 }
 
-// longestSequence is the longest sequence in steps (positions + 1).
-func longestSequence(steps []traces.Step) int {
-	n := 0
-	for i := range steps {
-		n = max(n, int(steps[i].Pos)+1)
-	}
-	return n
-}
-
 // traceWarnings names settings the trace gives nothing to work on.
-func traceWarnings(r *Spec, steps []traces.Step) []string {
+// sum is nil when neither setting is on (nothing to look for).
+func traceWarnings(r *Spec, sum *traceSummary) []string {
 	var w []string
-	prefill, multi := 0, false
-	size := map[int32]int{}
-	for i := range steps {
-		if steps[i].Phase == traces.Prefill {
-			prefill++
-		} else if r.SpecFromTrace && steps[i].Pass >= 0 {
-			size[steps[i].Pass]++
-			multi = multi || size[steps[i].Pass] > 1
-		}
+	if sum == nil {
+		return nil
 	}
+	prefill, multi := sum.prefill, sum.multi
 	if r.Prefill && prefill == 0 {
 		w = append(w, "prefill: the trace has no prefill tokens, so --prefill changes nothing")
 	}

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -34,7 +35,7 @@ func (p *Plan) Run() (*Outcome, error) {
 			return nil, err
 		}
 	}
-	res, err := sim.Run(p.Config, p.Steps, pol)
+	res, err := p.simulate(pol)
 	if err != nil {
 		return nil, err
 	}
@@ -44,6 +45,25 @@ func (p *Plan) Run() (*Outcome, error) {
 	res.Warnings = append(res.Warnings, p.Warnings...)
 	return &Outcome{Spec: p.Spec, Hash: p.Spec.Hash(), TraceLabel: p.TraceLabel, Model: p.Model, Device: p.Device, Result: res}, nil
 }
+
+// simulate runs the engine on the steps in memory, or streams the trace
+// file (sim.RunSource: one pass at a time; a corrupt row ends the run with
+// the file, row and reason).
+func (p *Plan) simulate(pol sim.Policy) (*sim.Result, error) {
+	if p.stream == nil {
+		return sim.Run(p.Config, p.Steps, pol)
+	}
+	src, c, err := p.openStream()
+	if err != nil {
+		return nil, err
+	}
+	res, err := sim.RunSource(p.Config, src, pol)
+	return res, errors.Join(err, c.Close())
+}
+
+// Streamed reports whether the run streams its trace file rather than
+// reading steps held in memory (Steps is nil then).
+func (p *Plan) Streamed() bool { return p.stream != nil }
 
 // Run resolves s with fresh Inputs and runs it.
 func Run(s Spec) (*Outcome, error) {

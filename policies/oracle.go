@@ -1,10 +1,10 @@
 package policies
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/lessim/lessim/sim"
-	"github.com/lessim/lessim/traces"
 )
 
 var _ sim.Policy = (*Oracle)(nil)
@@ -26,21 +26,21 @@ const never = math.MaxInt64
 // (MIN); with layer-dependent sizes or multi-token passes it is the classic
 // heuristic, not a proven optimum.
 //
-// Each key's use positions are precomputed (one flat array, CSR-style) with a
-// cursor advanced by Used events; cached keys sit in a lazy max-heap by next use
+// Each key's use positions are precomputed from the trace's Future (one flat
+// array of uint32 positions, CSR-style) with a cursor advanced by Used events; cached keys sit in a lazy max-heap by next use
 // (stale entries are dropped when popped, the heap is compacted when mostly
 // stale), so a victim costs O(s log n) for s skipped keys, not a scan.
 type Oracle struct {
 	name       string
 	demandOnly bool // belady: no prefetch, demand admission only (MIN)
 
-	trace   []traces.Step
+	fut     *Future
 	layers  int
 	experts int
 
-	start  []int32 // uses of key k are at[start[k]:start[k+1]]
-	at     []int64 // use positions, ascending per key
-	cursor []int32 // index in at of each key's next use
+	start  []int32  // uses of key k are at[start[k]:start[k+1]]
+	at     []uint32 // use positions, ascending per key
+	cursor []int32  // index in at of each key's next use
 
 	cached []bool
 	ver    []uint32 // bumped whenever a key's heap entry is superseded
@@ -63,8 +63,9 @@ type nextUse struct {
 	ver uint32
 }
 
-// NewOracle builds the oracle for p.Model from the full trace p.Trace; the
-// engine's step indices must index p.Trace.
+// NewOracle builds the oracle for p.Model from the trace's future: p.Future,
+// or the full trace p.Trace when it is nil; the engine's step indices must
+// index that trace.
 func NewOracle(p Params) (*Oracle, error) {
 	p, err := p.resolve("oracle")
 	if err != nil {
@@ -73,20 +74,27 @@ func NewOracle(p Params) (*Oracle, error) {
 	return newOracle("oracle", p)
 }
 
-// newOracle builds the precomputed next-use index over p.Trace (p resolved).
+// newOracle builds the precomputed next-use index over the trace (p resolved).
 func newOracle(name string, p Params) (*Oracle, error) {
-	o := &Oracle{name: name, demandOnly: name == "belady", trace: p.Trace, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
+	fut, err := p.future()
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", name, err)
+	}
+	if int64(fut.Len())*int64(fut.layers) > math.MaxUint32 {
+		return nil, fmt.Errorf("policy %s: a trace of %d steps × %d layers has more use positions than the next-use index holds (2^32)", name, fut.Len(), fut.layers)
+	}
+	o := &Oracle{name: name, demandOnly: name == "belady", fut: fut, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
 	n := numKeys(p.Model)
 	o.start = make([]int32, n+1)
 	o.forEachUse(func(k sim.Key, _ int64) { o.start[k+1]++ })
 	for k := range n {
 		o.start[k+1] += o.start[k]
 	}
-	o.at = make([]int64, o.start[n])
+	o.at = make([]uint32, o.start[n])
 	o.cursor = make([]int32, n)
 	copy(o.cursor, o.start[:n])
 	o.forEachUse(func(k sim.Key, pos int64) {
-		o.at[o.cursor[k]] = pos
+		o.at[o.cursor[k]] = uint32(pos)
 		o.cursor[k]++
 	})
 	copy(o.cursor, o.start[:n])
@@ -98,10 +106,11 @@ func newOracle(name string, p Params) (*Oracle, error) {
 
 // forEachUse calls f for every distinct (key, position) of the trace, in trace order.
 func (o *Oracle) forEachUse(f func(k sim.Key, pos int64)) {
-	for s := range o.trace {
-		for l, ls := range o.trace[s].Layers {
-			for i, e := range ls.Experts {
-				if dupBefore(ls.Experts, i) {
+	for s := range o.fut.Len() {
+		for l := range o.layers {
+			xs := o.fut.Experts(s, l)
+			for i, e := range xs {
+				if dupBefore(xs, i) {
 					continue
 				}
 				f(sim.MakeKey(l, int(e), o.experts), int64(s)*int64(o.layers)+int64(l))
@@ -111,7 +120,7 @@ func (o *Oracle) forEachUse(f func(k sim.Key, pos int64)) {
 }
 
 // dupBefore reports whether xs[i] already occurs in xs[:i] (top-k lists are short).
-func dupBefore(xs []int32, i int) bool {
+func dupBefore[T comparable](xs []T, i int) bool {
 	for _, x := range xs[:i] {
 		if x == xs[i] {
 			return true
@@ -126,7 +135,7 @@ func (o *Oracle) Name() string { return o.name }
 // next is k's next use position, or never.
 func (o *Oracle) next(k sim.Key) int64 {
 	if c := o.cursor[k]; c < o.start[k+1] {
-		return o.at[c]
+		return int64(o.at[c])
 	}
 	return never
 }
@@ -170,15 +179,15 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 	layer, from, to := la.Layer+1, o.passFirst, o.passLast
 	if layer == o.layers {
 		layer, from, to = 0, o.passFirst+1, o.passLast+1
-		if o.passFirst < int64(len(o.trace)) && o.trace[o.passFirst].Phase == traces.Prefill {
+		if o.passFirst < int64(o.fut.Len()) && o.fut.Prompt(int(o.passFirst)) {
 			from = to // a prompt is never re-verified: decoding starts after it
 		}
 	}
 	want := func(s int64) {
-		if s < 0 || s >= int64(len(o.trace)) {
+		if s < 0 || s >= int64(o.fut.Len()) {
 			return
 		}
-		for _, e := range o.trace[s].Layers[layer].Experts {
+		for _, e := range o.fut.Experts(int(s), layer) {
 			k := sim.MakeKey(layer, int(e), o.experts)
 			// NB: resident keys are named too (the engine skips them), so the
 			// engine's prefetch recall and precision measure the prediction.
@@ -211,7 +220,7 @@ func (o *Oracle) startPass(first int64) {
 		from := first * int64(o.layers)
 		for _, k := range o.touched {
 			c := o.cursor[k]
-			for c > o.start[k] && o.at[c-1] >= from {
+			for c > o.start[k] && int64(o.at[c-1]) >= from {
 				c--
 			}
 			if c != o.cursor[k] {
@@ -243,7 +252,7 @@ func (o *Oracle) Observe(ev sim.Event) {
 		limit := max(o.passLast, ev.Step)*int64(o.layers) + int64(int(k)/o.experts)
 		end := o.start[k+1]
 		o.touched = append(o.touched, k)
-		for o.cursor[k] < end && o.at[o.cursor[k]] <= limit {
+		for o.cursor[k] < end && int64(o.at[o.cursor[k]]) <= limit {
 			o.cursor[k]++
 		}
 		if o.cached[k] {

@@ -19,6 +19,10 @@ type Params struct {
 	// Trace is the full list of steps; only oracle and pinned-hot read it (the
 	// future knowledge an offline profiling run or an oracle has).
 	Trace []traces.Step
+	// Future is the trace's expert column (NewFuture) for a trace streamed
+	// rather than held: oracle, belady and pinned-hot read it instead of
+	// Trace when it is set.
+	Future *Future
 
 	// TopN is les's candidate count per token and depth; 0 means the model's top-k.
 	TopN int
@@ -104,11 +108,23 @@ func (p Params) validate(name string) error {
 		add("pin fraction: must be in [0,1] (got %g)", p.PinFraction)
 	}
 	if (name == "oracle" || name == "belady" || name == "pinned-hot") && p.Model != nil && len(p.Model.Layers) > 0 && p.Model.Experts > 0 {
-		if err := checkTrace(p.Model, p.Trace); err != nil {
+		if f := p.Future; f != nil {
+			if f.layers != len(p.Model.Layers) || f.experts != p.Model.Experts {
+				add("future: built for %d layers × %d experts, model %q has %d × %d", f.layers, f.experts, p.Model.Name, len(p.Model.Layers), p.Model.Experts)
+			}
+		} else if err := checkTrace(p.Model, p.Trace); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// future is p.Future, or the Future of p.Trace (checked by validate).
+func (p Params) future() (*Future, error) {
+	if p.Future != nil {
+		return p.Future, nil
+	}
+	return futureOf(p.Model, p.Trace)
 }
 
 // maxTraceProblems bounds how many bad trace entries an error lists.

@@ -2,6 +2,7 @@ package policies
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/lessim/lessim/devices"
@@ -34,7 +35,8 @@ type PinnedHot struct {
 }
 
 // NewPinnedHot builds the pinned-hot policy for p.Model from the popularity of
-// the experts in p.Trace and p.PinFraction.
+// the experts in the trace (p.Future, or p.Trace when it is nil) and
+// p.PinFraction.
 func NewPinnedHot(p Params) (*PinnedHot, error) {
 	p, err := p.resolve("pinned-hot")
 	if err != nil {
@@ -43,10 +45,15 @@ func NewPinnedHot(p Params) (*PinnedHot, error) {
 	n := numKeys(p.Model)
 	h := &PinnedHot{model: p.Model, frac: p.PinFraction, uses: make([]int64, n), list: newRecency(n),
 		pinned: make([]bool, n), byLayer: make([][]sim.Key, len(p.Model.Layers))}
-	for s := range p.Trace {
-		for l, ls := range p.Trace[s].Layers {
-			for i, e := range ls.Experts {
-				if !dupBefore(ls.Experts, i) {
+	fut, err := p.future()
+	if err != nil {
+		return nil, fmt.Errorf("policy pinned-hot: %w", err)
+	}
+	for s := range fut.Len() {
+		for l := range fut.layers {
+			xs := fut.Experts(s, l)
+			for i, e := range xs {
+				if !dupBefore(xs, i) {
 					h.uses[sim.MakeKey(l, int(e), p.Model.Experts)]++
 				}
 			}

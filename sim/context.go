@@ -14,10 +14,10 @@ type passContext struct {
 }
 
 // beginContext records the positions of the pass over steps[i:j].
-func (e *engine) beginContext(steps []traces.Step, i, j int) {
-	c := passContext{tokens: j - i}
-	for t := i; t < j; t++ {
-		p := int64(max(steps[t].Pos, 0)) + 1
+func (e *engine) beginContext(steps []*traces.Step) {
+	c := passContext{tokens: len(steps)}
+	for _, s := range steps {
+		p := int64(max(s.Pos, 0)) + 1
 		c.maxCtx = max(c.maxCtx, p)
 		c.sumCtx += p
 	}

@@ -53,21 +53,42 @@ type engine struct {
 // Run simulates decoding steps with pol on cfg's device and returns the
 // result. It is a pure function of its arguments: the same inputs give the
 // same Result. Prefill steps are simulated only when cfg.Prefill is set.
+// It is RunSource over the slice (the same code path, so the same Result).
 func Run(cfg Config, steps []traces.Step, pol Policy) (*Result, error) {
-	return RunTap(cfg, steps, pol, nil)
+	return RunSourceTap(cfg, traces.NewSliceSource(steps), pol, nil)
 }
 
 // RunTap is Run with a tap that receives every expert use as it is classified
 // (for per-use replay checks and detailed outputs); tap may be nil.
 func RunTap(cfg Config, steps []traces.Step, pol Policy, tap func(UseRecord)) (*Result, error) {
+	return RunSourceTap(cfg, traces.NewSliceSource(steps), pol, tap)
+}
+
+// RunSource is Run reading the trace from src one pass at a time: it holds
+// only the current pass's steps (a prompt, or a speculative block and the
+// drafts it may re-verify) and one step after them, plus 8 bytes per decode
+// token for the exact latency percentiles, so a trace of any length runs in
+// bounded memory. A step is validated as it is read; an error of src (a
+// corrupt row of a trace file) ends the run with that error. The Result is
+// the one Run gives for the same steps, byte for byte.
+func RunSource(cfg Config, src traces.Source, pol Policy) (*Result, error) {
+	return RunSourceTap(cfg, src, pol, nil)
+}
+
+// RunSourceTap is RunSource with a tap (see RunTap); tap may be nil.
+func RunSourceTap(cfg Config, src traces.Source, pol Policy, tap func(UseRecord)) (*Result, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if pol == nil {
 		return nil, fmt.Errorf("policy: missing")
 	}
+	if src == nil {
+		return nil, fmt.Errorf("trace: missing")
+	}
 	e := newEngine(cfg, pol, tap)
-	if err := e.run(steps); err != nil {
+	e.press = newPressure(&e.cfg, traceContext(&cfg, src))
+	if err := e.run(newWindow(src, e.checkStep)); err != nil {
 		return nil, err
 	}
 	return &e.res, nil
@@ -111,38 +132,55 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 	return e
 }
 
-func (e *engine) run(steps []traces.Step) error {
-	if err := e.checkSteps(steps); err != nil {
-		return err
-	}
-	e.press = newPressure(&e.cfg, steps)
+func (e *engine) run(w *window) error {
 	maxPos := 0
-	for i := 0; i < len(steps); {
-		s := &steps[i]
+	for i := 0; ; {
+		s, err := w.at(i)
+		if err != nil {
+			return err
+		}
+		if s == nil {
+			break
+		}
 		maxPos = max(maxPos, int(s.Pos)+1)
 		if s.Phase == traces.Prefill {
 			j := i + 1
-			for j < len(steps) && steps[j].Phase == traces.Prefill && steps[j].Seq == s.Seq && steps[j].Pass == s.Pass {
+			for {
+				t, err := w.at(j)
+				if err != nil {
+					return err
+				}
+				if t == nil || t.Phase != traces.Prefill || t.Seq != s.Seq || t.Pass != s.Pass {
+					break
+				}
 				j++
 			}
 			if e.cfg.Prefill {
 				e.bk.Measure = false
 				start := e.now
-				if err := e.pass(steps, i, j); err != nil {
+				if err := e.pass(w.span(i, j), i); err != nil {
 					return err
 				}
 				e.res.PrefillTokens += int64(j - i)
 				e.res.PrefillNS += e.now - start
 			}
 			i = j
+			w.release(i)
 			continue
 		}
 		// A decode pass verifies up to SpecBlock tokens of one sequence, or
 		// with SpecFromTrace the tokens the recording engine emitted in one pass.
 		j := i + 1
-		for j < len(steps) && steps[j].Phase == traces.Decode && steps[j].Seq == s.Seq {
+		for {
+			t, err := w.at(j)
+			if err != nil {
+				return err
+			}
+			if t == nil || t.Phase != traces.Decode || t.Seq != s.Seq {
+				break
+			}
 			if e.cfg.SpecFromTrace {
-				if steps[j].Pass != s.Pass || s.Pass < 0 {
+				if t.Pass != s.Pass || s.Pass < 0 {
 					break
 				}
 			} else if j-i >= e.cfg.SpecBlock {
@@ -154,7 +192,7 @@ func (e *engine) run(steps []traces.Step) error {
 		start, bytes0, reads0, stall0, load0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS, e.res.LoadCPUNS
 		e.fl.advance(e.now)
 		busy0 := e.fl.busyNS
-		if err := e.pass(steps, i, j); err != nil {
+		if err := e.pass(w.span(i, j), i); err != nil {
 			return err
 		}
 		e.fl.advance(e.now)
@@ -177,6 +215,7 @@ func (e *engine) run(steps []traces.Step) error {
 				LoadCPUNS: e.res.LoadCPUNS - load0, FlashBytes: e.fl.bytesRead - bytes0, Accepted: accepted})
 		}
 		i += accepted
+		w.release(i)
 	}
 	e.wrapUp(maxPos)
 	return nil
@@ -191,20 +230,18 @@ func (e *engine) accepted(n int) int {
 	return a
 }
 
-func (e *engine) checkSteps(steps []traces.Step) error {
-	for i := range steps {
-		s := &steps[i]
-		if len(s.Layers) != e.nL {
-			return fmt.Errorf("step %d (seq %d, pos %d): %d layers, model %s has %d", i, s.Seq, s.Pos, len(s.Layers), e.m.Name, e.nL)
+// checkStep validates trace step i against the model as the window reads it.
+func (e *engine) checkStep(i int, s *traces.Step) error {
+	if len(s.Layers) != e.nL {
+		return fmt.Errorf("step %d (seq %d, pos %d): %d layers, model %s has %d", i, s.Seq, s.Pos, len(s.Layers), e.m.Name, e.nL)
+	}
+	for l := range s.Layers {
+		if len(s.Layers[l].Experts) > e.nE {
+			return fmt.Errorf("step %d layer %d: %d experts selected, model has %d", i, l, len(s.Layers[l].Experts), e.nE)
 		}
-		for l := range s.Layers {
-			if len(s.Layers[l].Experts) > e.nE {
-				return fmt.Errorf("step %d layer %d: %d experts selected, model has %d", i, l, len(s.Layers[l].Experts), e.nE)
-			}
-			for _, x := range s.Layers[l].Experts {
-				if x < 0 || int(x) >= e.nE {
-					return fmt.Errorf("step %d layer %d: expert %d out of range [0,%d)", i, l, x, e.nE)
-				}
+		for _, x := range s.Layers[l].Experts {
+			if x < 0 || int(x) >= e.nE {
+				return fmt.Errorf("step %d layer %d: expert %d out of range [0,%d)", i, l, x, e.nE)
 			}
 		}
 	}

@@ -6,8 +6,9 @@ import (
 	"github.com/lessim/lessim/traces"
 )
 
-// pass simulates one forward pass over steps[i:j] (one decode token, a
-// speculative verify block, or a prompt), layer by layer:
+// pass simulates one forward pass over steps, trace steps first,
+// first+1, ... (one decode token, a speculative verify block, or a prompt),
+// layer by layer:
 //
 //  1. the dense part (attention, router, shared expert) computes;
 //  2. moment 1: the layer's router input is known; the policy may prefetch;
@@ -16,15 +17,15 @@ import (
 //     admitted (moment 3 evicts for them) and their reads issued;
 //  4. the routed experts compute, each only once resident: resident ones
 //     first when CachedFirst, otherwise in rank order.
-func (e *engine) pass(steps []traces.Step, i, j int) error {
+func (e *engine) pass(steps []*traces.Step, first int) error {
 	start := e.now
-	if err := e.passBody(steps, i, j); err != nil {
+	if err := e.passBody(steps, first); err != nil {
 		return err
 	}
 	// NB: devices' bounds keep each conversion below 2^53 ns, not a run's
 	// sum; a run of absurdly slow inputs is refused rather than wrapped.
 	if e.now < start || e.now > maxTime {
-		return fmt.Errorf("simulated time passed %d years at step %d: the device is too slow for this trace", maxTime/(365*24*3600*1e9), i)
+		return fmt.Errorf("simulated time passed %d years at step %d: the device is too slow for this trace", maxTime/(365*24*3600*1e9), first)
 	}
 	return nil
 }
@@ -33,12 +34,12 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 const maxTime Time = 1 << 62
 
 // passBody is pass without the overflow check.
-func (e *engine) passBody(steps []traces.Step, i, j int) error {
-	tokens := j - i
-	e.phase = steps[i].Phase
-	e.bk.BeginPass(int64(i), tokens)
+func (e *engine) passBody(steps []*traces.Step, first int) error {
+	tokens := len(steps)
+	e.phase = steps[0].Phase
+	e.bk.BeginPass(int64(first), tokens)
 	if e.cfg.ContextCost {
-		e.beginContext(steps, i, j)
+		e.beginContext(steps)
 	}
 	if e.press.faults > 0 {
 		e.refaultWeights()
@@ -50,15 +51,15 @@ func (e *engine) passBody(steps []traces.Step, i, j int) error {
 		}
 
 		// Moment 1 comes after the previous layer's experts are done: none is in use.
-		e.lookahead(steps, i, j, l)
+		e.lookahead(steps, first, l)
 		if err := e.bk.Prefetch(&e.la); err != nil {
 			return err
 		}
 
 		// Moment 2: the union of the pass's selections, in token then rank order.
 		e.bk.BeginLayer(l)
-		for t := i; t < j; t++ {
-			e.bk.Select(steps[t].Layers[l].Experts)
+		for _, s := range steps {
+			e.bk.Select(s.Layers[l].Experts)
 		}
 		e.fl.advance(e.now)
 		if err := e.bk.Classify(); err != nil {
@@ -87,16 +88,16 @@ func (e *engine) compute(d Time) {
 }
 
 // lookahead fills e.la for moment 1 of layer l: the pass's router scores.
-func (e *engine) lookahead(steps []traces.Step, i, j, l int) {
+func (e *engine) lookahead(steps []*traces.Step, first, l int) {
 	la := &e.la
 	la.Layer = l
 	la.Steps = la.Steps[:0]
 	la.Scores = la.Scores[:0]
 	la.Index = la.Index[:0]
-	for t := i; t < j; t++ {
-		la.Steps = append(la.Steps, int64(t))
-		la.Scores = append(la.Scores, steps[t].Layers[l].Lookahead)
-		la.Index = append(la.Index, steps[t].Layers[l].LookaheadIndex)
+	for t, s := range steps {
+		la.Steps = append(la.Steps, int64(first+t))
+		la.Scores = append(la.Scores, s.Layers[l].Lookahead)
+		la.Index = append(la.Index, s.Layers[l].LookaheadIndex)
 	}
 }
 

@@ -31,16 +31,10 @@ type pressure struct {
 
 // newPressure sizes the model for steps: zero when the device states no app
 // limit, no faults when the footprint fits under it.
-func newPressure(cfg *Config, steps []traces.Step) pressure {
+func newPressure(cfg *Config, ctx int) pressure {
 	d := cfg.Device
 	if d.AppLimitBytes <= 0 {
 		return pressure{}
-	}
-	ctx := cfg.ContextTokens
-	if ctx == 0 {
-		for i := range steps {
-			ctx = max(ctx, int(steps[i].Pos)+1)
-		}
 	}
 	p := pressure{ctxTokens: ctx, chunk: max(d.Flash.PageBytes, d.Flash.ReadAheadBytes)}
 	p.footprint = cfg.CacheBytes + ModelMemory(cfg.Model, ctx, cfg.ContextCost) + d.RuntimeBytes
@@ -81,4 +75,24 @@ func (e *engine) refaultWeights() {
 		e.res.PressureFaultBytes += p.faults * p.chunk
 		e.res.PressureNS += e.now - start
 	}
+}
+
+// maxPosSource is a Source that knows its largest position without being
+// read (a slice; a trace file, from its footer's statistics).
+type maxPosSource interface{ MaxPos() (int32, bool) }
+
+// traceContext is the context the memory-pressure model charges: the
+// configured context tokens, or else the trace's longest sequence when the
+// source can tell it before the run (0 when it cannot: the KV cache is then
+// left out of the footprint).
+func traceContext(cfg *Config, src traces.Source) int {
+	if cfg.ContextTokens > 0 {
+		return cfg.ContextTokens
+	}
+	if m, ok := src.(maxPosSource); ok {
+		if p, ok := m.MaxPos(); ok {
+			return int(p) + 1
+		}
+	}
+	return 0
 }

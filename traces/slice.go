@@ -76,3 +76,79 @@ func CloneStep(s *Step) Step {
 	}
 	return c
 }
+
+// StepsStable reports that the steps a slice source hands out stay valid
+// after Next (they point into the caller's slice), so readers may keep them.
+func (s *sliceSource) StepsStable() bool { return true }
+
+// CopyStep makes dst a deep copy of src, reusing dst's buffers: no slice of
+// dst aliases src afterwards. Nil slices stay nil and empty ones empty, as
+// with CloneStep. Streaming readers use it to keep a few steps without
+// allocating for each.
+func CopyStep(dst, src *Step) {
+	layers := dst.Layers
+	*dst = *src
+	if src.Layers == nil {
+		dst.Layers = nil
+		return
+	}
+	if cap(layers) < len(src.Layers) {
+		layers = append(layers[:cap(layers)], make([]LayerStep, len(src.Layers)-cap(layers))...)
+	}
+	dst.Layers = layers[:len(src.Layers)]
+	for i := range src.Layers {
+		copyLayer(&dst.Layers[i], &src.Layers[i])
+	}
+}
+
+// copyLayer makes d a deep copy of s, reusing d's buffers.
+func copyLayer(d, s *LayerStep) {
+	look, index := d.Lookahead, d.LookaheadIndex
+	d.Experts = reuse(d.Experts, s.Experts)
+	d.Weights = reuse(d.Weights, s.Weights)
+	d.Logits = reuse(d.Logits, s.Logits)
+	d.RouterInput = reuse(d.RouterInput, s.RouterInput)
+	d.Hit = reuse(d.Hit, s.Hit)
+	d.ComputeNS = s.ComputeNS
+	d.Lookahead, d.LookaheadIndex = nil, nil
+	if s.Lookahead != nil {
+		look = slices.Grow(look[:0], len(s.Lookahead))[:len(s.Lookahead)]
+		for k, sc := range s.Lookahead {
+			look[k] = reuse(look[k], sc)
+		}
+		d.Lookahead = look
+	}
+	if s.LookaheadIndex != nil {
+		index = slices.Grow(index[:0], len(s.LookaheadIndex))[:len(s.LookaheadIndex)]
+		for k, ci := range s.LookaheadIndex {
+			top, score := index[k].Top, index[k].Score
+			index[k] = ci
+			index[k].Top, index[k].Score = reuse(top, ci.Top), reuse(score, ci.Score)
+		}
+		d.LookaheadIndex = index
+	}
+}
+
+// reuse copies s into d's buffer (grown when short): nil for nil s, empty for
+// empty s.
+func reuse[T any](d, s []T) []T {
+	if s == nil {
+		return nil
+	}
+	if d == nil {
+		d = make([]T, 0, len(s))
+	}
+	return append(d[:0], s...)
+}
+
+// MaxPos is the largest position of the slice's steps (false when empty).
+func (s *sliceSource) MaxPos() (int32, bool) {
+	if len(s.steps) == 0 {
+		return 0, false
+	}
+	m := s.steps[0].Pos
+	for i := range s.steps {
+		m = max(m, s.steps[i].Pos)
+	}
+	return m, true
+}

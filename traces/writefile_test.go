@@ -51,3 +51,31 @@ func TestWriteFile(t *testing.T) {
 		t.Errorf("%d entries left in the folder, want 1", len(ents))
 	}
 }
+
+// TestMaxPosFromFooter: the footer's statistics give the largest position
+// the steps hold.
+func TestMaxPosFromFooter(t *testing.T) {
+	m := tsSpec(3, 8, 2)
+	o := DefaultSynthOptions()
+	o.Tokens, o.PromptTokens, o.Sequences, o.Seed = 37, 5, 3, 2
+	meta, steps, err := Synth(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "t.parquet")
+	if err := WriteFile(path, meta, NewSliceSource(steps)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	want := int32(0)
+	for i := range steps {
+		want = max(want, steps[i].Pos)
+	}
+	if got, ok := r.MaxPos(); !ok || got != want {
+		t.Errorf("MaxPos = %d, %v; want %d", got, ok, want)
+	}
+}

@@ -1,0 +1,221 @@
+package experiment
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/traces"
+)
+
+// DefaultStreamAbove is Inputs.StreamAbove's default: a trace file whose
+// steps would take more than 1 GiB in memory streams.
+const DefaultStreamAbove = 1 << 30
+
+// streamTrace is a trace file a run streams instead of loading: what is
+// known of it without reading its rows, and what a first pass found.
+type streamTrace struct {
+	path  string
+	steps int64
+
+	sum    *traceSummary    // nil until a run needs it
+	future *policies.Future // nil until oracle, belady or pinned-hot needs it
+}
+
+// streams reports whether the run r of the trace file at path streams: its
+// steps for r's columns (traces.MemoryBytes) would take more than
+// StreamAbove, and nothing needs them in memory (a stated predictor
+// rewrites the steps; a custom ReadTrace reads whole traces).
+func (in *Inputs) streams(path string, r *Spec) (bool, error) {
+	if in.ReadTrace != nil || r.Predictor != nil {
+		return false, nil
+	}
+	limit := in.StreamAbove
+	if limit == 0 {
+		limit = DefaultStreamAbove
+	}
+	if limit < 0 {
+		return true, nil
+	}
+	m, steps, err := traceFootprint(path)
+	if err != nil {
+		return false, err
+	}
+	return traces.MemoryBytes(m, steps, traceColumns(r), estimateCands(r, m.Model.TopK)) > limit, nil
+}
+
+// streamed is the trace file at path prepared for streaming: its Meta and
+// step count from the footer and the SHA-256 of its bytes; check runs
+// first (not for a trace already prepared).
+func (in *Inputs) streamed(path string, check func() error) (*entry, error) {
+	return in.getEntry("stream\x00"+path, func() (*entry, error) {
+		if err := check(); err != nil {
+			return nil, err
+		}
+		m, steps, err := traceFootprint(path)
+		if err != nil {
+			return nil, err
+		}
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		h := sha256.New()
+		_, err = io.Copy(h, f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		tr := &LoadedTrace{Meta: m, SHA256: hex.EncodeToString(h.Sum(nil))}
+		return &entry{tr: tr, stream: &streamTrace{path: path, steps: steps}}, nil
+	})
+}
+
+// firstPassColumns are what a first pass reads: the expert column and the
+// token's identity, no vector.
+var firstPassColumns = traces.Columns{NoLogits: true, NoRouterInputs: true, NoLookahead: true}
+
+// prepare makes the first pass over a streamed trace when r's run needs
+// what only the rows tell: the longest sequence (cache auto without a
+// context size, when the footer has no statistics), the warnings of
+// --prefill and --spec-from-trace, and the Future of oracle, belady and
+// pinned-hot. The pass reads the expert column only; what it finds is kept
+// for later runs of the same trace.
+func (in *Inputs) prepare(e *entry, r *Spec) (*traceSummary, *policies.Future, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	st := e.stream
+	needFuture, needPasses := usesFuture(r.Policy.Name), r.SpecFromTrace
+	needRows := r.Prefill || needPasses || needFuture
+	have := st.sum != nil && (!needPasses || st.sum.passes)
+	if r.ContextTokens == 0 && r.Cache.Size == "auto" && !have && !needRows {
+		rd, err := traces.OpenColumns(st.path, firstPassColumns)
+		if err != nil {
+			return nil, nil, err
+		}
+		p, ok := rd.MaxPos()
+		rd.Close()
+		if ok {
+			return &traceSummary{longest: int(p) + 1}, nil, nil
+		}
+		needRows = true
+	}
+	if (have || !needRows) && (!needFuture || st.future != nil) {
+		return st.sum, st.future, nil
+	}
+	rd, err := traces.OpenColumns(st.path, firstPassColumns)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rd.Close()
+	sum := &traceSummary{passes: needPasses || st.sum != nil && st.sum.passes}
+	src := &summarySource{Source: rd, sum: sum}
+	if needFuture {
+		if st.future, err = policies.NewFuture(&e.tr.Meta.Model, src); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		for src.Next() {
+		}
+		if err := src.Err(); err != nil {
+			return nil, nil, err
+		}
+	}
+	st.sum = sum
+	return st.sum, st.future, nil
+}
+
+// usesFuture reports whether a policy reads the whole trace's future.
+func usesFuture(policy string) bool {
+	return policy == "oracle" || policy == "belady" || policy == "pinned-hot"
+}
+
+// summarySource passes a Source's steps on and summarizes them.
+type summarySource struct {
+	traces.Source
+	sum *traceSummary
+}
+
+func (s *summarySource) Next() bool {
+	if !s.Source.Next() {
+		return false
+	}
+	s.sum.add(s.Source.Step())
+	return true
+}
+
+// traceSummary is what the settings' warnings and the context size need to
+// know of a trace's steps.
+type traceSummary struct {
+	longest int  // the longest sequence (positions + 1)
+	prefill int  // prefill tokens
+	passes  bool // multi is counted (a map entry per recorded pass until found)
+	multi   bool // some recorded decode pass holds more than one token
+	size    map[int32]int
+}
+
+// summarize is the summary of steps in memory; passes says whether to look
+// for a multi-token pass.
+func summarize(steps []traces.Step, passes bool) *traceSummary {
+	s := &traceSummary{passes: passes}
+	for i := range steps {
+		s.add(&steps[i])
+	}
+	return s
+}
+
+// add counts one step.
+func (s *traceSummary) add(st *traces.Step) {
+	s.longest = max(s.longest, int(st.Pos)+1)
+	if st.Phase == traces.Prefill {
+		s.prefill++
+		return
+	}
+	if !s.passes || s.multi || st.Pass < 0 {
+		return
+	}
+	if s.size == nil {
+		s.size = map[int32]int{}
+	}
+	s.size[st.Pass]++
+	if s.size[st.Pass] > 1 {
+		s.multi, s.size = true, nil
+	}
+}
+
+// openStream opens the run's trace file for streaming with the columns
+// it reads; for les on full lookahead vectors each step gets its
+// candidate index as it passes.
+func (p *Plan) openStream() (traces.Source, io.Closer, error) {
+	st := p.stream
+	rd, err := traces.OpenColumns(st.path, traceColumns(&p.Spec))
+	if err != nil {
+		return nil, nil, err
+	}
+	if rd.Meta().LookaheadTop == 0 && rd.Meta().LookaheadDepth > 0 && !traceColumns(&p.Spec).NoLookahead {
+		n, sums := indexDepth(&p.Spec, p.Model)
+		return &indexingSource{Source: rd, n: n, sums: sums}, rd, nil
+	}
+	return rd, rd, nil
+}
+
+// indexingSource gives each step of a Source its candidate index
+// (traces.IndexLookahead), as an in-memory trace is indexed once.
+type indexingSource struct {
+	traces.Source
+	n    int
+	sums bool
+}
+
+func (s *indexingSource) Next() bool {
+	if !s.Source.Next() {
+		return false
+	}
+	one := [1]traces.Step{*s.Source.Step()}
+	// NB: the copy shares the step's Layers, so the index lands in the step.
+	traces.IndexLookahead(one[:], s.n, s.sums)
+	return true
+}

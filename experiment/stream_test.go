@@ -1,0 +1,154 @@
+package experiment
+
+import (
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+)
+
+// resolveRun resolves and runs opts with in and returns the outcome as JSON
+// and whether the run streamed.
+func resolveRun(t *testing.T, in *Inputs, opts map[string]string) (string, bool) {
+	t.Helper()
+	s, err := FromOptions(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := in.Resolve(s)
+	if err != nil {
+		t.Fatalf("%v: %v", opts, err)
+	}
+	o, err := p.Run()
+	if err != nil {
+		t.Fatalf("%v: %v", opts, err)
+	}
+	b, err := json.Marshal(struct {
+		Spec   Spec
+		Hash   string
+		Result any
+	}{o.Spec, o.Hash, o.Result})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), p.Streamed()
+}
+
+// TestStreamedRunsMatchLoaded: a run that streams its trace file gives the
+// loaded run's resolved spec, hash and Result (warnings included) byte for
+// byte, for every policy (oracle, belady and pinned-hot from the first
+// pass's Future; les on full and on compact lookahead), with prefill,
+// speculative blocks and passes from the trace, and cache auto sized by the
+// longest sequence.
+func TestStreamedRunsMatchLoaded(t *testing.T) {
+	full := writeTrace(t, 30, 6, 2, pairPasses)
+	compact := writeSynth(t, 16)
+	cases := []map[string]string{
+		{"policy": "lru"},
+		{"policy": "lfu", "cache": "auto"},
+		{"policy": "ondemand", "layout": "gguf-mmap"},
+		{"policy": "pinned-hot"},
+		{"policy": "oracle"},
+		{"policy": "oracle", "spec-block": "3", "spec-accept": "0.6", "prefill": "true"},
+		{"policy": "belady", "spec-from-trace": "true"},
+		{"policy": "les"},
+		{"policy": "les", "top-n": "5", "depth": "2", "prefill": "true"},
+		{"policy": "les", "threshold": "0.9", "max-candidates": "16", "spec-block": "4", "spec-accept": "0.5"},
+		{"policy": "lru", "spec-from-trace": "true", "prefill": "true"},
+	}
+	loaded, streamed := &Inputs{MaxMemory: -1, StreamAbove: 1 << 40}, &Inputs{MaxMemory: -1, StreamAbove: -1}
+	for _, path := range []string{full, compact} {
+		for _, c := range cases {
+			opts := map[string]string{"trace": path, "cache": "2GiB"}
+			for k, v := range c {
+				opts[k] = v
+			}
+			want, ws := resolveRun(t, loaded, opts)
+			got, gs := resolveRun(t, streamed, opts)
+			if ws || !gs {
+				t.Fatalf("%v: loaded run streamed %v, streamed run streamed %v", c, ws, gs)
+			}
+			if got != want {
+				t.Errorf("%s %v: streamed\n%s\nloaded\n%s", path, c, got, want)
+			}
+		}
+	}
+}
+
+// TestStreamAboveDefault: a small trace loads by default; one above
+// StreamAbove streams.
+func TestStreamAboveDefault(t *testing.T) {
+	path := writeTrace(t, 10, 0, 1, nil)
+	s, err := FromOptions(map[string]string{"trace": path, "policy": "lru", "cache": "1GiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		above  int64
+		stream bool
+	}{{0, false}, {1 << 10, true}} {
+		p, err := (&Inputs{MaxMemory: -1, StreamAbove: tc.above}).Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Streamed() != tc.stream || (p.Steps == nil) != tc.stream {
+			t.Errorf("StreamAbove %d: streamed %v with %d steps in memory", tc.above, p.Streamed(), len(p.Steps))
+		}
+	}
+}
+
+// TestStreamCorruptMidway: bytes damaged in the middle of a trace file end
+// a streamed run with the file, the row and why, not a panic.
+func TestStreamCorruptMidway(t *testing.T) {
+	path := writeTrace(t, 1000, 0, 0, nil) // 40,000 rows: several record batches
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := len(b) * 9 / 10 // in a page of a later batch (the file is deterministic)
+	for i := at; i < at+64; i++ {
+		b[i] ^= 0x5a
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := FromOptions(map[string]string{"trace": path, "policy": "lru", "cache": "1GiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := (&Inputs{MaxMemory: -1, StreamAbove: -1}).Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.Run()
+	if err == nil || !strings.HasPrefix(err.Error(), path+": near row ") || strings.HasPrefix(err.Error(), path+": near row 0:") {
+		t.Fatalf("error %v, want one naming %s and a row past the first batch", err, path)
+	}
+	t.Log(err)
+}
+
+// TestStreamRefusedWithEstimate: a streamed run that cannot fit is refused
+// with its estimate, which counts one pass of steps, not the trace.
+func TestStreamRefusedWithEstimate(t *testing.T) {
+	path := writeTrace(t, 50, 0, 1, nil)
+	m, steps, err := traceFootprint(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := EstimateStreamMemory(m, steps, traceColumns(&Spec{Policy: Policy{Name: "oracle"}}), "oracle", 0, 1)
+	whole := EstimateMemory(m, steps, traceColumns(&Spec{Policy: Policy{Name: "oracle"}}), "oracle", 0)
+	if est.PolicyBytes != whole.PolicyBytes || est.TraceBytes-streamBatchBytes-8*steps >= whole.TraceBytes/10 {
+		t.Errorf("stream estimate %+v, loaded %+v", est, whole)
+	}
+	s, err := FromOptions(map[string]string{"trace": path, "policy": "oracle", "cache": "1GiB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = (&Inputs{MaxMemory: est.Total() - 1, StreamAbove: -1}).Resolve(s)
+	if err == nil || !strings.Contains(err.Error(), "needs about") || !strings.Contains(err.Error(), "streamed trace") {
+		t.Fatalf("error %v, want a refusal with the streamed estimate", err)
+	}
+	if _, err := (&Inputs{MaxMemory: est.Total(), StreamAbove: -1}).Resolve(s); err != nil {
+		t.Errorf("at the estimate: %v", err)
+	}
+}

@@ -1,0 +1,120 @@
+package policies
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/traces"
+)
+
+// Future is a whole trace's expert column in compact form: what oracle,
+// belady and pinned-hot need to know of the future (every step's selected
+// experts per layer and whether it is a prompt token), without the steps'
+// other columns or headers. It is built in one streaming pass over a trace
+// (NewFuture), so a policy that needs the future never needs the trace in
+// memory.
+//
+// Size: 2 bytes per expert selection (uint16 expert numbers) and 1 byte per
+// token, plus 8 bytes per (token, layer) only when the trace's selections are
+// not all of one length. Oracle's next-use index built from it adds 4 bytes
+// per distinct selection (uint32 positions) and 12 bytes per (layer, expert)
+// key: about 6 bytes per selection in all, 1.9 KB per token of the 40-layer,
+// top-8 shape (the steps themselves take about 10 KB).
+type Future struct {
+	layers, experts int
+	prompt          []bool   // per step: a prefill token
+	k               int      // selections per (step, layer) while all have one length; -1 once they differ
+	off             []int64  // when k < 0: start of (step, layer) in sel; len steps×layers+1
+	sel             []uint16 // selected experts in trace, layer, rank order
+}
+
+// maxFutureExperts is the most experts per layer a Future stores (uint16).
+const maxFutureExperts = 1 << 16
+
+// NewFuture reads src to its end and keeps its expert column for model m. It
+// checks every step as checkTrace does (layers and expert ranges) and
+// reports the first problem with its step; a source error is returned as is
+// (a trace file Reader's names the file and row).
+func NewFuture(m *devices.ModelSpec, src traces.Source) (*Future, error) {
+	if m == nil || len(m.Layers) == 0 || m.Experts <= 0 {
+		return nil, errors.New("future: model needs layers and experts")
+	}
+	if m.Experts > maxFutureExperts {
+		return nil, fmt.Errorf("future: model %q has %d experts per layer, more than the %d the compact index holds", m.Name, m.Experts, maxFutureExperts)
+	}
+	f := &Future{layers: len(m.Layers), experts: m.Experts, k: -2}
+	for i := 0; src.Next(); i++ {
+		if err := f.add(m, i, src.Step()); err != nil {
+			return nil, err
+		}
+	}
+	if err := src.Err(); err != nil {
+		return nil, err
+	}
+	if len(f.prompt) == 0 {
+		return nil, errors.New("trace: missing (this policy reads the whole trace)")
+	}
+	return f, nil
+}
+
+// futureOf is the Future of an in-memory trace already checked by checkTrace.
+func futureOf(m *devices.ModelSpec, steps []traces.Step) (*Future, error) {
+	return NewFuture(m, traces.NewSliceSource(steps))
+}
+
+// add appends step i.
+func (f *Future) add(m *devices.ModelSpec, i int, s *traces.Step) error {
+	if len(s.Layers) != f.layers {
+		return fmt.Errorf("trace step %d: has %d MoE layers, model %q has %d", i, len(s.Layers), m.Name, f.layers)
+	}
+	for l := range s.Layers {
+		xs := s.Layers[l].Experts
+		for _, e := range xs {
+			if e < 0 || int(e) >= f.experts {
+				return fmt.Errorf("trace step %d layer %d: expert %d out of range [0,%d)", i, l, e, f.experts)
+			}
+		}
+		switch {
+		case f.k == -2:
+			f.k = len(xs)
+		case f.k >= 0 && len(xs) != f.k:
+			// Lengths differ from here on: offsets for what came before.
+			n := len(f.prompt)*f.layers + l
+			f.off = make([]int64, n+1, 2*n+2)
+			for j := range f.off {
+				f.off[j] = int64(j * f.k)
+			}
+			f.k = -1
+		}
+		for _, e := range xs {
+			f.sel = append(f.sel, uint16(e))
+		}
+		if f.k < 0 {
+			f.off = append(f.off, int64(len(f.sel)))
+		}
+	}
+	f.prompt = append(f.prompt, s.Phase == traces.Prefill)
+	return nil
+}
+
+// Len is the number of steps.
+func (f *Future) Len() int { return len(f.prompt) }
+
+// Prompt reports whether step s is a prefill token.
+func (f *Future) Prompt(s int) bool { return f.prompt[s] }
+
+// Experts are step s's selected experts at layer l, in rank order; the slice
+// is shared and must not be modified.
+func (f *Future) Experts(s, l int) []uint16 {
+	i := s*f.layers + l
+	if f.k >= 0 {
+		return f.sel[i*f.k : (i+1)*f.k]
+	}
+	return f.sel[f.off[i]:f.off[i+1]]
+}
+
+// Bytes is the memory the Future holds (its slices' lengths).
+func (f *Future) Bytes() int64 {
+	return int64(len(f.prompt)) + 2*int64(len(f.sel)) + 8*int64(len(f.off))
+}
