@@ -43,6 +43,10 @@ type engine struct {
 	pend []int32 // scratch: union indices not yet computed
 	la   Lookahead
 
+	drafts    *draftRouter  // routes rejected drafts (speculative decoding with the acceptance model)
+	draftTime Time          // compute-thread time of one draft token
+	blockBuf  []traces.Step // scratch: a verify pass's tokens
+
 	res       Result
 	latencies []int64
 }
@@ -91,6 +95,7 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 		}
 	}
 	e.times = newTimeTable(e)
+	e.draftTime = e.cm.part(cfg.DraftBytes, cfg.DraftFLOPs, 1)
 	e.fl.done = e.readDone
 	for i, l := range m.Layers {
 		e.layerBytes[i] = l.ExpertBytes
@@ -124,7 +129,7 @@ func (e *engine) run(steps []traces.Step) error {
 			if e.cfg.Prefill {
 				e.bk.Measure = false
 				start := e.now
-				if err := e.pass(steps, i, j); err != nil {
+				if err := e.pass(steps[i:j], i); err != nil {
 					return err
 				}
 				e.res.PrefillTokens += int64(j - i)
@@ -147,19 +152,19 @@ func (e *engine) run(steps []traces.Step) error {
 			j++
 		}
 		e.bk.Measure = true
-		start, bytes0, reads0, stall0, load0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS, e.res.LoadCPUNS
+		start, bytes0, reads0, stall0, load0, draft0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS, e.res.LoadCPUNS, e.res.DraftNS
 		e.fl.advance(e.now)
 		busy0 := e.fl.busyNS
-		if err := e.pass(steps, i, j); err != nil {
+		accepted, block := j-i, steps[i:j] // recorded passes emitted every token they hold
+		if !e.cfg.SpecFromTrace && j-i > 1 {
+			accepted, block = e.speculate(steps, i, j)
+		}
+		if err := e.pass(block, i); err != nil {
 			return err
 		}
 		e.fl.advance(e.now)
 		e.res.FlashBusyNS += e.fl.busyNS - busy0
 		e.res.FlashReads += e.fl.reads - reads0
-		accepted := j - i // recorded passes emitted every token they hold
-		if !e.cfg.SpecFromTrace {
-			accepted = e.accepted(j - i)
-		}
 		dt := e.now - start
 		e.res.Passes++
 		e.res.Tokens += int64(accepted)
@@ -170,12 +175,34 @@ func (e *engine) run(steps []traces.Step) error {
 		}
 		if e.cfg.KeepSeries {
 			e.res.Series = append(e.res.Series, PassSample{StartNS: e.res.TimeNS - dt, TimeNS: dt, StallNS: e.res.StallNS - stall0,
-				LoadCPUNS: e.res.LoadCPUNS - load0, FlashBytes: e.fl.bytesRead - bytes0, Accepted: accepted})
+				LoadCPUNS: e.res.LoadCPUNS - load0, DraftNS: e.res.DraftNS - draft0, FlashBytes: e.fl.bytesRead - bytes0, Accepted: accepted})
 		}
 		i += accepted
 	}
 	e.wrapUp(maxPos)
 	return nil
+}
+
+// speculate prepares a verify pass over steps[i:j] (j-i > 1) with the
+// acceptance model: it draws how many tokens the pass emits, charges the
+// drafter for the j-i-1 drafts, and returns the pass's tokens, whose rejected
+// drafts are routed as their own (draftRouter).
+func (e *engine) speculate(steps []traces.Step, i, j int) (int, []traces.Step) {
+	if e.drafts == nil {
+		e.drafts = newDraftRouter(steps, e.nL, e.nE, e.m.TopK, e.cfg.Seed)
+	}
+	accepted := e.accepted(j - i)
+	e.res.RejectedDrafts += int64(j - i - accepted)
+	e.draft(j - i - 1)
+	e.blockBuf = e.drafts.block(steps, i, j, accepted, e.blockBuf)
+	return accepted, e.blockBuf
+}
+
+// draft runs n draft tokens on the compute thread, one after another.
+func (e *engine) draft(n int) {
+	d := Time(n) * e.draftTime
+	e.now += d
+	e.res.DraftNS += d
 }
 
 // accepted draws how many of a verified block of n tokens are emitted.

@@ -6,8 +6,9 @@ import (
 	"github.com/lessim/lessim/traces"
 )
 
-// pass simulates one forward pass over steps[i:j] (one decode token, a
-// speculative verify block, or a prompt), layer by layer:
+// pass simulates one forward pass over block (one decode token, a
+// speculative verify block, or a prompt), whose first token is trace step
+// first, layer by layer:
 //
 //  1. the dense part (attention, router, shared expert) computes;
 //  2. moment 1: the layer's router input is known; the policy may prefetch;
@@ -16,15 +17,15 @@ import (
 //     admitted (moment 3 evicts for them) and their reads issued;
 //  4. the routed experts compute, each only once resident: resident ones
 //     first when CachedFirst, otherwise in rank order.
-func (e *engine) pass(steps []traces.Step, i, j int) error {
+func (e *engine) pass(block []traces.Step, first int) error {
 	start := e.now
-	if err := e.passBody(steps, i, j); err != nil {
+	if err := e.passBody(block, first); err != nil {
 		return err
 	}
 	// NB: devices' bounds keep each conversion below 2^53 ns, not a run's
 	// sum; a run of absurdly slow inputs is refused rather than wrapped.
 	if e.now < start || e.now > maxTime {
-		return fmt.Errorf("simulated time passed %d years at step %d: the device is too slow for this trace", maxTime/(365*24*3600*1e9), i)
+		return fmt.Errorf("simulated time passed %d years at step %d: the device is too slow for this trace", maxTime/(365*24*3600*1e9), first)
 	}
 	return nil
 }
@@ -33,23 +34,23 @@ func (e *engine) pass(steps []traces.Step, i, j int) error {
 const maxTime Time = 1 << 62
 
 // passBody is pass without the overflow check.
-func (e *engine) passBody(steps []traces.Step, i, j int) error {
-	tokens := j - i
-	e.phase = steps[i].Phase
-	e.bk.BeginPass(int64(i), tokens)
+func (e *engine) passBody(block []traces.Step, first int) error {
+	tokens := len(block)
+	e.phase = block[0].Phase
+	e.bk.BeginPass(int64(first), tokens)
 	for l := 0; l < e.nL; l++ {
 		e.compute(e.denseTime(l, tokens))
 
 		// Moment 1 comes after the previous layer's experts are done: none is in use.
-		e.lookahead(steps, i, j, l)
+		e.lookahead(block, first, l)
 		if err := e.bk.Prefetch(&e.la); err != nil {
 			return err
 		}
 
 		// Moment 2: the union of the pass's selections, in token then rank order.
 		e.bk.BeginLayer(l)
-		for t := i; t < j; t++ {
-			e.bk.Select(steps[t].Layers[l].Experts)
+		for t := range block {
+			e.bk.Select(block[t].Layers[l].Experts)
 		}
 		e.fl.advance(e.now)
 		if err := e.bk.Classify(); err != nil {
@@ -78,16 +79,16 @@ func (e *engine) compute(d Time) {
 }
 
 // lookahead fills e.la for moment 1 of layer l: the pass's router scores.
-func (e *engine) lookahead(steps []traces.Step, i, j, l int) {
+func (e *engine) lookahead(block []traces.Step, first, l int) {
 	la := &e.la
 	la.Layer = l
 	la.Steps = la.Steps[:0]
 	la.Scores = la.Scores[:0]
 	la.Index = la.Index[:0]
-	for t := i; t < j; t++ {
-		la.Steps = append(la.Steps, int64(t))
-		la.Scores = append(la.Scores, steps[t].Layers[l].Lookahead)
-		la.Index = append(la.Index, steps[t].Layers[l].LookaheadIndex)
+	for t := range block {
+		la.Steps = append(la.Steps, int64(first+t))
+		la.Scores = append(la.Scores, block[t].Layers[l].Lookahead)
+		la.Index = append(la.Index, block[t].Layers[l].LookaheadIndex)
 	}
 }
 

@@ -1,0 +1,124 @@
+package sim
+
+import (
+	"math/rand/v2"
+	"sort"
+
+	"github.com/lessim/lessim/traces"
+)
+
+// draftRouter routes rejected drafts. A rejected draft is a different token
+// from the one the trace holds at its position (and every draft after it in
+// the block follows a wrong prefix), so it must not be routed like the
+// trace's next tokens: that would be a free, perfect prefetch of them. Traces
+// do not record rejected drafts, so each layer's experts are drawn without
+// replacement in proportion to how often the trace's decode tokens selected
+// them on that layer (the layer's empirical distribution), from a PCG stream
+// of its own seeded by Config.Seed, so the acceptance draws stay as they were.
+type draftRouter struct {
+	cum  [][]int64 // per layer: cumulative selection counts over experts
+	k    []int     // per layer: experts per draft, min(top-k, experts ever selected)
+	rng  *rand.Rand
+	bufs []traces.Step // reused synthetic steps, one per rejected position
+}
+
+// newDraftRouter counts the decode steps' selections per layer.
+func newDraftRouter(steps []traces.Step, nL, nE, topK int, seed uint64) *draftRouter {
+	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL),
+		rng: rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909))}
+	for l := range d.cum {
+		d.cum[l] = make([]int64, nE)
+	}
+	for i := range steps {
+		if steps[i].Phase != traces.Decode {
+			continue
+		}
+		for l, ls := range steps[i].Layers {
+			for _, x := range ls.Experts {
+				d.cum[l][x]++
+			}
+		}
+	}
+	for l, c := range d.cum {
+		support := 0
+		for x := range c {
+			if c[x] > 0 {
+				support++
+			}
+			if x > 0 {
+				c[x] += c[x-1]
+			}
+		}
+		d.k[l] = min(topK, support)
+	}
+	return d
+}
+
+// block returns the tokens a verify pass over steps[i:j] runs when its first
+// accepted tokens are emitted: those steps as traced, then j-i-accepted
+// rejected drafts at the following positions with drawn routing and no
+// lookahead scores. The slice is valid until the next call.
+func (d *draftRouter) block(steps []traces.Step, i, j, accepted int, dst []traces.Step) []traces.Step {
+	dst = append(dst[:0], steps[i:i+accepted]...)
+	for n := range j - i - accepted {
+		if n == len(d.bufs) {
+			d.bufs = append(d.bufs, traces.Step{Layers: make([]traces.LayerStep, len(d.cum))})
+		}
+		s := &d.bufs[n]
+		real := &steps[i+accepted+n]
+		s.Seq, s.Pos, s.Phase, s.Pass = real.Seq, real.Pos, traces.Decode, -1
+		for l := range s.Layers {
+			s.Layers[l].Experts = d.draw(l, s.Layers[l].Experts[:0])
+		}
+		dst = append(dst, *s)
+	}
+	return dst
+}
+
+// draw appends layer l's experts for one rejected draft: k distinct experts,
+// each next one drawn in proportion to its count among those not yet drawn
+// (successive sampling, by rejecting repeats).
+func (d *draftRouter) draw(l int, dst []int32) []int32 {
+	c := d.cum[l]
+	total := c[len(c)-1]
+	for tries := 0; len(dst) < d.k[l]; tries++ {
+		var x int32
+		if tries < 64*d.k[l] {
+			u := d.rng.Int64N(total)
+			x = int32(sort.Search(len(c), func(i int) bool { return c[i] > u }))
+		} else {
+			// NB: only reached for extremely skewed layers; take the most
+			// selected expert not drawn yet, deterministically.
+			x = d.heaviestExcept(l, dst)
+		}
+		if !containsExpert(dst, x) {
+			dst = append(dst, x)
+		}
+	}
+	return dst
+}
+
+// heaviestExcept is layer l's most selected expert not in drawn (lowest index on ties).
+func (d *draftRouter) heaviestExcept(l int, drawn []int32) int32 {
+	c := d.cum[l]
+	best, bestN := int32(-1), int64(0)
+	for x := range c {
+		n := c[x]
+		if x > 0 {
+			n -= c[x-1]
+		}
+		if n > bestN && !containsExpert(drawn, int32(x)) {
+			best, bestN = int32(x), n
+		}
+	}
+	return best
+}
+
+func containsExpert(xs []int32, x int32) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/lessim/lessim/traces"
+)
+
+// draftSteps builds decode steps of one layer from selections.
+func draftSteps(sel ...[]int32) []traces.Step {
+	steps := make([]traces.Step, len(sel))
+	for i, s := range sel {
+		steps[i] = traces.Step{Phase: traces.Decode, Layers: []traces.LayerStep{{Experts: s}}}
+	}
+	return steps
+}
+
+// The draws follow the layer's empirical distribution: expert 0 was selected
+// three times as often as expert 1, experts 2-3 never; prefill is not counted.
+func TestDraftRouterFollowsEmpiricalDistribution(t *testing.T) {
+	steps := draftSteps([]int32{0}, []int32{0}, []int32{0}, []int32{1})
+	steps = append(steps, traces.Step{Phase: traces.Prefill, Layers: []traces.LayerStep{{Experts: []int32{3}}}})
+	d := newDraftRouter(steps, 1, 4, 1, 7)
+	var n [4]int
+	const draws = 8000
+	for range draws {
+		n[d.draw(0, nil)[0]]++
+	}
+	if n[2] != 0 || n[3] != 0 {
+		t.Fatalf("drew experts the decode steps never selected: %v", n)
+	}
+	if f := float64(n[0]) / draws; f < 0.73 || f > 0.77 {
+		t.Fatalf("expert 0 drawn %.3f of the time, want about 0.75 (%v)", f, n)
+	}
+}
+
+// A draft takes top-k distinct experts, at most as many as the layer ever
+// selected; the same seed gives the same draws.
+func TestDraftRouterDistinctAndDeterministic(t *testing.T) {
+	steps := draftSteps([]int32{5, 1}, []int32{1, 2}, []int32{5, 1})
+	a, b := newDraftRouter(steps, 1, 8, 4, 3), newDraftRouter(steps, 1, 8, 4, 3)
+	for range 100 {
+		x, y := a.draw(0, nil), b.draw(0, nil)
+		if !slices.Equal(x, y) {
+			t.Fatalf("same seed, different draws: %v vs %v", x, y)
+		}
+		slices.Sort(x)
+		if !slices.Equal(x, []int32{1, 2, 5}) {
+			t.Fatalf("draw %v, want the layer's whole support {1, 2, 5}", x)
+		}
+	}
+	if got := a.heaviestExcept(0, []int32{1}); got != 5 {
+		t.Fatalf("heaviest except 1 = %d, want 5", got)
+	}
+}
+
+// block keeps the accepted tokens as traced and replaces the rest, keeping
+// their positions.
+func TestDraftBlock(t *testing.T) {
+	steps := draftSteps([]int32{0}, []int32{1}, []int32{2}, []int32{3})
+	for i := range steps {
+		steps[i].Pos = int32(10 + i)
+	}
+	d := newDraftRouter(steps, 1, 4, 1, 1)
+	blk := d.block(steps, 0, 4, 2, nil)
+	if len(blk) != 4 || blk[0].Layers[0].Experts[0] != 0 || blk[1].Layers[0].Experts[0] != 1 {
+		t.Fatalf("accepted tokens changed: %+v", blk)
+	}
+	for i, s := range blk[2:] {
+		if s.Pos != int32(12+i) || s.Pass != -1 || s.Layers[0].Lookahead != nil || len(s.Layers[0].Experts) != 1 {
+			t.Fatalf("rejected draft %d: %+v", i, s)
+		}
+	}
+}
