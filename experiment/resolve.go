@@ -78,7 +78,12 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 		SpecBlock: 1, SpecFromTrace: r.SpecFromTrace, Prefill: r.Prefill, ContextTokens: r.ContextTokens,
 	}
 	if sp := r.Speculative; sp != nil {
+		if err := resolveAcceptance(sp, p); err != nil {
+			return nil, err
+		}
 		p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
+		p.Config.Drafter = sp.Drafter.Kind
+		p.Config.DraftBytes, p.Config.DraftFLOPs = sp.Drafter.Cost(m)
 	}
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
@@ -115,6 +120,10 @@ func (s Spec) clone() Spec {
 	}
 	if s.Speculative != nil {
 		sp := *s.Speculative
+		if sp.Drafter != nil {
+			d := *sp.Drafter
+			sp.Drafter = &d
+		}
 		r.Speculative = &sp
 	}
 	return r
@@ -286,6 +295,22 @@ func resolveCache(r *Spec, m *devices.ModelSpec, d *devices.Device, ctx int) (in
 	}
 	c.Bytes = b
 	return b, nil
+}
+
+// resolveAcceptance fills sp.Accept from the trace's recorded decode passes
+// when sp.AcceptFromTrace is set, and says so in the plan's warnings.
+func resolveAcceptance(sp *Speculative, p *Plan) error {
+	if !sp.AcceptFromTrace {
+		return nil
+	}
+	est, err := traces.EstimateAcceptance(p.Steps, sp.Block)
+	if err != nil {
+		return fmt.Errorf("speculative.accept_from_trace: %w", err)
+	}
+	sp.Accept = est.Accept
+	p.Warnings = append(p.Warnings, fmt.Sprintf("speculative acceptance %.4g estimated from the trace's %d recorded decode passes (%d drafts accepted, %d rejections) for blocks of %d",
+		est.Accept, est.Passes, est.Accepted, est.Rejections, sp.Block))
+	return nil
 }
 
 // longestSequence is the longest sequence in steps (positions + 1).
