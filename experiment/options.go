@@ -226,7 +226,7 @@ var options = []Option{
 			case "les":
 				return ""
 			case "oracle":
-				return "oracle always prefetches the true next-layer experts (it is the upper bound)"
+				return "oracle always prefetches the true next-layer experts (Belady eviction plus perfect one-layer-ahead prefetch: a hit-rate reference, not a throughput bound)"
 			}
 			return fmt.Sprintf("it is a les option and policy %s never prefetches", s.Policy.Name)
 		}},
