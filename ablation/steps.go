@@ -138,7 +138,7 @@ func Steps(s Settings) []Step {
 			About:   "expert weights in Q3_K, everything else Q4_K_M: fewer bytes per expert read and more experts per cache byte",
 			Changes: []Change{{Option: "variant", Value: MixedVariant, Field: "model.variant"}}},
 		{Key: "speculative", Label: fmt.Sprintf("+ speculative decoding (block %d, α %.2f, %s)", s.SpecBlock, s.SpecAccept, s.Drafter),
-			About: "a drafter proposes tokens, at its own cost on the compute thread; the target verifies them in one pass whose layers load the union of their experts, rejected drafts' experts as their own (geometric acceptance model)",
+			About:   "a drafter proposes tokens, at its own cost on the compute thread; the target verifies them in one pass whose layers load the union of their experts, rejected drafts' experts as their own (geometric acceptance model)",
 			Changes: s.specChanges()},
 	}
 	if s.Reference {

@@ -21,8 +21,8 @@ type ablateFlags struct {
 	set          ablation.Settings
 	drafterBytes string // --drafter-bytes as written (a size)
 	explain      bool
-	format  string
-	plot    string
+	format       string
+	plot         string
 }
 
 func newAblateCmd() *cobra.Command {
