@@ -15,17 +15,30 @@ import (
 // replacement in proportion to how often the trace's decode tokens selected
 // them on that layer (the layer's empirical distribution), from a PCG stream
 // of its own seeded by Config.Seed, so the acceptance draws stay as they were.
+//
+// A draft's router input is known to a real engine like any token's, so when
+// the trace has lookahead scores a rejected draft gets some too: the stated
+// predictor's (traces.PredictScores) for the draft's own drawn experts, with
+// the recall the trace's own scores achieve at each depth (the share of true
+// experts among the top-k scores) and traces.DefaultPredictOptions' false
+// positives.
 type draftRouter struct {
-	cum  [][]int64 // per layer: cumulative selection counts over experts
-	k    []int     // per layer: experts per draft, min(top-k, experts ever selected)
-	rng  *rand.Rand
-	bufs []traces.Step // reused synthetic steps, one per rejected position
+	cum    [][]int64 // per layer: cumulative selection counts over experts
+	k      []int     // per layer: experts per draft, min(top-k, experts ever selected)
+	recall []float64 // per lookahead depth: the trace's own top-k recall
+	fp     float64
+	rng    *rand.Rand
+	bufs   []traces.Step // reused synthetic steps, one per rejected position
+	mark   []bool        // scratch for PredictScores
 }
 
-// newDraftRouter counts the decode steps' selections per layer.
+// newDraftRouter counts the decode steps' selections per layer and measures
+// their lookahead recall.
 func newDraftRouter(steps []traces.Step, nL, nE, topK int, seed uint64) *draftRouter {
-	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL),
+	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL), mark: make([]bool, nE),
+		fp:  traces.DefaultPredictOptions().FalsePositives,
 		rng: rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909))}
+	d.recall = lookaheadRecall(steps)
 	for l := range d.cum {
 		d.cum[l] = make([]int64, nE)
 	}
@@ -56,7 +69,7 @@ func newDraftRouter(steps []traces.Step, nL, nE, topK int, seed uint64) *draftRo
 
 // block returns the tokens a verify pass over steps[i:j] runs when its first
 // accepted tokens are emitted: those steps as traced, then j-i-accepted
-// rejected drafts at the following positions with drawn routing and no
+// rejected drafts at the following positions with drawn routing and stated
 // lookahead scores. The slice is valid until the next call.
 func (d *draftRouter) block(steps []traces.Step, i, j, accepted int, dst []traces.Step) []traces.Step {
 	dst = append(dst[:0], steps[i:i+accepted]...)
@@ -70,6 +83,7 @@ func (d *draftRouter) block(steps []traces.Step, i, j, accepted int, dst []trace
 		for l := range s.Layers {
 			s.Layers[l].Experts = d.draw(l, s.Layers[l].Experts[:0])
 		}
+		d.lookahead(s)
 		dst = append(dst, *s)
 	}
 	return dst
@@ -121,4 +135,76 @@ func containsExpert(xs []int32, x int32) bool {
 		}
 	}
 	return false
+}
+
+// lookahead fills s's lookahead scores for its own experts (none when the
+// trace has none).
+func (d *draftRouter) lookahead(s *traces.Step) {
+	L := len(s.Layers)
+	for l := range s.Layers {
+		ls := &s.Layers[l]
+		n := min(len(d.recall), L-1-l)
+		if n <= 0 {
+			ls.Lookahead = nil
+			continue
+		}
+		if len(ls.Lookahead) != n {
+			ls.Lookahead = make([][]float32, n)
+			for i := range ls.Lookahead {
+				ls.Lookahead[i] = make([]float32, len(d.mark))
+			}
+		}
+		for i, v := range ls.Lookahead {
+			traces.PredictScores(d.rng, v, s.Layers[l+1+i].Experts, d.recall[i], d.fp, d.mark)
+		}
+	}
+}
+
+// lookaheadRecall is, per lookahead depth, the share of decode tokens' true
+// experts of layer l+d that are among the top-k (k = their count) of the
+// scores computed at layer l; nil when the trace has no scores.
+func lookaheadRecall(steps []traces.Step) []float64 {
+	var hit, total []int64
+	for i := range steps {
+		s := &steps[i]
+		if s.Phase != traces.Decode {
+			continue
+		}
+		for l := range s.Layers {
+			for dd, v := range s.Layers[l].Lookahead {
+				if l+1+dd >= len(s.Layers) || len(v) == 0 {
+					continue
+				}
+				for len(hit) <= dd {
+					hit, total = append(hit, 0), append(total, 0)
+				}
+				truth := s.Layers[l+1+dd].Experts
+				for _, e := range truth {
+					if int(e) >= len(v) {
+						continue // NB: a short vector; checkSteps does not size scores
+					}
+					above := 0
+					for _, x := range v {
+						if x > v[e] {
+							above++
+						}
+					}
+					if above < len(truth) {
+						hit[dd]++
+					}
+				}
+				total[dd] += int64(len(truth))
+			}
+		}
+	}
+	if len(hit) == 0 {
+		return nil
+	}
+	r := make([]float64, len(hit))
+	for dd := range r {
+		if total[dd] > 0 {
+			r[dd] = float64(hit[dd]) / float64(total[dd])
+		}
+	}
+	return r
 }

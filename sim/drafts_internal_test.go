@@ -73,3 +73,25 @@ func TestDraftBlock(t *testing.T) {
 		}
 	}
 }
+
+// By hand: two decode tokens, 2 layers, depth-1 scores at layer 0 over 4
+// experts. Token 1's true layer-1 experts {0, 1} are its top-2 scores (2
+// hits); token 2's {2, 3} have one in its top 2 (1 hit): recall 3/4. A rejected
+// draft then gets depth-1 scores at layer 0 and none at the last layer.
+func TestDraftLookahead(t *testing.T) {
+	steps := []traces.Step{
+		{Phase: traces.Decode, Layers: []traces.LayerStep{{Experts: []int32{0, 1}, Lookahead: [][]float32{{4, 3, 1, 0}}}, {Experts: []int32{0, 1}}}},
+		{Phase: traces.Decode, Layers: []traces.LayerStep{{Experts: []int32{2, 3}, Lookahead: [][]float32{{4, 0, 3, 1}}}, {Experts: []int32{2, 3}}}},
+	}
+	if r := lookaheadRecall(steps); len(r) != 1 || r[0] != 0.75 {
+		t.Fatalf("recall %v, want [0.75]", r)
+	}
+	d := newDraftRouter(steps, 2, 4, 2, 1)
+	blk := d.block(steps, 0, 2, 1, nil)
+	if la := blk[1].Layers[0].Lookahead; len(la) != 1 || len(la[0]) != 4 || blk[1].Layers[1].Lookahead != nil {
+		t.Fatalf("draft lookahead %v / %v", la, blk[1].Layers[1].Lookahead)
+	}
+	if lookaheadRecall(draftSteps([]int32{1})) != nil {
+		t.Fatal("recall measured on a trace without scores")
+	}
+}
