@@ -11,10 +11,16 @@ import (
 // from the one the trace holds at its position (and every draft after it in
 // the block follows a wrong prefix), so it must not be routed like the
 // trace's next tokens: that would be a free, perfect prefetch of them. Traces
-// do not record rejected drafts, so each layer's experts are drawn without
-// replacement in proportion to how often the trace's decode tokens selected
-// them on that layer (the layer's empirical distribution), from a PCG stream
-// of its own seeded by Config.Seed, so the acceptance draws stay as they were.
+// do not record rejected drafts, so a draft's experts are drawn to match two
+// statistics of the trace's decode tokens on each layer: how often a token
+// repeats an expert of the token before it (reuse ρ_l, measured over
+// consecutive decode tokens of a sequence), and how often each expert is
+// selected (the layer's empirical distribution). Each of the k slots repeats,
+// with probability ρ_l, an expert of the previous token in the block (the
+// last accepted token, or the previous draft) not drawn yet; the other slots
+// are drawn without replacement in proportion to the experts' counts. The
+// draws come from a PCG stream of its own seeded by Config.Seed, so the
+// acceptance draws stay as they were.
 //
 // A draft's router input is known to a real engine like any token's, so when
 // the trace has lookahead scores a rejected draft gets some too: the stated
@@ -25,6 +31,7 @@ import (
 type draftRouter struct {
 	cum    [][]int64 // per layer: cumulative selection counts over experts
 	k      []int     // per layer: experts per draft, min(top-k, experts ever selected)
+	reuse  []float64 // per layer: share of a token's experts the previous token also selected
 	recall []float64 // per lookahead depth: the trace's own top-k recall
 	fp     float64
 	rng    *rand.Rand
@@ -39,6 +46,7 @@ func newDraftRouter(steps []traces.Step, nL, nE, topK int, seed uint64) *draftRo
 		fp:  traces.DefaultPredictOptions().FalsePositives,
 		rng: rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909))}
 	d.recall = lookaheadRecall(steps)
+	d.reuse = reuseRate(steps, nL)
 	for l := range d.cum {
 		d.cum[l] = make([]int64, nE)
 	}
@@ -78,10 +86,10 @@ func (d *draftRouter) block(steps []traces.Step, i, j, accepted int, dst []trace
 			d.bufs = append(d.bufs, traces.Step{Layers: make([]traces.LayerStep, len(d.cum))})
 		}
 		s := &d.bufs[n]
-		real := &steps[i+accepted+n]
+		real, prev := &steps[i+accepted+n], &dst[len(dst)-1]
 		s.Seq, s.Pos, s.Phase, s.Pass = real.Seq, real.Pos, traces.Decode, -1
 		for l := range s.Layers {
-			s.Layers[l].Experts = d.draw(l, s.Layers[l].Experts[:0])
+			s.Layers[l].Experts = d.draw(l, prev.Layers[l].Experts, s.Layers[l].Experts[:0])
 		}
 		d.lookahead(s)
 		dst = append(dst, *s)
@@ -89,10 +97,36 @@ func (d *draftRouter) block(steps []traces.Step, i, j, accepted int, dst []trace
 	return dst
 }
 
-// draw appends layer l's experts for one rejected draft: k distinct experts,
-// each next one drawn in proportion to its count among those not yet drawn
-// (successive sampling, by rejecting repeats).
-func (d *draftRouter) draw(l int, dst []int32) []int32 {
+// draw appends layer l's experts for one rejected draft after a token that
+// selected prev: k distinct experts; each slot repeats one of prev's not
+// drawn yet with probability ρ_l, the others are drawn in proportion to their
+// counts among those not yet drawn (successive sampling, by rejecting repeats).
+func (d *draftRouter) draw(l int, prev, dst []int32) []int32 {
+	for range d.k[l] {
+		if len(prev) == 0 || d.rng.Float64() >= d.reuse[l] {
+			continue
+		}
+		// NB: prev is a top-k list (a handful): scan for the j-th not drawn.
+		free := 0
+		for _, x := range prev {
+			if !containsExpert(dst, x) {
+				free++
+			}
+		}
+		if free == 0 {
+			break
+		}
+		j := d.rng.IntN(free)
+		for _, x := range prev {
+			if !containsExpert(dst, x) {
+				if j == 0 {
+					dst = append(dst, x)
+					break
+				}
+				j--
+			}
+		}
+	}
 	c := d.cum[l]
 	total := c[len(c)-1]
 	for tries := 0; len(dst) < d.k[l]; tries++ {
@@ -204,6 +238,33 @@ func lookaheadRecall(steps []traces.Step) []float64 {
 	for dd := range r {
 		if total[dd] > 0 {
 			r[dd] = float64(hit[dd]) / float64(total[dd])
+		}
+	}
+	return r
+}
+
+// reuseRate is, per layer, the share of decode tokens' experts that the
+// previous decode token of the same sequence also selected on that layer.
+func reuseRate(steps []traces.Step, nL int) []float64 {
+	same, all := make([]int64, nL), make([]int64, nL)
+	for i := 1; i < len(steps); i++ {
+		a, b := &steps[i-1], &steps[i]
+		if a.Phase != traces.Decode || b.Phase != traces.Decode || a.Seq != b.Seq {
+			continue
+		}
+		for l := range b.Layers {
+			for _, x := range b.Layers[l].Experts {
+				if containsExpert(a.Layers[l].Experts, x) {
+					same[l]++
+				}
+			}
+			all[l] += int64(len(b.Layers[l].Experts))
+		}
+	}
+	r := make([]float64, nL)
+	for l := range r {
+		if all[l] > 0 {
+			r[l] = float64(same[l]) / float64(all[l])
 		}
 	}
 	return r

@@ -25,7 +25,7 @@ func TestDraftRouterFollowsEmpiricalDistribution(t *testing.T) {
 	var n [4]int
 	const draws = 8000
 	for range draws {
-		n[d.draw(0, nil)[0]]++
+		n[d.draw(0, nil, nil)[0]]++
 	}
 	if n[2] != 0 || n[3] != 0 {
 		t.Fatalf("drew experts the decode steps never selected: %v", n)
@@ -41,7 +41,7 @@ func TestDraftRouterDistinctAndDeterministic(t *testing.T) {
 	steps := draftSteps([]int32{5, 1}, []int32{1, 2}, []int32{5, 1})
 	a, b := newDraftRouter(steps, 1, 8, 4, 3), newDraftRouter(steps, 1, 8, 4, 3)
 	for range 100 {
-		x, y := a.draw(0, nil), b.draw(0, nil)
+		x, y := a.draw(0, nil, nil), b.draw(0, nil, nil)
 		if !slices.Equal(x, y) {
 			t.Fatalf("same seed, different draws: %v vs %v", x, y)
 		}
@@ -93,5 +93,31 @@ func TestDraftLookahead(t *testing.T) {
 	}
 	if lookaheadRecall(draftSteps([]int32{1})) != nil {
 		t.Fatal("recall measured on a trace without scores")
+	}
+}
+
+// By hand: consecutive tokens {0,1} → {1,2} → {2,3} repeat one of two experts
+// each time: reuse 1/2. A draft after a token that selected {6, 7} repeats
+// about half its slots from it.
+func TestDraftReuse(t *testing.T) {
+	steps := draftSteps([]int32{0, 1}, []int32{1, 2}, []int32{2, 3})
+	if r := reuseRate(steps, 1); r[0] != 0.5 {
+		t.Fatalf("reuse %v, want [0.5]", r)
+	}
+	d := newDraftRouter(steps, 1, 8, 2, 5)
+	from := 0
+	const draws = 4000
+	for range draws {
+		for _, x := range d.draw(0, []int32{6, 7}, nil) {
+			if x >= 6 {
+				from++
+			}
+		}
+	}
+	if f := float64(from) / (2 * draws); f < 0.47 || f > 0.53 {
+		t.Fatalf("%.3f of slots repeat the previous token, want about 0.5", f)
+	}
+	if r := reuseRate(draftSteps([]int32{1}), 1); r[0] != 0 {
+		t.Fatalf("one token: reuse %v", r)
 	}
 }
