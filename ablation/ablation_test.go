@@ -125,7 +125,7 @@ func TestStepsDifferOnlyInNamedFields(t *testing.T) {
 		t.Errorf("stock spec: %+v", s)
 	}
 	if s := r[4].Outcome.Spec; s.Policy.Name != "les" || s.Layout != "per-expert" || !s.CachedFirst || s.Model.Variant != MixedVariant ||
-		s.Speculative == nil || *s.Speculative != experiment.DefaultSpeculative() {
+		s.Speculative == nil || s.Speculative.Block != 4 || s.Speculative.Accept != 0.7 || s.Speculative.AcceptSeed != 1 || *s.Speculative.Drafter != (experiment.Drafter{Kind: DefaultDrafter}) {
 		t.Errorf("speculative spec: %+v", s)
 	}
 }
@@ -222,7 +222,7 @@ func writeTrace(t *testing.T, tokens int) string {
 // on step 3; the stock step keeps the trace's variant.
 func TestTraceFileSkipsMixedPrecision(t *testing.T) {
 	path := writeTrace(t, 60)
-	a := mustRun(t, Settings{Base: map[string]string{"trace": path, "cache": "3GiB"}, Seed: 3, SpecBlock: 3, SpecAccept: 0.5, Reference: false})
+	a := mustRun(t, Settings{Base: map[string]string{"trace": path, "cache": "3GiB"}, Seed: 3, SpecBlock: 3, SpecAccept: 0.5, Drafter: "explicit", DrafterBytes: 300e6, DrafterFLOPs: 6e8, Reference: false})
 	if len(a.Rows) != 5 {
 		t.Fatalf("%d rows, want 5 (no reference)", len(a.Rows))
 	}
@@ -231,10 +231,10 @@ func TestTraceFileSkipsMixedPrecision(t *testing.T) {
 		t.Errorf("mixed step: skipped %q", mixed.Skipped)
 	}
 	if spec := a.Rows[4]; spec.Prev != 2 || spec.Outcome == nil {
-		t.Fatalf("speculative step builds on %d, want step 3 (index 2)", spec.Prev)
+		t.Fatalf("speculative step builds on %d, want step 3 (index 2); skipped: %s", spec.Prev, spec.Skipped)
 	}
 	checkNamedOnly(t, a)
-	if sp := a.Rows[4].Outcome.Spec.Speculative; sp.Block != 3 || sp.Accept != 0.5 || sp.AcceptSeed != 3 {
+	if sp := a.Rows[4].Outcome.Spec.Speculative; sp.Block != 3 || sp.Accept != 0.5 || sp.AcceptSeed != 3 || *sp.Drafter != (experiment.Drafter{Kind: "explicit", Bytes: 300e6, FLOPs: 6e8}) {
 		t.Errorf("speculative group %+v", sp)
 	}
 	var b bytes.Buffer
@@ -266,6 +266,10 @@ func TestBadInput(t *testing.T) {
 		{"block 1", func(s *Settings) { s.SpecBlock = 1 }, "at least 2 tokens per pass"},
 		{"accept", func(s *Settings) { s.SpecAccept = 1.5 }, "probability in [0, 1]"},
 		{"own option", func(s *Settings) { s.Base["spec-block"] = "3" }, "the ablation's own setting"},
+		{"own drafter option", func(s *Settings) { s.Base["drafter"] = "free" }, "the ablation's own setting"},
+		{"unknown drafter", func(s *Settings) { s.Drafter = "eagle" }, `--drafter "eagle": unknown drafter`},
+		{"explicit without cost", func(s *Settings) { s.Drafter = "explicit" }, "state its cost per draft token"},
+		{"cost of a kind", func(s *Settings) { s.DrafterBytes = 5 }, "drafter mtp's follows from its kind"},
 		{"unknown device", func(s *Settings) { s.Base["device"] = "pixel" }, "pixel"},
 		{"cache too small", func(s *Settings) { s.Base["cache"] = "10MiB" }, "step 1 (stock)"},
 		{"does not apply", func(s *Settings) { s.Base["trace"] = "x.parquet" }, "--tokens does not apply"},

@@ -14,14 +14,15 @@
 //	(2) lookahead   policy les (its defaults: the model's top-k next-layer candidates, depth 1)
 //	(3) storage     layout per-expert, cached-first true
 //	(4) mixed       variant mixed-q3k-experts (experts in Q3_K, the rest Q4_K_M)
-//	(5) speculative spec-block B, spec-accept A, accept-seed S
+//	(5) speculative spec-block B, spec-accept A, accept-seed S, drafter D
 //
 // A reference row (oracle: the true next-layer experts prefetched, Belady
 // eviction, on the last step's settings) follows. It is a hit-rate
 // reference, not a throughput bound: oracle reads every expert the next
 // layer needs as early as it can, which can cost more flash time than a
-// policy that reads less. No belady policy is registered (policies.Names),
-// so there is no separate Belady row.
+// policy that reads less. The classic demand-admit Belady (MIN) is policy
+// belady; the ablation has no row for it (run simulate --policy belady on
+// any step's settings).
 //
 // A step whose change cannot be expressed for the inputs is skipped with the
 // reason: a trace file fixes the model's quant variant (its metadata holds
@@ -31,9 +32,13 @@
 // that ran, and its speedup is over that step.
 //
 // Speculative defaults (block 4, acceptance 0.7) are experiment's
-// DefaultSpeculative. They are assumed, not measured: no public acceptance
-// figure of the publisher's block drafter (DSpark) was found. Pass your
-// drafter's numbers with --spec-block and --spec-accept.
+// DefaultSpeculative, and the default drafter is the model's own
+// multi-token-prediction head (DefaultDrafter: each draft runs one more of the
+// target's MoE layers and its output head). They are assumed, not measured:
+// no public acceptance figure or size of the publisher's block drafter
+// (DSpark) was found. Pass your drafter's numbers with --spec-block,
+// --spec-accept and --drafter (explicit with --drafter-bytes and
+// --drafter-flops per draft token).
 //
 // # Running
 //

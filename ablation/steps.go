@@ -62,16 +62,27 @@ type Settings struct {
 	// tokens per verify pass and per-draft acceptance probability.
 	SpecBlock  int
 	SpecAccept float64
+	// Drafter is the speculative step's drafter kind (experiment.DrafterKinds);
+	// DrafterBytes and DrafterFLOPs are its cost per draft token when it is
+	// explicit.
+	Drafter      string
+	DrafterBytes int64
+	DrafterFLOPs int64
 	// Reference adds the oracle reference row.
 	Reference bool
 }
 
+// DefaultDrafter is the speculative step's default drafter: the target's
+// multi-token-prediction head (assumed; see the package doc).
+const DefaultDrafter = experiment.DrafterMTP
+
 // DefaultSettings are the embedded defaults: experiment's default model,
 // device and cache, seed 1, experiment.DefaultSpeculative's block and
-// acceptance (assumed; see the package doc), and the reference row.
+// acceptance and DefaultDrafter (assumed; see the package doc), and the
+// reference row.
 func DefaultSettings() Settings {
 	sp := experiment.DefaultSpeculative()
-	return Settings{Base: map[string]string{}, Seed: 1, SpecBlock: sp.Block, SpecAccept: sp.Accept, Reference: true}
+	return Settings{Base: map[string]string{}, Seed: 1, SpecBlock: sp.Block, SpecAccept: sp.Accept, Drafter: DefaultDrafter, Reference: true}
 }
 
 // validate checks the settings that are the ablation's own.
@@ -83,9 +94,20 @@ func (s *Settings) validate() error {
 	if math.IsNaN(s.SpecAccept) || s.SpecAccept < 0 || s.SpecAccept > 1 {
 		errs = append(errs, fmt.Errorf("--spec-accept %v: must be a probability in [0, 1]", s.SpecAccept))
 	}
+	if !slices.Contains(experiment.DrafterKinds(), s.Drafter) {
+		errs = append(errs, fmt.Errorf("--drafter %q: unknown drafter (valid: %s)", s.Drafter, strings.Join(experiment.DrafterKinds(), ", ")))
+	}
+	switch {
+	case s.DrafterBytes < 0 || s.DrafterFLOPs < 0:
+		errs = append(errs, fmt.Errorf("--drafter-bytes %d, --drafter-flops %d: must be >= 0", s.DrafterBytes, s.DrafterFLOPs))
+	case s.Drafter == experiment.DrafterExplicit && s.DrafterBytes == 0 && s.DrafterFLOPs == 0:
+		errs = append(errs, errors.New("--drafter explicit: state its cost per draft token with --drafter-bytes and/or --drafter-flops"))
+	case s.Drafter != experiment.DrafterExplicit && (s.DrafterBytes != 0 || s.DrafterFLOPs != 0):
+		errs = append(errs, fmt.Errorf("--drafter-bytes and --drafter-flops state an explicit drafter's cost; drafter %s's follows from its kind", s.Drafter))
+	}
 	for name := range s.Base {
-		if strings.HasPrefix(name, "spec-") || name == "seed" || name == "accept-seed" {
-			errs = append(errs, fmt.Errorf("option %q is the ablation's own setting (Settings.Seed, SpecBlock, SpecAccept)", name))
+		if strings.HasPrefix(name, "spec-") || strings.HasPrefix(name, "drafter") || name == "seed" || name == "accept-seed" {
+			errs = append(errs, fmt.Errorf("option %q is the ablation's own setting (Settings.Seed, SpecBlock, SpecAccept, Drafter)", name))
 		}
 	}
 	return errors.Join(errs...)
@@ -115,13 +137,9 @@ func Steps(s Settings) []Step {
 		{Key: "mixed", Label: "+ mixed precision (Q3_K experts)",
 			About:   "expert weights in Q3_K, everything else Q4_K_M: fewer bytes per expert read and more experts per cache byte",
 			Changes: []Change{{Option: "variant", Value: MixedVariant, Field: "model.variant"}}},
-		{Key: "speculative", Label: fmt.Sprintf("+ speculative decoding (block %d, α %.2f)", s.SpecBlock, s.SpecAccept),
-			About: "a block drafter proposes tokens; the target verifies them in one pass whose layers load the union of their experts (geometric acceptance model)",
-			Changes: []Change{
-				{Option: "spec-block", Value: strconv.Itoa(s.SpecBlock), Field: "speculative"},
-				{Option: "spec-accept", Value: strconv.FormatFloat(s.SpecAccept, 'g', -1, 64), Field: "speculative"},
-				{Option: "accept-seed", Value: strconv.FormatUint(s.Seed, 10), Field: "speculative"},
-			}},
+		{Key: "speculative", Label: fmt.Sprintf("+ speculative decoding (block %d, α %.2f, %s)", s.SpecBlock, s.SpecAccept, s.Drafter),
+			About:   "a drafter proposes tokens, at its own cost on the compute thread; the target verifies them in one pass whose layers load the union of their experts, rejected drafts' experts as their own (geometric acceptance model)",
+			Changes: s.specChanges()},
 	}
 	if s.Reference {
 		steps = append(steps, Step{Key: "oracle", Label: "oracle (hit-rate reference)", Reference: true,
@@ -129,6 +147,23 @@ func Steps(s Settings) []Step {
 			Changes: []Change{{Option: "policy", Value: "oracle", Field: "policy"}}})
 	}
 	return steps
+}
+
+// specChanges are the speculative step's option values.
+func (s *Settings) specChanges() []Change {
+	c := []Change{
+		{Option: "spec-block", Value: strconv.Itoa(s.SpecBlock), Field: "speculative"},
+		{Option: "spec-accept", Value: strconv.FormatFloat(s.SpecAccept, 'g', -1, 64), Field: "speculative"},
+		{Option: "accept-seed", Value: strconv.FormatUint(s.Seed, 10), Field: "speculative"},
+		{Option: "drafter", Value: s.Drafter, Field: "speculative"},
+	}
+	if s.DrafterBytes != 0 {
+		c = append(c, Change{Option: "drafter-bytes", Value: strconv.FormatInt(s.DrafterBytes, 10) + "B", Field: "speculative"})
+	}
+	if s.DrafterFLOPs != 0 {
+		c = append(c, Change{Option: "drafter-flops", Value: strconv.FormatInt(s.DrafterFLOPs, 10), Field: "speculative"})
+	}
+	return c
 }
 
 // Built is a step's spec before resolution, or the reason it is skipped.

@@ -12,7 +12,9 @@
 // a profile file, and once resolved the whole profile inline), the policy
 // with the parameters that apply to it, the cache (as written and in bytes),
 // the storage layout, cached-first, speculative decoding (its own acceptance
-// seed) or passes from the trace, prefill and context. Groups that do not
+// seed, its drafter and what a draft token costs, or an acceptance estimated
+// from the trace's recorded passes) or passes from the trace, prefill and
+// context. Groups that do not
 // apply are absent: Validate refuses, with the reason, a spec that sets
 // something the run would ignore (a les parameter with another policy, a
 // model with a trace file, a predictor for a trace that has scores, ...),
@@ -65,7 +67,7 @@
 // right, the trace is what it is.
 //
 // Seeds: the synthetic trace, the stated predictor and speculative
-// acceptance each have their own (Synthetic.Seed, Predictor.Seed,
+// acceptance (which also draws rejected drafts' routing) each have their own (Synthetic.Seed, Predictor.Seed,
 // Speculative.AcceptSeed). The option "seed" sets all three that are present
 // (simulate's --seed kept that meaning); trace-seed, predict-seed and
 // accept-seed set one each and win over seed.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -225,7 +226,7 @@ var options = []Option{
 			case "les":
 				return ""
 			case "oracle":
-				return "oracle always prefetches the true next-layer experts (it is the upper bound)"
+				return "oracle always prefetches the true next-layer experts (Belady eviction plus perfect one-layer-ahead prefetch: a hit-rate reference, not a throughput bound)"
 			}
 			return fmt.Sprintf("it is a les option and policy %s never prefetches", s.Policy.Name)
 		}},
@@ -332,7 +333,44 @@ var options = []Option{
 			return ""
 		}},
 	{Name: "spec-accept", Kind: KindFloat, Default: "0.7", Usage: "probability each draft token is accepted (geometric model)",
-		apply: func(s *Spec, v any) error { s.Speculative.Accept = v.(float64); return nil }, applies: speculativeOnly},
+		apply: func(s *Spec, v any) error { s.Speculative.Accept = v.(float64); return nil },
+		applies: func(s *Spec, set func(string) bool) string {
+			if set("spec-accept-from-trace") {
+				return "--spec-accept-from-trace estimates it from the trace's recorded passes"
+			}
+			return speculativeOnly(s, set)
+		}},
+	{Name: "spec-accept-from-trace", Kind: KindBool, Default: "false", Usage: "estimate the acceptance from the trace file's recorded decode passes (for blocks of --spec-block)",
+		apply: func(s *Spec, v any) error { s.Speculative.AcceptFromTrace = v.(bool); return nil },
+		applies: func(s *Spec, set func(string) bool) string {
+			if why := speculativeOnly(s, set); why != "" {
+				return why
+			}
+			if s.Trace.Path == "" {
+				return "a synthetic trace records one token per pass"
+			}
+			return ""
+		}},
+	{Name: "drafter", Kind: KindString, Usage: "what drafts, and so what drafting costs: " + strings.Join(DrafterKinds(), ", ") + " (required with --spec-block; see docs/model.md)",
+		apply: func(s *Spec, v any) error {
+			k := v.(string)
+			if !slices.Contains(DrafterKinds(), k) {
+				return fmt.Errorf("unknown drafter (valid: %s)", strings.Join(DrafterKinds(), ", "))
+			}
+			s.Speculative.Drafter = &Drafter{Kind: k}
+			return nil
+		}, applies: speculativeOnly},
+	{Name: "drafter-bytes", Kind: KindSize, Default: "0", Usage: "explicit drafter: weight bytes read per draft token (e.g. 400MB)",
+		apply: func(s *Spec, v any) error { s.Speculative.Drafter.Bytes = v.(int64); return nil }, applies: explicitDrafterOnly},
+	{Name: "drafter-flops", Kind: KindFloat, Default: "0", Usage: "explicit drafter: FLOPs per draft token (e.g. 1.2e9)",
+		apply: func(s *Spec, v any) error {
+			f := v.(float64)
+			if f < 0 || f > 1e18 {
+				return errors.New("must be in [0, 1e18]")
+			}
+			s.Speculative.Drafter.FLOPs = int64(math.Round(f))
+			return nil
+		}, applies: explicitDrafterOnly},
 	{Name: "prefill", Kind: KindBool, Default: "false", Usage: "simulate the trace's prefill passes first (warms the cache; never in decode metrics)",
 		apply: func(s *Spec, v any) error { s.Prefill = v.(bool); return nil },
 		applies: func(s *Spec, _ func(string) bool) string {
@@ -387,6 +425,17 @@ func speculativeOnly(s *Spec, _ func(string) bool) string {
 		return "with --spec-from-trace every recorded token is accepted"
 	case s.Speculative == nil:
 		return "it is a setting of speculative decoding, which --spec-block N (N >= 2) turns on"
+	}
+	return ""
+}
+
+// explicitDrafterOnly applies to a drafter of kind explicit.
+func explicitDrafterOnly(s *Spec, set func(string) bool) string {
+	if why := speculativeOnly(s, set); why != "" {
+		return why
+	}
+	if d := s.Speculative.Drafter; d == nil || d.Kind != DrafterExplicit {
+		return "it states an explicit drafter's cost (--drafter explicit); other drafters' cost follows from their kind"
 	}
 	return ""
 }

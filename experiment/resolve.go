@@ -98,7 +98,12 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 		ContextCost: r.ContextCost,
 	}
 	if sp := r.Speculative; sp != nil {
+		if err := resolveAcceptance(sp, p); err != nil {
+			return nil, err
+		}
 		p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
+		p.Config.Drafter = sp.Drafter.Kind
+		p.Config.DraftBytes, p.Config.DraftFLOPs = sp.Drafter.Cost(m)
 	}
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
@@ -135,6 +140,10 @@ func (s Spec) clone() Spec {
 	}
 	if s.Speculative != nil {
 		sp := *s.Speculative
+		if sp.Drafter != nil {
+			d := *sp.Drafter
+			sp.Drafter = &d
+		}
 		r.Speculative = &sp
 	}
 	return r
@@ -320,6 +329,22 @@ func resolveCache(r *Spec, m *devices.ModelSpec, d *devices.Device, ctx int, con
 	}
 	c.Bytes = b
 	return b, nil
+}
+
+// resolveAcceptance fills sp.Accept from the trace's recorded decode passes
+// when sp.AcceptFromTrace is set, and says so in the plan's warnings.
+func resolveAcceptance(sp *Speculative, p *Plan) error {
+	if !sp.AcceptFromTrace {
+		return nil
+	}
+	est, err := traces.EstimateAcceptance(p.Steps, sp.Block)
+	if err != nil {
+		return fmt.Errorf("speculative.accept_from_trace: %w", err)
+	}
+	sp.Accept = est.Accept
+	p.Warnings = append(p.Warnings, fmt.Sprintf("speculative acceptance %.4g estimated from the trace's %d recorded decode passes (%d drafts accepted, %d rejections) for blocks of %d",
+		est.Accept, est.Passes, est.Accepted, est.Rejections, sp.Block))
+	return nil
 }
 
 // traceWarnings names settings the trace gives nothing to work on.

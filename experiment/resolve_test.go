@@ -19,7 +19,8 @@ func specsToResolve(t *testing.T) map[string]map[string]string {
 		"les":          {"tokens": "60"},
 		"les-params":   {"tokens": "60", "threshold": "0.9", "max-candidates": "10", "depth": "2", "max-inflight": "64MiB"},
 		"les-off":      {"tokens": "60", "no-prefetch": "true", "layout": "gguf-mmap", "cached-first": "false"},
-		"lru-spec":     {"tokens": "60", "policy": "lru", "spec-block": "3", "spec-accept": "0.5", "accept-seed": "9"},
+		"lru-spec":     {"tokens": "60", "policy": "lru", "spec-block": "3", "spec-accept": "0.5", "accept-seed": "9", "drafter": "mtp"},
+		"spec-data":    {"trace": file, "policy": "les", "spec-block": "2", "spec-accept-from-trace": "true", "drafter": "explicit", "drafter-bytes": "300MB", "drafter-flops": "6e8"},
 		"lfu":          {"tokens": "60", "policy": "lfu", "cache": "10%", "context": "4096"},
 		"ondemand":     {"tokens": "60", "policy": "ondemand", "device": "ipad-pro-m4", "variant": "mixed-q3k-experts"},
 		"oracle":       {"tokens": "60", "policy": "oracle", "cache": "2GiB", "seed": "4"},
@@ -187,5 +188,66 @@ func TestCheckFinite(t *testing.T) {
 	r.TokensPerSec = math.NaN()
 	if err := checkFinite(r); err == nil || !strings.Contains(err.Error(), "TokensPerSec is NaN") {
 		t.Errorf("NaN tokens/s: %v", err)
+	}
+}
+
+// TestSpeculativeResolution: the drafter's cost reaches the simulator (mtp
+// computed by hand from the model spec: the last layer's dense bytes, top-k
+// experts and the output head), a missing drafter is refused with how to
+// state one, and the acceptance is estimated from recorded passes of two
+// (every pass full, so α = 1 for blocks of 2 and 0.5 for blocks of 3:
+// one accepted draft per pass against one rejection).
+func TestSpeculativeResolution(t *testing.T) {
+	s, err := FromOptions(map[string]string{"tokens": "20", "spec-block": "3", "drafter": "mtp"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := new(Inputs).Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, last := p.Model, p.Model.Layers[len(p.Model.Layers)-1]
+	wantB := last.DenseBytes + int64(m.TopK)*last.ExpertBytes + m.HeadBytes
+	wantF := last.DenseFLOPsPerToken + int64(m.TopK)*last.ExpertFLOPsPerToken + m.HeadFLOPsPerToken
+	if p.Config.Drafter != "mtp" || p.Config.DraftBytes != wantB || p.Config.DraftFLOPs != wantF || wantB <= m.HeadBytes {
+		t.Errorf("mtp drafter: %q %d B %d FLOP, want %d B %d FLOP", p.Config.Drafter, p.Config.DraftBytes, p.Config.DraftFLOPs, wantB, wantF)
+	}
+
+	s.Speculative.Drafter = nil
+	if _, err := new(Inputs).Resolve(s); err == nil || !strings.Contains(err.Error(), "speculative.drafter: missing") || !strings.Contains(err.Error(), "--drafter free|mtp|ngram|explicit") {
+		t.Errorf("missing drafter: %v", err)
+	}
+	s.Speculative.Drafter = &Drafter{Kind: DrafterExplicit}
+	if _, err := new(Inputs).Resolve(s); err == nil || !strings.Contains(err.Error(), "kind free") {
+		t.Errorf("explicit drafter without cost: %v", err)
+	}
+
+	file := writeTrace(t, 40, 0, 1, pairPasses)
+	for block, want := range map[string]float64{"2": 1, "3": 0.5} {
+		s, err := FromOptions(map[string]string{"trace": file, "spec-block": block, "spec-accept-from-trace": "true", "drafter": "ngram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := new(Inputs).Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Config.SpecAccept != want || p.Spec.Speculative.Accept != want {
+			t.Errorf("block %s: acceptance %g (spec %g), want %g", block, p.Config.SpecAccept, p.Spec.Speculative.Accept, want)
+		}
+		if w := strings.Join(p.Warnings, "\n"); !strings.Contains(w, "estimated from the trace's 20 recorded decode passes") {
+			t.Errorf("block %s: warnings %q", block, w)
+		}
+	}
+	s, _ = FromOptions(map[string]string{"trace": file, "spec-block": "2", "spec-accept-from-trace": "true", "drafter": "free"})
+	s.Speculative.Block = 1
+	if _, err := new(Inputs).Resolve(s); err == nil {
+		t.Errorf("block 1 accepted")
+	}
+	oneTok := writeTrace(t, 20, 0, 1, nil)
+	s, _ = FromOptions(map[string]string{"trace": oneTok, "spec-block": "2", "spec-accept-from-trace": "true", "drafter": "free"})
+	p, err = new(Inputs).Resolve(s)
+	if err != nil || p.Config.SpecAccept != 0 {
+		t.Errorf("one token per recorded pass: acceptance %v, err %v; want 0", p.Config.SpecAccept, err)
 	}
 }

@@ -156,11 +156,63 @@ type Cache struct {
 
 // Speculative is block speculative decoding: Block tokens verified per pass
 // (≥ 2), each draft accepted with probability Accept given the previous one
-// was, drawn from AcceptSeed.
+// was, drawn from AcceptSeed. The Drafter proposes the Block-1 drafts of each
+// pass and says what they cost; it must be stated. Rejected drafts are
+// routed as tokens of their own (see sim's doc).
 type Speculative struct {
 	Block      int     `json:"block"`
 	Accept     float64 `json:"accept"`
 	AcceptSeed uint64  `json:"accept_seed"`
+	// AcceptFromTrace estimates Accept from a trace file's recorded decode
+	// passes (traces.EstimateAcceptance with Block); Resolve fills Accept.
+	AcceptFromTrace bool `json:"accept_from_trace,omitempty"`
+	// Drafter is what proposes the drafts and its cost; required.
+	Drafter *Drafter `json:"drafter,omitempty"`
+}
+
+// Drafter kinds (Drafter.Kind).
+const (
+	// DrafterFree drafts at no cost: the old behaviour, an upper bound, warned.
+	DrafterFree = "free"
+	// DrafterMTP is a multi-token-prediction head of the target: each draft
+	// token runs one more of the target's MoE layers (the last one's dense
+	// part and top-k experts) and its output head, all read from DRAM.
+	DrafterMTP = "mtp"
+	// DrafterNgram is n-gram (prompt lookup) drafting: it reads no weights;
+	// its table lookup is not charged.
+	DrafterNgram = "ngram"
+	// DrafterExplicit is a drafter whose cost per draft token is stated in
+	// Bytes and FLOPs, e.g. a small dense draft model: its weight bytes and
+	// 2 × its parameters in FLOPs.
+	DrafterExplicit = "explicit"
+)
+
+// DrafterKinds lists the drafter kinds.
+func DrafterKinds() []string {
+	return []string{DrafterFree, DrafterMTP, DrafterNgram, DrafterExplicit}
+}
+
+// Drafter is what proposes speculative drafts and what one draft token costs
+// on the compute thread (sim.Config.DraftBytes and DraftFLOPs).
+type Drafter struct {
+	// Kind is one of DrafterKinds.
+	Kind string `json:"kind"`
+	// Bytes and FLOPs are read and done per draft token (explicit only).
+	Bytes int64 `json:"bytes,omitempty"`
+	FLOPs int64 `json:"flops,omitempty"`
+}
+
+// Cost is one draft token's weight bytes read and FLOPs on model m.
+func (d *Drafter) Cost(m *devices.ModelSpec) (bytes, flops int64) {
+	switch d.Kind {
+	case DrafterMTP:
+		l := &m.Layers[len(m.Layers)-1]
+		k := int64(m.TopK)
+		return l.DenseBytes + k*l.ExpertBytes + m.HeadBytes, l.DenseFLOPsPerToken + k*l.ExpertFLOPsPerToken + m.HeadFLOPsPerToken
+	case DrafterExplicit:
+		return d.Bytes, d.FLOPs
+	}
+	return 0, 0
 }
 
 // DefaultSpec is simulate with no flags: a 2,000-token synthetic trace of

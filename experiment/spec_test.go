@@ -151,6 +151,7 @@ func validSpecs(t *testing.T) map[string]Spec {
 	a.Device.Profile = dev
 	a.Policy.LES = &LES{Threshold: 0.9, MaxCandidates: 12, Depth: 1, MaxInflightBytes: 1 << 26}
 	sp := DefaultSpeculative()
+	sp.Drafter = &Drafter{Kind: DrafterExplicit, Bytes: 1 << 20, FLOPs: 1e9}
 	a.Speculative = &sp
 	a.Trace.Synthetic.PromptTokens = 4
 	a.Prefill = true

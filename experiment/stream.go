@@ -28,9 +28,11 @@ type streamTrace struct {
 // streams reports whether the run r of the trace file at path streams: its
 // steps for r's columns (traces.MemoryBytes) would take more than
 // StreamAbove, and nothing needs them in memory (a stated predictor
-// rewrites the steps; a custom ReadTrace reads whole traces).
+// rewrites the steps; a custom ReadTrace reads whole traces; speculative
+// decoding with the acceptance model routes rejected drafts from the whole
+// trace's statistics).
 func (in *Inputs) streams(path string, r *Spec) (bool, error) {
-	if in.ReadTrace != nil || r.Predictor != nil {
+	if in.ReadTrace != nil || r.Predictor != nil || r.Speculative != nil {
 		return false, nil
 	}
 	limit := in.StreamAbove

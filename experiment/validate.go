@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/policies"
@@ -65,6 +67,10 @@ func (s *Spec) Validate() error {
 		if s.SpecFromTrace {
 			ps.add("speculative", "does not apply with spec_from_trace: passes come from the trace, all accepted")
 		}
+		if sp.AcceptFromTrace && s.Trace.Path == "" {
+			ps.add("speculative.accept_from_trace", "needs a trace file with recorded decode passes: a synthetic trace has one token per pass")
+		}
+		validateDrafter(&ps, sp.Drafter)
 	}
 	if s.SpecFromTrace && s.Trace.Path == "" {
 		ps.add("spec_from_trace", "needs a trace file: a synthetic trace has one decode token per pass")
@@ -76,6 +82,30 @@ func (s *Spec) Validate() error {
 		ps.add("context_tokens", "must be >= 0 (got %d)", s.ContextTokens)
 	}
 	return errors.Join(ps...)
+}
+
+// validateDrafter checks a speculative group's drafter.
+func validateDrafter(ps *problems, d *Drafter) {
+	if d == nil {
+		ps.add("speculative.drafter", "missing: state what drafts and what it costs (--drafter %s; explicit with --drafter-bytes and --drafter-flops per draft token; free only as an upper bound)",
+			strings.Join(DrafterKinds(), "|"))
+		return
+	}
+	if !slices.Contains(DrafterKinds(), d.Kind) {
+		ps.add("speculative.drafter.kind", "unknown drafter %q (valid: %s)", d.Kind, strings.Join(DrafterKinds(), ", "))
+		return
+	}
+	if d.Kind != DrafterExplicit {
+		if d.Bytes != 0 || d.FLOPs != 0 {
+			ps.add("speculative.drafter", "bytes and flops apply to an explicit drafter only; a %s drafter's cost follows from its kind", d.Kind)
+		}
+		return
+	}
+	if d.Bytes < 0 || d.FLOPs < 0 {
+		ps.add("speculative.drafter", "bytes and flops per draft token must be >= 0 (got %d, %d)", d.Bytes, d.FLOPs)
+	} else if d.Bytes == 0 && d.FLOPs == 0 {
+		ps.add("speculative.drafter", "an explicit drafter needs bytes or flops per draft token > 0 (a drafter that costs nothing is kind free)")
+	}
 }
 
 func (s *Spec) validateTrace(ps *problems) {

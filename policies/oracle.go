@@ -12,8 +12,11 @@ var _ sim.Policy = (*Oracle)(nil)
 // never is the next-use position of a key that is not used again.
 const never = math.MaxInt64
 
-// Oracle is the upper bound real policies are compared against: it knows the
-// whole trace (through its constructor, by design). At moment 1 of layer l it
+// Oracle is Belady eviction plus perfect one-layer-ahead prefetch: a hit-rate
+// reference real policies are compared against, not a throughput bound (it
+// reads every expert the next layer needs as early as it can, which can cost
+// more flash time than a policy that reads less). It knows the whole trace
+// (through its constructor, by design). At moment 1 of layer l it
 // prefetches exactly the experts that layer l+1 will select for the pass's
 // tokens (at the last layer, layer 0 of the next pass's tokens); it evicts by Belady's rule (Belady 1966): the evictable key whose
 // next use is farthest in the future, ties to the lower key. For prefetch room

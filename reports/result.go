@@ -30,6 +30,9 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 	fmt.Fprintf(tw, "latency\tp50 %s\tp90 %s  p99 %s  max %s\n", ms(r.LatencyP50NS), ms(r.LatencyP90NS), ms(r.LatencyP99NS), ms(r.LatencyMaxNS))
 	fmt.Fprintf(tw, "time\tcompute %s\tstall %s (%s): flash wait %s, fault CPU %s; demand reads queued %s\n",
 		secs(r.ComputeNS), secs(r.StallNS), pct(r.StallNS, r.TimeNS), secs(r.StallFlashNS), secs(r.StallFaultCPUNS), secs(r.DemandQueueWaitNS))
+	if r.DraftNS > 0 || r.RejectedDrafts > 0 {
+		fmt.Fprintf(tw, "drafting\t%s\t(%s) on the compute thread; %d drafts rejected, their experts loaded as their own\n", secs(r.DraftNS), pct(r.DraftNS, r.TimeNS), r.RejectedDrafts)
+	}
 	if r.LoadCPUNS > 0 {
 		fmt.Fprintf(tw, "loading\t%s\t(%s) on the compute thread: commit, copy, bookkeeping of loaded experts\n", secs(r.LoadCPUNS), pct(r.LoadCPUNS, r.TimeNS))
 	}

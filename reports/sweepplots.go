@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	gpalette "gonum.org/v1/plot/palette"
@@ -95,7 +96,20 @@ func (d *sweepData) metricVsCache(name, title, col, ylabel string) figure {
 	p.Y.Min, p.Y.Max = 0, ymax*(1.1+0.06*float64(len(labels)))
 	p.Legend.Top, p.Legend.Left = true, true
 	return figure{name: name, title: title, p: p, w: 8 * vg.Inch, h: 5 * vg.Inch,
-		caption: fmt.Sprintf("%s of each simulated point; one line per %s.", ylabel, seriesWhat(labels))}
+		caption: fmt.Sprintf("%s of each simulated point; one line per %s.", ylabel, seriesWhat(labels)) + oracleNote(labels)}
+}
+
+// OracleNote is what every plot or table showing the oracle policy says about it.
+const OracleNote = "oracle is Belady eviction plus perfect one-layer-ahead prefetch: a hit-rate reference, not a throughput bound."
+
+// oracleNote is " "+OracleNote when a series label shows the oracle policy.
+func oracleNote(labels []string) string {
+	for _, l := range labels {
+		if slices.Contains(strings.FieldsFunc(l, func(r rune) bool { return r == ',' || r == ' ' || r == '=' }), "oracle") {
+			return " " + OracleNote
+		}
+	}
+	return ""
 }
 
 func seriesWhat(labels []string) string {
@@ -298,6 +312,7 @@ func (d *sweepData) latencyCDF() figure {
 	if len(groups) > drawn {
 		caption += fmt.Sprintf(" The first %d of %d series are drawn.", drawn, len(groups))
 	}
+	caption += oracleNote(labels)
 	return figure{name: name, title: title, p: p, w: 8 * vg.Inch, h: 5 * vg.Inch, caption: caption}
 }
 
@@ -395,7 +410,7 @@ func (d *sweepData) stallBars() figure {
 		at = " at cache " + gib(cache)
 	}
 	return figure{name: name, title: title, p: p, w: 8 * vg.Inch, h: 5.5 * vg.Inch,
-		caption: fmt.Sprintf("Decode time per token%s split into compute and stalls (stall_ns = flash wait + fault handling + other).", at)}
+		caption: fmt.Sprintf("Decode time per token%s split into compute and stalls (stall_ns = flash wait + fault handling + other).", at) + oracleNote(labels)}
 }
 
 // ablationBars draws tokens/s per ablation step when rows carry step labels.

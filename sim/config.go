@@ -62,8 +62,18 @@ type Config struct {
 	// the previous one was (geometric acceptance model): a pass emits
 	// 1 + (leading accepted drafts among SpecBlock-1) tokens.
 	SpecAccept float64
-	// Seed drives the acceptance model (the only randomness in the engine).
+	// Seed drives the acceptance model and the routing of rejected drafts
+	// (the only randomness in the engine; two separate PCG streams).
 	Seed uint64
+	// Drafter names what proposes a pass's SpecBlock-1 drafts (for the
+	// result's warnings): "free" states that drafting costs nothing, "ngram"
+	// that it reads no weights. Unused without speculative decoding.
+	Drafter string
+	// DraftBytes and DraftFLOPs are the drafter's cost per draft token: each
+	// of a pass's drafts takes max(DraftBytes ÷ (MemBandwidth ×
+	// MemEfficiency), DraftFLOPs ÷ ComputeFLOPS) on the compute thread,
+	// sequentially, before the verify pass. Zero both for a free drafter.
+	DraftBytes, DraftFLOPs int64
 	// SpecFromTrace takes speculative passes from the trace instead of the
 	// acceptance model: decode tokens sharing a Pass were emitted by one
 	// verify pass, all accepted (SpecBlock and SpecAccept are then unused).
@@ -133,6 +143,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ContextCost && c.Model != nil && !c.Model.HasContextShape() {
 		add("context cost: model %s does not state its layers' mixers (attention or recurrent) and their KV, attention and state sizes", c.Model.Name)
+	}
+	if c.DraftBytes < 0 || c.DraftFLOPs < 0 {
+		add("drafter: bytes and FLOPs per draft token must be >= 0 (got %d, %d)", c.DraftBytes, c.DraftFLOPs)
 	}
 	if c.ContextTokens < 0 {
 		add("context tokens: must be >= 0 (got %d)", c.ContextTokens)

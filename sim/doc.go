@@ -81,6 +81,16 @@
 // accepted with probability SpecAccept; the next pass starts after the last
 // accepted token. Throughput counts accepted tokens only.
 //
+// Nothing is free: before a verify pass of n tokens the drafter's n-1 draft
+// steps run on the compute thread, each max(DraftBytes ÷ (MemBandwidth ×
+// MemEfficiency), DraftFLOPs ÷ ComputeFLOPS) (Result.DraftNS); and the
+// rejected drafts are tokens of their own, not the trace's next tokens (which
+// would be a free, perfect prefetch of them): their routing is drawn from the
+// trace's per-layer statistics (draftRouter), their experts are loaded, and
+// the next pass routes the real token again. With SpecFromTrace the passes
+// are the recorded ones, all accepted, with no drafter cost and no rejected
+// drafts (traces hold neither).
+//
 // # Policies
 //
 // A Policy sees the moments a real engine has, in order: the router input of

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 
@@ -43,8 +44,11 @@ type engine struct {
 	pend []int32 // scratch: union indices not yet computed
 	la   Lookahead
 
-	ctx   passContext // the current pass's positions (Config.ContextCost)
-	press pressure    // memory pressure (Device.AppLimitBytes): faults > 0 when on
+	ctx       passContext    // the current pass's positions (Config.ContextCost)
+	press     pressure       // memory pressure (Device.AppLimitBytes): faults > 0 when on
+	drafts    *draftRouter   // routes rejected drafts (speculative decoding with the acceptance model)
+	draftTime Time           // compute-thread time of one draft token
+	blockBuf  []*traces.Step // scratch: a verify pass's tokens
 
 	res       Result
 	latencies []int64
@@ -88,6 +92,13 @@ func RunSourceTap(cfg Config, src traces.Source, pol Policy, tap func(UseRecord)
 	}
 	e := newEngine(cfg, pol, tap)
 	e.press = newPressure(&e.cfg, traceContext(&cfg, src))
+	if cfg.SpecBlock > 1 && !cfg.SpecFromTrace {
+		steps, ok := traces.SliceOf(src)
+		if !ok {
+			return nil, errors.New("speculative decoding with the acceptance model needs the trace in memory: rejected drafts are routed from the whole trace's per-layer statistics (use a shorter trace, or --spec-from-trace)")
+		}
+		e.drafts = newDraftRouter(steps, e.nL, e.nE, e.m.TopK, e.cfg.Seed)
+	}
 	if err := e.run(newWindow(src, e.checkStep)); err != nil {
 		return nil, err
 	}
@@ -115,6 +126,7 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 		}
 	}
 	e.times = newTimeTable(e)
+	e.draftTime = e.cm.part(cfg.DraftBytes, cfg.DraftFLOPs, 1)
 	e.fl.done = e.readDone
 	for i, l := range m.Layers {
 		e.layerBytes[i] = l.ExpertBytes
@@ -189,19 +201,19 @@ func (e *engine) run(w *window) error {
 			j++
 		}
 		e.bk.Measure = true
-		start, bytes0, reads0, stall0, load0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS, e.res.LoadCPUNS
+		start, bytes0, reads0, stall0, load0, draft0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS, e.res.LoadCPUNS, e.res.DraftNS
 		e.fl.advance(e.now)
 		busy0 := e.fl.busyNS
-		if err := e.pass(w.span(i, j), i); err != nil {
+		accepted, block := j-i, w.span(i, j) // recorded passes emitted every token they hold
+		if !e.cfg.SpecFromTrace && j-i > 1 {
+			accepted, block = e.speculate(block)
+		}
+		if err := e.pass(block, i); err != nil {
 			return err
 		}
 		e.fl.advance(e.now)
 		e.res.FlashBusyNS += e.fl.busyNS - busy0
 		e.res.FlashReads += e.fl.reads - reads0
-		accepted := j - i // recorded passes emitted every token they hold
-		if !e.cfg.SpecFromTrace {
-			accepted = e.accepted(j - i)
-		}
 		dt := e.now - start
 		e.res.Passes++
 		e.res.Tokens += int64(accepted)
@@ -212,13 +224,34 @@ func (e *engine) run(w *window) error {
 		}
 		if e.cfg.KeepSeries {
 			e.res.Series = append(e.res.Series, PassSample{StartNS: e.res.TimeNS - dt, TimeNS: dt, StallNS: e.res.StallNS - stall0,
-				LoadCPUNS: e.res.LoadCPUNS - load0, FlashBytes: e.fl.bytesRead - bytes0, Accepted: accepted})
+				LoadCPUNS: e.res.LoadCPUNS - load0, DraftNS: e.res.DraftNS - draft0, FlashBytes: e.fl.bytesRead - bytes0, Accepted: accepted})
 		}
 		i += accepted
 		w.release(i)
 	}
 	e.wrapUp(maxPos)
 	return nil
+}
+
+// speculate prepares a verify pass over span (the trace's next tokens, more
+// than one) with the acceptance model: it draws how many tokens the pass
+// emits, charges the drafter for the len(span)-1 drafts, and returns the
+// pass's tokens, whose rejected drafts are routed as their own
+// (draftRouter).
+func (e *engine) speculate(span []*traces.Step) (int, []*traces.Step) {
+	n := len(span)
+	accepted := e.accepted(n)
+	e.res.RejectedDrafts += int64(n - accepted)
+	e.draft(n - 1)
+	e.blockBuf = e.drafts.block(span, accepted, e.blockBuf)
+	return accepted, e.blockBuf
+}
+
+// draft runs n draft tokens on the compute thread, one after another.
+func (e *engine) draft(n int) {
+	d := Time(n) * e.draftTime
+	e.now += d
+	e.res.DraftNS += d
 }
 
 // accepted draws how many of a verified block of n tokens are emitted.

@@ -41,6 +41,7 @@ type Result struct {
 	StallFlashNS      int64   `json:"stall_flash_ns"`       // of which waiting for reads to finish
 	StallFaultCPUNS   int64   `json:"stall_fault_cpu_ns"`   // of which page-fault handling (gguf-mmap)
 	LoadCPUNS         int64   `json:"load_cpu_ns"`          // compute thread loading experts (commit, copy, bookkeeping)
+	DraftNS           int64   `json:"draft_ns,omitempty"`   // compute thread running the speculative drafter
 	DemandQueueWaitNS int64   `json:"demand_queue_wait_ns"` // demand reads waiting for a lane (behind other reads)
 	FlashBusyNS       int64   `json:"flash_busy_ns"`        // decode time with at least one transfer in progress
 
@@ -79,6 +80,9 @@ type Result struct {
 	PressureFaults     int64 `json:"pressure_faults,omitempty"`
 	PressureFaultBytes int64 `json:"pressure_fault_bytes,omitempty"`
 	PressureNS         int64 `json:"pressure_ns,omitempty"`
+	// RejectedDrafts counts drafts verified and rejected (speculative decoding
+	// with the acceptance model); their experts were loaded as their own.
+	RejectedDrafts int64 `json:"rejected_drafts,omitempty"`
 
 	PrefillTokens int64 `json:"prefill_tokens"`
 	PrefillNS     int64 `json:"prefill_ns"`
@@ -102,6 +106,7 @@ type PassSample struct {
 	TimeNS     int64 `json:"time_ns"`
 	StallNS    int64 `json:"stall_ns"`
 	LoadCPUNS  int64 `json:"load_cpu_ns"`
+	DraftNS    int64 `json:"draft_ns,omitempty"`
 	FlashBytes int64 `json:"flash_bytes"`
 	Accepted   int   `json:"accepted"`
 }

@@ -49,7 +49,12 @@ func warnings(e *engine, ctxTokens int) []string {
 	if e.cfg.SpecFromTrace && r.Passes > 0 {
 		w = append(w, "speculative passes from the trace: rejected drafts are not recorded, so their experts are not loaded")
 	} else if e.cfg.SpecBlock > 1 && r.Passes > 0 {
-		w = append(w, fmt.Sprintf("speculative decoding: verify blocks use the trace's next %d tokens' experts; rejected drafts are assumed to route like the trace", e.cfg.SpecBlock))
+		switch {
+		case e.cfg.Drafter == "ngram":
+			w = append(w, "speculative decoding: the n-gram drafter reads no weights; its lookup time is not charged")
+		case e.draftTime == 0:
+			w = append(w, fmt.Sprintf("speculative decoding: the drafter is free (its %d draft steps per pass cost no time), so the speed-up is an upper bound", e.cfg.SpecBlock-1))
+		}
 	}
 	return w
 }

@@ -128,6 +128,7 @@ func TestParseGridEmpty(t *testing.T) {
 func TestExpandInvalidPoints(t *testing.T) {
 	src := `base:
   model: {name: minicpm-v-4.7-35b-a3b}
+  speculative: {drafter: {kind: free}}
 axes:
   layout: [per-expert, floppy]
   speculative.accept: [0.5, 1.5]
@@ -140,7 +141,7 @@ axes:
 	if err == nil {
 		t.Fatal("want an error")
 	}
-	for _, want := range []string{"3 problems", `layout="floppy" (line 4)`, `speculative.accept=1.5 (line 5)`} {
+	for _, want := range []string{"3 problems", `layout="floppy" (line 5)`, `speculative.accept=1.5 (line 6)`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

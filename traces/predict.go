@@ -159,6 +159,15 @@ func PredictLookahead(meta Meta, steps []Step, opt PredictOptions) (Meta, []Step
 	return m, out, nil
 }
 
+// PredictScores fills v (len = experts) with one lookahead vector of the
+// stated predictor for a target layer whose true selection is truth: each
+// true expert scores high with probability recall, each other expert with
+// probability fp / (experts − k) (see the comment at the top of predict.go).
+// mark is scratch of len(v), all false, and is left so.
+func PredictScores(r *rand.Rand, v []float32, truth []int32, recall, fp float64, mark []bool) {
+	predictScores(r, v, truth, recall, fp, mark)
+}
+
 // predictScores fills v for a target layer whose true selection is truth.
 func predictScores(r *rand.Rand, v []float32, truth []int32, recall, fp float64, mark []bool) {
 	for _, e := range truth {

@@ -152,3 +152,13 @@ func (s *sliceSource) MaxPos() (int32, bool) {
 	}
 	return m, true
 }
+
+// SliceOf returns the steps behind a Source from NewSliceSource (false for
+// any other Source, e.g. a trace file read as it goes).
+func SliceOf(src Source) ([]Step, bool) {
+	s, ok := src.(*sliceSource)
+	if !ok {
+		return nil, false
+	}
+	return s.steps, true
+}

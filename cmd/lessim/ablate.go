@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/ablation"
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/reports"
 )
@@ -21,11 +22,12 @@ var ablateOptions = []string{"trace", "model", "tokens", "device", "device-file"
 
 // ablateFlags are ablate's own flags.
 type ablateFlags struct {
-	set     ablation.Settings
-	explain bool
-	format  string
-	plot    string
-	out     string
+	set          ablation.Settings
+	drafterBytes string // --drafter-bytes as written (a size)
+	explain      bool
+	format       string
+	plot         string
+	out          string
 }
 
 func newAblateCmd() *cobra.Command {
@@ -49,7 +51,8 @@ that ran as a results row (every spec field and Result metric, as lessim sweep
 writes, plus ablation_step and ablation_order) to DIR/ablation.parquet, from
 which lessim report DIR draws the ablation bars. A step that cannot be expressed
 for the inputs (a trace file fixes the quant variant) is skipped with the reason.
-The speculative defaults (block 4, acceptance 0.7) are assumed, not measured.`,
+The speculative defaults (block 4, acceptance 0.7, the model's MTP head as the
+drafter) are assumed, not measured.`,
 		Example: `  lessim ablate --device iphone-18-pro-max --cache 3GiB
   lessim ablate --device iphone-18-pro-max --cache 3GiB --explain
   lessim ablate --trace my.parquet --cache 40% --format json > ablation.json
@@ -66,6 +69,9 @@ The speculative defaults (block 4, acceptance 0.7) are assumed, not measured.`,
 	fl.Uint64Var(&f.set.Seed, "seed", f.set.Seed, "seed of the synthetic trace (when there is one) and of speculative acceptance")
 	fl.IntVar(&f.set.SpecBlock, "spec-block", f.set.SpecBlock, "speculative step: tokens verified per pass, >= 2; the default is assumed, not measured")
 	fl.Float64Var(&f.set.SpecAccept, "spec-accept", f.set.SpecAccept, "speculative step: probability each draft token is accepted; the default is assumed, not measured")
+	fl.StringVar(&f.set.Drafter, "drafter", f.set.Drafter, "speculative step: what drafts, and so what drafting costs: "+strings.Join(experiment.DrafterKinds(), ", ")+"; the default is assumed, not measured")
+	fl.StringVar(&f.drafterBytes, "drafter-bytes", "0", "speculative step, explicit drafter: weight bytes read per draft token (e.g. 400MB)")
+	fl.Int64Var(&f.set.DrafterFLOPs, "drafter-flops", 0, "speculative step, explicit drafter: FLOPs per draft token")
 	fl.BoolVar(&f.set.Reference, "reference", f.set.Reference, "add the oracle reference row (a hit-rate reference, not a throughput bound)")
 	fl.BoolVar(&f.explain, "explain", false, "show each step's settings and what changed from the step before")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
@@ -81,6 +87,13 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	}
 	if f.explain && f.format == "json" {
 		errs = append(errs, errors.New("--explain does not apply with --format json: each step's JSON holds its changes and full spec"))
+	}
+	if f.drafterBytes != "0" {
+		n, err := devices.ParseSize(f.drafterBytes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--drafter-bytes %s: %w", f.drafterBytes, err))
+		}
+		f.set.DrafterBytes = n
 	}
 	if f.plot != "" {
 		if err := checkWritableDir(reports.TrimPlotExt(f.plot)); err != nil {

@@ -71,7 +71,7 @@ func TestGolden(t *testing.T) {
 		{"simulate-default", []string{"simulate", "--tokens", "300"}},
 		{"simulate-stock", []string{"simulate", "--tokens", "300", "--policy", "ondemand", "--layout", "gguf-mmap", "--cached-first=false", "--cache", "3GiB"}},
 		{"simulate-json", []string{"simulate", "--tokens", "200", "--device", "ipad-pro-m4", "--policy", "lru", "--cache", "40%", "--format", "json"}},
-		{"simulate-spec", []string{"simulate", "--tokens", "300", "--variant", "mixed-q3k-experts", "--spec-block", "4", "--spec-accept", "0.7"}},
+		{"simulate-spec", []string{"simulate", "--tokens", "300", "--variant", "mixed-q3k-experts", "--spec-block", "4", "--spec-accept", "0.7", "--drafter", "mtp"}},
 		{"err-unknown-policy", []string{"simulate", "--policy", "nope"}},
 		{"err-unknown-device", []string{"simulate", "--device", "pixel"}},
 		{"err-unknown-model", []string{"simulate", "--model", "gpt-5"}},
@@ -136,7 +136,7 @@ func TestImportAndReplay(t *testing.T) {
 }
 
 func TestSimulateDeterministic(t *testing.T) {
-	args := []string{"simulate", "--tokens", "300", "--spec-block", "3", "--seed", "5", "--format", "json"}
+	args := []string{"simulate", "--tokens", "300", "--spec-block", "3", "--drafter", "mtp", "--seed", "5", "--format", "json"}
 	a, b := runCLI(t, "", args...), runCLI(t, "", args...)
 	if a != b || !strings.HasPrefix(a, "{") {
 		t.Fatalf("same inputs, different output:\n%s\n%s", a, b)

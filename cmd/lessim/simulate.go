@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
@@ -222,7 +223,11 @@ func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 		{"trace", o.TraceLabel},
 	}
 	if sp := s.Speculative; sp != nil {
-		h = append(h, [2]string{"speculative", fmt.Sprintf("block %d, acceptance %.2f", sp.Block, sp.Accept)})
+		acc := fmt.Sprintf("acceptance %.2f", sp.Accept)
+		if sp.AcceptFromTrace {
+			acc = fmt.Sprintf("acceptance %.3f (estimated from the trace)", sp.Accept)
+		}
+		h = append(h, [2]string{"speculative", fmt.Sprintf("block %d, %s, drafter %s", sp.Block, acc, drafterLabel(sp.Drafter, o.Model))})
 	} else if s.SpecFromTrace {
 		h = append(h, [2]string{"speculative", "passes from the trace"})
 	}
@@ -236,4 +241,13 @@ func layoutLine(s *experiment.Spec) string {
 		return s.Layout + ", barrier (experts compute once all are resident)"
 	}
 	return fmt.Sprintf("%s, cached-first %v", s.Layout, s.CachedFirst)
+}
+
+// drafterLabel names a drafter and its cost per draft token.
+func drafterLabel(d *experiment.Drafter, m *devices.ModelSpec) string {
+	b, f := d.Cost(m)
+	if b == 0 && f == 0 {
+		return d.Kind
+	}
+	return fmt.Sprintf("%s (%s, %.3g GFLOP per draft token)", d.Kind, sim.FormatBytes(b), float64(f)/1e9)
 }

@@ -56,12 +56,13 @@ func TestSimulateSpecReproduces(t *testing.T) {
 		append([]string{"--policy", "les", "--threshold", "0.9", "--max-candidates", "12", "--depth", "2", "--max-inflight", "64MiB"}, common...),
 		append([]string{"--policy", "les", "--top-n", "6", "--cache", "2GiB"}, common...),
 		append([]string{"--policy", "les", "--no-prefetch", "--layout", "gguf-mmap", "--cached-first=false"}, common...),
-		append([]string{"--policy", "lru", "--spec-block", "4", "--spec-accept", "0.6", "--accept-seed", "3", "--trace-seed", "2"}, common...),
+		append([]string{"--policy", "lru", "--spec-block", "4", "--spec-accept", "0.6", "--accept-seed", "3", "--drafter", "explicit", "--drafter-bytes", "300MB", "--drafter-flops", "6e8", "--trace-seed", "2"}, common...),
 		append([]string{"--policy", "lfu", "--cache", "15%", "--context", "8192", "--device", "ipad-pro-m4"}, common...),
 		append([]string{"--policy", "ondemand", "--variant", "mixed-q3k-experts", "--seed", "9"}, common...),
-		append([]string{"--policy", "oracle", "--cache", "3GiB", "--spec-block", "2", "--spec-accept", "0"}, common...),
+		append([]string{"--policy", "oracle", "--cache", "3GiB", "--spec-block", "2", "--spec-accept", "0", "--drafter", "free"}, common...),
 		append([]string{"--policy", "pinned-hot", "--pin-fraction", "0.3", "--model", "qwen3-30b-a3b"}, common...),
 		{"--trace", "paired.parquet", "--spec-from-trace", "--prefill", "--policy", "les"},
+		{"--trace", "paired.parquet", "--spec-block", "3", "--spec-accept-from-trace", "--drafter", "mtp", "--policy", "les"},
 		{"--trace", "paired.parquet", "--policy", "oracle", "--prefill", "--context", "4096"},
 		{"--trace", "bare.parquet", "--predict-recall", "0.75", "--predict-fp", "2", "--predict-seed", "4", "--depth", "2", "--cache", "2GiB"},
 		{"--trace", "bare.parquet", "--policy", "pinned-hot", "--device-file", profile},
@@ -163,6 +164,8 @@ func TestSimulateRefusesOptionsThatDoNotApply(t *testing.T) {
 		tc{[]string{"--trace", "x.parquet", "--spec-from-trace", "--spec-block", "4"}, "--spec-block does not apply: with --spec-from-trace the passes come from the trace"},
 		tc{[]string{"--trace", "x.parquet", "--spec-from-trace", "--spec-accept", "0.7"}, "every recorded token is accepted"},
 		tc{[]string{"--prefill"}, "--prefill does not apply: the synthetic trace has no prefill"},
+		tc{[]string{"--spec-block", "4"}, "speculative.drafter: missing: state what drafts and what it costs (--drafter free|mtp|ngram|explicit"},
+		tc{[]string{"--drafter", "mtp"}, "--drafter does not apply: it is a setting of speculative decoding"},
 	)
 	for _, c := range cases {
 		got := runCLI(t, "", append([]string{"simulate"}, c.args...)...)

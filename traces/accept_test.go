@@ -1,0 +1,58 @@
+package traces
+
+import (
+	"strings"
+	"testing"
+)
+
+// passes builds one sequence's decode steps, n[i] tokens in pass i.
+func passes(n ...int) []Step {
+	var steps []Step
+	for p, k := range n {
+		for range k {
+			steps = append(steps, Step{Pos: int32(len(steps)), Phase: Decode, Pass: int32(p)})
+		}
+	}
+	return steps
+}
+
+// By hand: blocks of 4; passes of 4, 2, 1, 3 tokens accepted 3+1+0+2 = 6
+// drafts and ended at 3 rejections (the pass of 4 accepted all), so
+// α = 6 / (6 + 3) = 2/3.
+func TestEstimateAcceptance(t *testing.T) {
+	steps := append(passes(4, 2, 1, 3), Step{Phase: Prefill, Pass: 0})
+	a, err := EstimateAcceptance(steps, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Passes != 4 || a.Accepted != 6 || a.Rejections != 3 || a.Accept != 6.0/9 {
+		t.Fatalf("got %+v, want 4 passes, 6 accepted, 3 rejections, α 2/3", a)
+	}
+	// Every pass full: α 1. No pass longer than one token: α 0.
+	if a, _ := EstimateAcceptance(passes(3, 3), 3); a.Accept != 1 {
+		t.Errorf("full blocks: α %g, want 1", a.Accept)
+	}
+	if a, _ := EstimateAcceptance(passes(1, 1, 1), 3); a.Accept != 0 || a.Rejections != 3 {
+		t.Errorf("single-token passes: %+v, want α 0 and 3 rejections", a)
+	}
+}
+
+func TestEstimateAcceptanceErrors(t *testing.T) {
+	unknown := passes(1, 1)
+	for i := range unknown {
+		unknown[i].Pass = -1
+	}
+	for _, tc := range []struct {
+		steps []Step
+		block int
+		want  string
+	}{
+		{passes(2), 1, "at least 2"},
+		{passes(5), 4, "emitted 5 tokens, more than a block of 4"},
+		{unknown, 4, "records no decode passes"},
+	} {
+		if _, err := EstimateAcceptance(tc.steps, tc.block); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("block %d: error %v, want %q", tc.block, err, tc.want)
+		}
+	}
+}
