@@ -8,7 +8,10 @@ import (
 	"github.com/lessim/lessim/traces"
 )
 
-var _ sim.Policy = (*LES)(nil)
+var (
+	_ sim.Policy          = (*LES)(nil)
+	_ sim.LookaheadRouter = (*LES)(nil)
+)
 
 // LES is Lookahead Expert Scheduling. At moment 1 of layer l it reads the
 // lookahead router scores for layers l+1..l+Depth (layer l's router input fed
@@ -245,3 +248,8 @@ func (s *LES) selectCandidates(scores []float32, ci *traces.CandidateIndex, laye
 		}
 	}
 }
+
+// UsesLookahead reports whether les runs the next layer's router on the
+// current input, that is whether it prefetches (a GPU backend charges a
+// synchronisation for it).
+func (s *LES) UsesLookahead() bool { return s.p.Prefetch }

@@ -41,9 +41,18 @@ func (e *engine) passBody(steps []traces.Step, i, j int) error {
 		e.compute(e.denseTime(l, tokens))
 
 		// Moment 1 comes after the previous layer's experts are done: none is in use.
+		if err := e.admitNeighbours(); err != nil {
+			return err
+		}
+		if e.laSync {
+			e.sync() // the lookahead router's scores come back to the host
+		}
 		e.lookahead(steps, i, j, l)
 		if err := e.bk.Prefetch(&e.la); err != nil {
 			return err
+		}
+		if e.gpuSync > 0 {
+			e.sync() // the layer's top-k comes back to the host
 		}
 
 		// Moment 2: the union of the pass's selections, in token then rank order.
@@ -74,6 +83,15 @@ func (e *engine) compute(d Time) {
 	e.now += d
 	if e.bk.Measure {
 		e.res.ComputeNS += d
+	}
+}
+
+// sync is one host-device synchronisation on the GPU backend: the compute
+// thread waits for the device's queue before reading a result on the host.
+func (e *engine) sync() {
+	e.compute(e.gpuSync)
+	if e.bk.Measure {
+		e.res.GPUSyncNS += e.gpuSync
 	}
 }
 

@@ -104,3 +104,11 @@ type Policy interface {
 	// (a policy may decline then to protect its cache). ok=false declines.
 	Victim(view CacheView, need int64, forPrefetch bool) (k Key, ok bool)
 }
+
+// LookaheadRouter is implemented by a policy that runs the next layer's router
+// on the current layer's input (les): on a GPU backend that costs the compute
+// thread one more host-device synchronisation per layer. UsesLookahead
+// reports whether this instance does (les with prefetch off does not).
+type LookaheadRouter interface {
+	UsesLookahead() bool
+}
