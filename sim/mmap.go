@@ -195,7 +195,8 @@ func (e *engine) readAhead(l, t int, tw *tensorWins, w int64) {
 
 // faultInDetailed faults k in region by region with the detailed model,
 // charging the stall (the slowest thread's chain per region). Neighbours it
-// completed are admitted at the next layer's moment 1 (admitNeighbours).
+// completed are admitted at the next layer's moment 1, after the policy's prefetches
+// (admitNeighbours), when nothing is in use.
 func (e *engine) faultInDetailed(k Key) {
 	m := e.mm
 	l, x := k.Split(e.nE)
@@ -234,17 +235,19 @@ func (e *engine) faultRegion(l, t, x int) int64 {
 	m.th = ths
 	e.fl.advance(e.now)
 	for {
-		best := -1
+		best, waiting := -1, false
 		for i := range ths {
-			if th := &ths[i]; th.wait < 0 && th.w < th.end && (best < 0 || th.ready < ths[best].ready) {
+			th := &ths[i]
+			waiting = waiting || th.wait >= 0
+			if th.wait < 0 && th.w < th.end && (best < 0 || th.ready < ths[best].ready) {
 				best = i
 			}
 		}
 		ev, id := e.fl.nextEvent()
 		if best < 0 || id >= 0 && ev <= ths[best].ready {
 			// NB: flash events at a time fire before a thread acts at it.
-			if id < 0 {
-				break // every thread is done
+			if !waiting && best < 0 || id < 0 {
+				break // every thread is done (read-aheads may still be in flight)
 			}
 			e.fl.step(ev, id)
 			for i := range ths {

@@ -41,14 +41,15 @@ func (e *engine) passBody(steps []traces.Step, i, j int) error {
 		e.compute(e.denseTime(l, tokens))
 
 		// Moment 1 comes after the previous layer's experts are done: none is in use.
-		if err := e.admitNeighbours(); err != nil {
-			return err
-		}
 		if e.laSync {
 			e.sync() // the lookahead router's scores come back to the host
 		}
 		e.lookahead(steps, i, j, l)
 		if err := e.bk.Prefetch(&e.la); err != nil {
+			return err
+		}
+		// Then experts that earlier reads brought in whole (gguf-mmap neighbours).
+		if err := e.admitNeighbours(); err != nil {
 			return err
 		}
 		if e.gpuSync > 0 {
