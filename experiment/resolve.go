@@ -76,6 +76,7 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 	p.Config = sim.Config{
 		Model: m, Device: dev, CacheBytes: cache, Layout: sim.Layout(r.Layout), CachedFirst: r.CachedFirst,
 		SpecBlock: 1, SpecFromTrace: r.SpecFromTrace, Prefill: r.Prefill, ContextTokens: r.ContextTokens,
+		MmapNeighbours: r.MmapNeighbours, PageCacheFreeRAM: r.PageCache == PageCacheFreeRAM,
 	}
 	if sp := r.Speculative; sp != nil {
 		p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed

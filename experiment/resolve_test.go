@@ -27,6 +27,7 @@ func specsToResolve(t *testing.T) map[string]map[string]string {
 		"file":         {"trace": file, "policy": "les", "prefill": "true", "spec-from-trace": "true"},
 		"predictor":    {"trace": bare, "predict-recall": "0.7", "predict-fp": "2", "predict-seed": "5", "depth": "2"},
 		"predictor-ts": {"trace": bare, "predict-recall": "0.7", "threshold": "0.5"},
+		"page-cache":   {"tokens": "60", "policy": "lru", "layout": "gguf-mmap", "page-cache": "free-ram", "mmap-neighbours": "true"},
 	}
 }
 
@@ -186,5 +187,30 @@ func TestCheckFinite(t *testing.T) {
 	r.TokensPerSec = math.NaN()
 	if err := checkFinite(r); err == nil || !strings.Contains(err.Error(), "TokensPerSec is NaN") {
 		t.Errorf("NaN tokens/s: %v", err)
+	}
+}
+
+// TestPageCacheFreeRAM: the page cache sized by free RAM is the device's
+// budget (what cache auto gives), the engine is told, and the result says
+// how eviction is approximated; neighbours reach the engine.
+func TestPageCacheFreeRAM(t *testing.T) {
+	s, err := FromOptions(map[string]string{"tokens": "40", "policy": "lru", "layout": "gguf-mmap", "page-cache": "free-ram", "mmap-neighbours": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := new(Inputs).Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sim.DeviceBudget(p.Model, p.Device, longestSequence(p.Steps))
+	if c := p.Config; !c.PageCacheFreeRAM || !c.MmapNeighbours || c.CacheBytes != want {
+		t.Errorf("config: free-ram %v neighbours %v cache %d, want true true %d", c.PageCacheFreeRAM, c.MmapNeighbours, c.CacheBytes, want)
+	}
+	o, err := p.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(o.Result.Warnings, "\n"); !strings.Contains(w, "kernel's page cache, sized by free RAM") {
+		t.Errorf("warnings lack the page cache note: %s", w)
 	}
 }

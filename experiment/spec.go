@@ -45,6 +45,16 @@ type Spec struct {
 	// CachedFirst computes resident experts first while misses load (false =
 	// rank order, stock llama.cpp).
 	CachedFirst bool `json:"cached_first"`
+	// PageCache (gguf-mmap only) is where the mapped experts are cached: ""
+	// is the cache budget (Cache); PageCacheFreeRAM is the kernel's page
+	// cache, whatever RAM is free: Cache must be "auto" (the device's
+	// budget) and the policy lru or ondemand, whose LRU order stands for the
+	// kernel's eviction (an approximation of Linux's two-list LRU).
+	PageCache string `json:"page_cache,omitempty"`
+	// MmapNeighbours (gguf-mmap only) lets the bytes a page fault's
+	// read-around and read-ahead bring in beyond the faulting expert stay
+	// resident, so the next experts of the same tensors can hit.
+	MmapNeighbours bool `json:"mmap_neighbours,omitempty"`
 	// Speculative is block speculative decoding with a geometric acceptance
 	// model (nil = off).
 	Speculative *Speculative `json:"speculative,omitempty"`
@@ -56,6 +66,9 @@ type Spec struct {
 	// ContextTokens charged to the KV cache; 0 = the trace's longest sequence.
 	ContextTokens int `json:"context_tokens,omitempty"`
 }
+
+// PageCacheFreeRAM is Spec.PageCache for the kernel's page cache sized by free RAM.
+const PageCacheFreeRAM = "free-ram"
 
 // Model is a built-in model spec (see devices.LookupModel).
 type Model struct {

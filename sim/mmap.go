@@ -34,8 +34,8 @@ package sim
 // windows are scratch for one fault-in (a generation counter forgets them),
 // and bytes beyond the region are read and counted but never credited.
 // Approximations: reads issued by prefetches (madvise WILLNEED) do not mark
-// windows; partially covered absent experts' bytes are not charged to the
-// cache.
+// windows; the bytes of absent experts are not charged to the cache, and are
+// forgotten when the next pass reaches their layer (sweepWindows).
 type mmapModel struct {
 	win     int64 // window bytes
 	ahead   int   // windows read ahead asynchronously after a window that needed I/O
@@ -290,10 +290,51 @@ func (e *engine) faultRegion(l, t, x int) int64 {
 }
 
 // admitNeighbours makes resident, in the Books, the queued experts whose
-// every window is now resident (neighbours only).
-func (e *engine) admitNeighbours() error {
+// every window is now resident, then forgets layer l's resident windows
+// that belong to no resident or loading expert (neighbours only).
+func (e *engine) admitNeighbours(l int) error {
 	m := e.mm
-	if m == nil || !m.keep || len(m.cand) == 0 {
+	if m == nil || !m.keep {
+		return nil
+	}
+	if err := e.admitCandidates(); err != nil {
+		return err
+	}
+	e.sweepWindows(l)
+	return nil
+}
+
+// sweepWindows forgets layer l's resident windows that overlap no resident or
+// loading expert. NB: this bounds the bytes held for absent experts, which
+// the cache does not charge, to what one pass brought in: the kernel
+// reclaims such unmapped page-cache pages first.
+func (e *engine) sweepWindows(l int) {
+	m := e.mm
+	if m.tensors[l] == nil {
+		return
+	}
+	base := l * e.nE
+	for t, r := range e.regions[l] {
+		tw := &m.tensors[l][t]
+		for w := range int64(len(tw.state)) {
+			if m.get(tw, w) != winResident {
+				continue
+			}
+			held := false
+			for x := w * m.win / r; x <= (min((w+1)*m.win, tw.bytes)-1)/r && !held; x++ {
+				held = e.bk.keys[base+int(x)].state != Absent
+			}
+			if !held {
+				m.set(tw, w, winAbsent)
+			}
+		}
+	}
+}
+
+// admitCandidates admits the queued experts that are wholly resident.
+func (e *engine) admitCandidates() error {
+	m := e.mm
+	if len(m.cand) == 0 {
 		return nil
 	}
 	c := m.cand

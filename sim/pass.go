@@ -49,7 +49,7 @@ func (e *engine) passBody(steps []traces.Step, i, j int) error {
 			return err
 		}
 		// Then experts that earlier reads brought in whole (gguf-mmap neighbours).
-		if err := e.admitNeighbours(); err != nil {
+		if err := e.admitNeighbours(l); err != nil {
 			return err
 		}
 		if e.gpuSync > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
@@ -197,7 +198,7 @@ func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 		{"device", o.Device.Name},
 		{"policy", s.Policy.Name},
 		{"cache", fmt.Sprintf("%s (device budget %s)", sim.FormatBytes(s.Cache.Bytes), sim.FormatBytes(res.DeviceBudgetBytes))},
-		{"layout", fmt.Sprintf("%s, cached-first %v", s.Layout, s.CachedFirst)},
+		{"layout", fmt.Sprintf("%s, cached-first %v%s", s.Layout, s.CachedFirst, mmapLabel(s, o.Device))},
 		{"trace", o.TraceLabel},
 	}
 	if sp := s.Speculative; sp != nil {
@@ -206,4 +207,29 @@ func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 		h = append(h, [2]string{"speculative", "passes from the trace"})
 	}
 	return reports.WriteResult(w, h, res)
+}
+
+// mmapLabel names the stock page-fault path's settings that are on, for the
+// layout line ("" when none is).
+func mmapLabel(s *experiment.Spec, d *devices.Device) string {
+	if s.Layout != string(sim.LayoutGGUFMmap) {
+		return ""
+	}
+	var parts []string
+	if n := d.Threads(); n > 1 {
+		parts = append(parts, fmt.Sprintf("%d faulting threads", n))
+	}
+	if a := d.Flash.ReadAheadAsyncBytes; a > 0 {
+		parts = append(parts, "async read-ahead "+sim.FormatBytes(a))
+	}
+	if s.MmapNeighbours {
+		parts = append(parts, "neighbours resident")
+	}
+	if s.PageCache != "" {
+		parts = append(parts, "page cache "+s.PageCache)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
 }
