@@ -35,7 +35,7 @@ package sim
 // and bytes beyond the region are read and counted but never credited.
 // Approximations: reads issued by prefetches (madvise WILLNEED) do not mark
 // windows; the bytes of absent experts are not charged to the cache, and are
-// forgotten when the next pass reaches their layer (sweepWindows).
+// forgotten when they have gone a whole pass unheld and untouched (sweepWindows).
 type mmapModel struct {
 	win     int64 // window bytes
 	ahead   int   // windows read ahead asynchronously after a window that needed I/O
@@ -55,7 +55,11 @@ type mmapModel struct {
 const (
 	winAbsent   int32 = -1
 	winResident int32 = -2
+	winStale    int32 = -3 // resident, held by no expert at the last sweep
 )
+
+// resident reports whether a window state holds the bytes.
+func resident(st int32) bool { return st == winResident || st == winStale }
 
 // tensorWins are one tensor's window states; state[w] is valid only when
 // gen[w] equals the model's generation (else absent).
@@ -260,7 +264,8 @@ func (e *engine) faultRegion(l, t, x int) int64 {
 		th := &ths[best]
 		e.fl.advance(th.ready)
 		switch st := m.get(tw, th.w); {
-		case st == winResident:
+		case resident(st):
+			m.set(tw, th.w, winResident) // touched: fresh again
 			if th.io && m.ahead > 0 {
 				e.readAhead(l, t, tw, th.w)
 			}
@@ -304,10 +309,11 @@ func (e *engine) admitNeighbours(l int) error {
 	return nil
 }
 
-// sweepWindows forgets layer l's resident windows that overlap no resident or
-// loading expert. NB: this bounds the bytes held for absent experts, which
-// the cache does not charge, to what one pass brought in: the kernel
-// reclaims such unmapped page-cache pages first.
+// sweepWindows ages layer l's resident windows that overlap no resident or
+// loading expert: fresh ones become stale, stale ones (unheld and untouched
+// for a whole pass) are forgotten. NB: this bounds the bytes held for absent
+// experts, which the cache does not charge, to about two passes' reads: the
+// kernel reclaims such unmapped page-cache pages first.
 func (e *engine) sweepWindows(l int) {
 	m := e.mm
 	if m.tensors[l] == nil {
@@ -317,14 +323,19 @@ func (e *engine) sweepWindows(l int) {
 	for t, r := range e.regions[l] {
 		tw := &m.tensors[l][t]
 		for w := range int64(len(tw.state)) {
-			if m.get(tw, w) != winResident {
+			st := m.get(tw, w)
+			if !resident(st) {
 				continue
 			}
 			held := false
 			for x := w * m.win / r; x <= (min((w+1)*m.win, tw.bytes)-1)/r && !held; x++ {
 				held = e.bk.keys[base+int(x)].state != Absent
 			}
-			if !held {
+			switch {
+			case held:
+			case st == winResident:
+				m.set(tw, w, winStale)
+			default:
 				m.set(tw, w, winAbsent)
 			}
 		}
@@ -364,7 +375,7 @@ func (e *engine) covered(k Key) bool {
 			return false
 		}
 		for w := int64(x) * r / m.win; w <= (int64(x+1)*r-1)/m.win; w++ {
-			if m.get(tw, w) != winResident {
+			if !resident(m.get(tw, w)) {
 				return false
 			}
 		}
@@ -386,7 +397,7 @@ func (e *engine) dropWindows(k Key) {
 			continue
 		}
 		for w := int64(x) * r / m.win; w <= (int64(x+1)*r-1)/m.win; w++ {
-			if m.get(tw, w) == winResident {
+			if resident(m.get(tw, w)) {
 				m.set(tw, w, winAbsent)
 			}
 		}

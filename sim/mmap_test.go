@@ -219,3 +219,22 @@ func TestDetailedMmapRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestFaultNeighboursSwept: bytes read ahead for an expert that never
+// becomes whole are forgotten once they go a whole pass untouched. With a
+// 64 KiB async window, faulting expert 0 reads half of expert 1 (window 2)
+// ahead; the next two passes' sweeps age it and drop it, so expert 1 at the
+// third token faults in from scratch: every token costs 2 regions × (fault +
+// 2 window reads).
+func TestFaultNeighboursSwept(t *testing.T) {
+	r := faultRun(t, faultCase{threads: 1, async: 64 << 10, neighbours: true, cache: 1 << 20}, faultSteps(0, 3, 1))
+	if want := int64(3 * 2 * (1000 + 2*win)); r.Misses != 3 || r.StallNS != want || r.NeighbourLoads != 0 {
+		t.Errorf("%d misses, stall %d, %d neighbours; want 3, %d, 0", r.Misses, r.StallNS, r.NeighbourLoads, want)
+	}
+	// Back to back, expert 1 finds its first window still in: one fault and
+	// one window read per region fewer.
+	r = faultRun(t, faultCase{threads: 1, async: 64 << 10, neighbours: true, cache: 1 << 20}, faultSteps(0, 1))
+	if want := int64(2*2*(1000+2*win) - 2*win); r.StallNS != want {
+		t.Errorf("back to back: stall %d, want %d", r.StallNS, want)
+	}
+}
