@@ -46,6 +46,7 @@ type mmapModel struct {
 
 	tensors [][]tensorWins // per layer, per tensor (allocated on first fault)
 	reqWins []winSpan      // by flash request id: the windows a read covers
+	loose   [][]looseWin   // per layer: windows reads made resident, to sweep (keep only)
 	cand    []Key          // experts a finished read may have completed (keep only)
 	spare   []Key
 	th      []faultThread
@@ -64,10 +65,14 @@ func resident(st int32) bool { return st == winResident || st == winStale }
 // tensorWins are one tensor's window states; state[w] is valid only when
 // gen[w] equals the model's generation (else absent).
 type tensorWins struct {
-	state []int32
-	gen   []uint32
-	bytes int64 // the tensor's size: experts × region
+	state  []int32
+	gen    []uint32
+	listed []bool // in the layer's loose list
+	bytes  int64  // the tensor's size: experts × region
 }
+
+// looseWin names one window of a layer: tensor and index.
+type looseWin struct{ t, w int32 }
 
 // winSpan is what one window read covers.
 type winSpan struct {
@@ -101,6 +106,9 @@ func newMmapModel(cfg *Config, nL int) *mmapModel {
 		win: max(f.PageBytes, f.ReadAheadBytes), threads: threads, fault: f.FaultNS,
 		keep: cfg.MmapNeighbours, gen: 1, tensors: make([][]tensorWins, nL),
 	}
+	if m.keep {
+		m.loose = make([][]looseWin, nL)
+	}
 	if a := f.ReadAheadAsyncBytes; a > 0 {
 		m.ahead = int((a + m.win - 1) / m.win)
 	}
@@ -130,6 +138,9 @@ func (e *engine) wins(l, t int) *tensorWins {
 		tw.bytes = int64(e.nE) * e.regions[l][t]
 		n := (tw.bytes + m.win - 1) / m.win
 		tw.state, tw.gen = make([]int32, n), make([]uint32, n)
+		if m.keep {
+			tw.listed = make([]bool, n)
+		}
 	}
 	return tw
 }
@@ -166,6 +177,10 @@ func (e *engine) windowsDone(id int32) {
 	for w := int64(s.lo); w < int64(s.hi); w++ {
 		if m.get(tw, w) == id {
 			m.set(tw, w, winResident)
+			if m.keep && !tw.listed[w] {
+				tw.listed[w] = true
+				m.loose[s.layer] = append(m.loose[s.layer], looseWin{s.tensor, int32(w)})
+			}
 		}
 	}
 	if !m.keep {
@@ -309,37 +324,45 @@ func (e *engine) admitNeighbours(l int) error {
 	return nil
 }
 
-// sweepWindows ages layer l's resident windows that overlap no resident or
-// loading expert: fresh ones become stale, stale ones (unheld and untouched
-// for a whole pass) are forgotten. NB: this bounds the bytes held for absent
-// experts, which the cache does not charge, to about two passes' reads: the
-// kernel reclaims such unmapped page-cache pages first.
+// sweepWindows ages the windows reads made resident in layer l that overlap
+// no resident or loading expert: fresh ones become stale, stale ones (unheld
+// and untouched for a whole pass) are forgotten. A window that is absent or
+// held by a resident expert leaves the list: its holder's eviction clears it
+// (dropWindows); one overlapping a loading expert stays, unaged.
+// NB: this bounds the bytes held for absent experts, which the cache does
+// not charge, to about two passes' reads: the kernel reclaims such unmapped
+// page-cache pages first.
 func (e *engine) sweepWindows(l int) {
 	m := e.mm
-	if m.tensors[l] == nil {
-		return
-	}
 	base := l * e.nE
-	for t, r := range e.regions[l] {
-		tw := &m.tensors[l][t]
-		for w := range int64(len(tw.state)) {
-			st := m.get(tw, w)
-			if !resident(st) {
-				continue
-			}
-			held := false
-			for x := w * m.win / r; x <= (min((w+1)*m.win, tw.bytes)-1)/r && !held; x++ {
-				held = e.bk.keys[base+int(x)].state != Absent
-			}
-			switch {
-			case held:
-			case st == winResident:
-				m.set(tw, w, winStale)
-			default:
-				m.set(tw, w, winAbsent)
+	kept := m.loose[l][:0]
+	for _, lw := range m.loose[l] {
+		tw, w, r := &m.tensors[l][lw.t], int64(lw.w), e.regions[l][lw.t]
+		st := m.get(tw, w)
+		held, loading := false, false
+		for x := w * m.win / r; resident(st) && x <= (min((w+1)*m.win, tw.bytes)-1)/r && !held; x++ {
+			switch e.bk.keys[base+int(x)].state {
+			case Resident:
+				held = true
+			case Loading:
+				loading = true // may yet be cancelled: look again next pass
 			}
 		}
+		switch {
+		case !resident(st) || held:
+		case loading:
+			kept = append(kept, lw)
+			continue
+		case st == winResident:
+			m.set(tw, w, winStale)
+			kept = append(kept, lw)
+			continue
+		default:
+			m.set(tw, w, winAbsent)
+		}
+		tw.listed[w] = false
 	}
+	m.loose[l] = kept
 }
 
 // admitCandidates admits the queued experts that are wholly resident.

@@ -238,3 +238,35 @@ func TestFaultNeighboursSwept(t *testing.T) {
 		t.Errorf("back to back: stall %d, want %d", r.StallNS, want)
 	}
 }
+
+// BenchmarkFaultPath reports expert selections simulated per second under
+// gguf-mmap with the simple fault model and with the detailed one (4
+// threads, 128 KiB read-ahead, neighbours) on the stress trace.
+func BenchmarkFaultPath(b *testing.B) {
+	m := bigModel()
+	steps := randomSteps(m, 200, 1)
+	for _, detailed := range []bool{false, true} {
+		name := "simple"
+		d := *tinyDevice()
+		if detailed {
+			name = "detailed"
+			d.ComputeThreads, d.Flash.ReadAheadAsyncBytes = 4, 128<<10
+		}
+		b.Run(name, func(b *testing.B) {
+			cfg := sim.Config{Model: m, Device: &d, CacheBytes: 3 << 30, Layout: sim.LayoutGGUFMmap, SpecBlock: 1, MmapNeighbours: detailed}
+			p := policies.DefaultParams(m)
+			b.ReportAllocs()
+			for b.Loop() {
+				pol, err := policies.New("lru", p)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := sim.Run(cfg, steps, pol); err != nil {
+					b.Fatal(err)
+				}
+			}
+			sel := float64(len(steps) * len(m.Layers) * m.TopK)
+			b.ReportMetric(sel*float64(b.N)/b.Elapsed().Seconds(), "selections/s")
+		})
+	}
+}
