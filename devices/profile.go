@@ -16,15 +16,13 @@ import (
 // it was written with and its source. Profile.Device resolves it into the plain
 // SI numbers the simulator uses.
 type Profile struct {
-	Name        string `yaml:"name"`
-	Description string `yaml:"description"`
-	Calibration string `yaml:"calibration"`
-	// Backend (optional) is the processor that decodes: cpu (the default)
-	// or gpu, with its source.
-	Backend Quantity       `yaml:"backend,omitempty"`
-	Memory  MemorySection  `yaml:"memory"`
-	Compute ComputeSection `yaml:"compute"`
-	Flash   FlashSection   `yaml:"flash"`
+	Name        string         `yaml:"name"`
+	Description string         `yaml:"description"`
+	Calibration string         `yaml:"calibration"`
+	Memory      MemorySection  `yaml:"memory"`
+	Compute     ComputeSection `yaml:"compute"`
+	Flash       FlashSection   `yaml:"flash"`
+	Backend     Quantity       `yaml:"backend,omitempty"` // optional: cpu (default) or gpu, with its source
 
 	file     string   // file name used in messages
 	raw      []byte   // the YAML as read, comments included

@@ -54,20 +54,22 @@ type Result struct {
 	Misses       int64   `json:"misses"`        // absent: demand-loaded
 	HitRate      float64 `json:"hit_rate"`      // Hits / Uses
 
-	PrefetchRequested   int64   `json:"prefetch_requested"`        // distinct keys a policy named, per pass and layer
-	PrefetchCovered     int64   `json:"prefetch_covered"`          // uses whose key was named for that pass
-	PrefetchRecall      float64 `json:"prefetch_recall"`           // covered / uses
-	PrefetchPrecision   float64 `json:"prefetch_precision"`        // covered / requested
-	PrefetchLoads       int64   `json:"prefetch_loads"`            // reads started by prefetch
-	PrefetchUseful      int64   `json:"prefetch_useful"`           // prefetched loads used before eviction
-	PrefetchBytes       int64   `json:"prefetch_bytes"`            // bytes read by prefetch
-	WastedPrefetchBytes int64   `json:"wasted_prefetch_bytes"`     // prefetched, evicted (or left at end) unused
-	PeakResidentBytes   int64   `json:"peak_resident_bytes"`       // resident + loading, maximum over the run
-	OverBudgetLoads     int64   `json:"over_budget_loads"`         // demand loads admitted beyond the cache (a batch needing more than fits)
-	OverBudgetBytes     int64   `json:"over_budget_bytes"`         // the most held beyond the cache budget
-	NeighbourLoads      int64   `json:"neighbour_loads,omitempty"` // gguf-mmap: experts made resident by another expert's read-around/read-ahead
-	NeighbourBytes      int64   `json:"neighbour_bytes,omitempty"` // their bytes
-	GPUSyncNS           int64   `json:"gpu_sync_ns,omitempty"`     // backend gpu: host-device synchronisations (part of compute_ns)
+	PrefetchRequested   int64   `json:"prefetch_requested"`    // distinct keys a policy named, per pass and layer
+	PrefetchCovered     int64   `json:"prefetch_covered"`      // uses whose key was named for that pass
+	PrefetchRecall      float64 `json:"prefetch_recall"`       // covered / uses
+	PrefetchPrecision   float64 `json:"prefetch_precision"`    // covered / requested
+	PrefetchLoads       int64   `json:"prefetch_loads"`        // reads started by prefetch
+	PrefetchUseful      int64   `json:"prefetch_useful"`       // prefetched loads used before eviction
+	PrefetchBytes       int64   `json:"prefetch_bytes"`        // bytes read by prefetch
+	WastedPrefetchBytes int64   `json:"wasted_prefetch_bytes"` // prefetched, evicted (or left at end) unused
+	PeakResidentBytes   int64   `json:"peak_resident_bytes"`   // resident + loading, maximum over the run
+	OverBudgetLoads     int64   `json:"over_budget_loads"`     // demand loads admitted beyond the cache (a batch needing more than fits)
+	OverBudgetBytes     int64   `json:"over_budget_bytes"`     // the most held beyond the cache budget
+
+	// The stock page-fault path and the GPU backend (docs/model.md); omitted when zero.
+	NeighbourLoads int64 `json:"neighbour_loads,omitempty"` // gguf-mmap: experts made resident by another expert's read-around/read-ahead
+	NeighbourBytes int64 `json:"neighbour_bytes,omitempty"` // their bytes
+	GPUSyncNS      int64 `json:"gpu_sync_ns,omitempty"`     // backend gpu: host-device synchronisations (part of compute_ns)
 
 	PrefillTokens int64 `json:"prefill_tokens"`
 	PrefillNS     int64 `json:"prefill_ns"`
