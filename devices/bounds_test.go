@@ -22,6 +22,7 @@ func boundsProfile(over map[string]string) []byte {
 		"memory.ram": "16 GiB", "memory.reserve": "4 GiB", "memory.bandwidth": "60 GB/s", "memory.efficiency": "0.7",
 		"memory.app_limit": "12 GiB", "memory.runtime": "200 MiB",
 		"compute.flops": "1 TFLOPS", "compute.layer_overhead": "20 us", "compute.load_fixed": "10 us", "compute.load_rate": "8 GB/s",
+		"compute.threads": "4", "compute.gpu_sync": "50 us", "flash.read_ahead_async": "128 KiB",
 		"flash.lanes": "4", "flash.latency": "100 us", "flash.page_size": "16 KiB", "flash.read_ahead": "128 KiB", "flash.fault_cost": "2 us", "flash.thermal_floor": "0.7", "flash.thermal_bytes": "8 GiB",
 		"single.read": "4 MiB", "single.bandwidth": "20 MB/s",
 		"agg.read": "4 MiB", "agg.lanes": "8", "agg.bandwidth": "100 MB/s",
@@ -34,6 +35,7 @@ func boundsProfile(over map[string]string) []byte {
 	}
 	q := func(k string) string { return fmt.Sprintf("{value: %q, source: \"assumed: test\"}", v[k]) }
 	return fmt.Appendf(nil, `name: bounds
+backend: {value: gpu, source: "assumed: test"}
 memory:
   ram: %s
   reserve: %s
@@ -46,6 +48,8 @@ compute:
   layer_overhead: %s
   load_fixed: %s
   load_rate: %s
+  threads: %s
+  gpu_sync: %s
 flash:
   lanes: %s
   latency: %s
@@ -56,12 +60,13 @@ flash:
   page_size: %s
   read_ahead: %s
   fault_cost: %s
+  read_ahead_async: %s
   thermal_floor: %s
   thermal_bytes: %s
 `, q("memory.ram"), q("memory.reserve"), q("memory.bandwidth"), q("memory.efficiency"), q("memory.app_limit"), q("memory.runtime"),
-		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("flash.lanes"), q("flash.latency"),
+		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("compute.threads"), q("compute.gpu_sync"), q("flash.lanes"), q("flash.latency"),
 		v["single.read"], v["single.bandwidth"], v["agg.read"], v["agg.lanes"], v["agg.bandwidth"],
-		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"), q("flash.thermal_floor"), q("flash.thermal_bytes"))
+		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"), q("flash.read_ahead_async"), q("flash.thermal_floor"), q("flash.thermal_bytes"))
 }
 
 // baseUnit is the unit a value of kind k is written in at full precision.
@@ -152,7 +157,7 @@ func TestProfileBounds(t *testing.T) {
 			}
 		}
 	}
-	if tested != 20 {
+	if tested != 23 {
 		t.Errorf("only %d profile bounds tested", tested)
 	}
 }

@@ -34,6 +34,18 @@ type Device struct {
 	LoadFixedNS int64   `json:"load_fixed_ns,omitempty"`
 	LoadRate    float64 `json:"load_rate,omitempty"`
 
+	// ComputeThreads is how many compute threads split each matmul's rows
+	// (llama.cpp's --threads). It matters only for gguf-mmap, where every
+	// thread faults its own rows of a missing expert in at once. Zero means
+	// one (the profile does not state it).
+	ComputeThreads int `json:"compute_threads,omitempty"`
+
+	// Backend is the processor that decodes: "" or BackendCPU, or BackendGPU.
+	// With the GPU every layer pays GPUSyncNS on the host to read the layer's
+	// top-k back, and a lookahead router (les) one more.
+	Backend   string `json:"backend,omitempty"`
+	GPUSyncNS int64  `json:"gpu_sync_ns,omitempty"`
+
 	Flash Flash `json:"flash"`
 
 	// Assumed lists the dotted names of fields whose values are assumptions, not
@@ -67,6 +79,11 @@ type Flash struct {
 	PageBytes      int64 `json:"page_bytes"`       // OS page size (iOS 16 KiB)
 	ReadAheadBytes int64 `json:"read_ahead_bytes"` // mmap fault read-ahead window
 	FaultNS        int64 `json:"fault_ns"`         // CPU cost of one page fault, on the compute thread
+	// ReadAheadAsyncBytes is the kernel's asynchronous read-ahead on
+	// sequential mmap faults: after a fault's read-around window, the next
+	// ReadAheadAsyncBytes are read without the faulting thread waiting
+	// (Linux: ra_pages, 128 KiB by default). Zero means none (not stated).
+	ReadAheadAsyncBytes int64 `json:"read_ahead_async_bytes,omitempty"`
 
 	// ThermalFloor and ThermalBytes derate bandwidth as the flash heats
 	// under sustained reads: after B bytes read every rate is multiplied by
@@ -82,3 +99,12 @@ type CurvePoint struct {
 	ReadBytes   int64   `json:"read_bytes"`
 	BytesPerSec float64 `json:"bytes_per_sec"`
 }
+
+// Backends a profile may name.
+const (
+	BackendCPU = "cpu"
+	BackendGPU = "gpu"
+)
+
+// Threads is ComputeThreads, or 1 when the profile does not state it.
+func (d *Device) Threads() int { return max(d.ComputeThreads, 1) }

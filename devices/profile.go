@@ -22,6 +22,7 @@ type Profile struct {
 	Memory      MemorySection  `yaml:"memory"`
 	Compute     ComputeSection `yaml:"compute"`
 	Flash       FlashSection   `yaml:"flash"`
+	Backend     Quantity       `yaml:"backend,omitempty"` // optional: cpu (default) or gpu, with its source
 
 	file     string   // file name used in messages
 	raw      []byte   // the YAML as read, comments included
@@ -49,6 +50,11 @@ type ComputeSection struct {
 	// loading one expert: LoadFixed per load plus its bytes at LoadRate.
 	LoadFixed Quantity `yaml:"load_fixed,omitempty"`
 	LoadRate  Quantity `yaml:"load_rate,omitempty"`
+	// Threads (optional) is the number of compute threads that split each
+	// matmul's rows; GPUSync (optional, backend gpu only) is one host–device
+	// synchronisation.
+	Threads Quantity `yaml:"threads,omitempty"`
+	GPUSync Quantity `yaml:"gpu_sync,omitempty"`
 }
 
 // FlashSection is the storage part of a profile.
@@ -66,6 +72,9 @@ type FlashSection struct {
 	PageSize   Quantity      `yaml:"page_size"`   // OS page size
 	ReadAhead  Quantity      `yaml:"read_ahead"`  // mmap fault read-ahead window
 	FaultCost  Quantity      `yaml:"fault_cost"`  // CPU time of one page fault
+	// ReadAheadAsync (optional) is the asynchronous read-ahead a sequential
+	// mmap fault triggers beyond its read-around window.
+	ReadAheadAsync Quantity `yaml:"read_ahead_async,omitempty"`
 	// ThermalFloor and ThermalBytes (optional, together) derate bandwidth
 	// under sustained reads: the fraction of cold bandwidth left when hot, and
 	// the bytes read over which about 63% of the drop has happened.

@@ -31,11 +31,14 @@ func (p *Profile) fields() []field {
 		{"compute.layer_overhead", Duration, &c.LayerOverhead, false},
 		{"compute.load_fixed", Duration, &c.LoadFixed, true},
 		{"compute.load_rate", Rate, &c.LoadRate, true},
+		{"compute.threads", Dimensionless, &c.Threads, true},
+		{"compute.gpu_sync", Duration, &c.GPUSync, true},
 		{"flash.lanes", Dimensionless, &f.Lanes, false},
 		{"flash.latency", Duration, &f.Latency, false},
 		{"flash.page_size", Size, &f.PageSize, false},
 		{"flash.read_ahead", Size, &f.ReadAhead, false},
 		{"flash.fault_cost", Duration, &f.FaultCost, false},
+		{"flash.read_ahead_async", Size, &f.ReadAheadAsync, true},
 		{"flash.thermal_floor", Dimensionless, &f.ThermalFloor, true},
 		{"flash.thermal_bytes", Size, &f.ThermalBytes, true},
 	}
@@ -156,6 +159,10 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.Flash.PageBytes = int64(math.Round(vals["flash.page_size"]))
 	d.Flash.ReadAheadBytes = int64(math.Round(vals["flash.read_ahead"]))
 	d.Flash.FaultNS = int64(math.Round(vals["flash.fault_cost"]))
+	d.ComputeThreads = int(vals["compute.threads"])
+	d.GPUSyncNS = int64(math.Round(vals["compute.gpu_sync"]))
+	d.Flash.ReadAheadAsyncBytes = int64(math.Round(vals["flash.read_ahead_async"]))
+	d.Backend = ps.backend(p, &d.Assumed)
 	d.Flash.ThermalFloor = vals["flash.thermal_floor"]
 	d.Flash.ThermalBytes = int64(vals["flash.thermal_bytes"])
 	if p.Flash.ThermalFloor.set != p.Flash.ThermalBytes.set {
@@ -177,6 +184,42 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.Flash.SingleLane = single
 	d.Flash.Aggregate = agg
 	return d, ps
+}
+
+// backend checks the optional backend (cpu or gpu, sourced) and
+// compute.gpu_sync, which a gpu backend needs and a cpu one refuses. It
+// returns the backend as the Device holds it ("" for cpu).
+func (ps *problems) backend(p *Profile, assumed *[]string) string {
+	b, sync := &p.Backend, p.Compute.GPUSync.set
+	v := ""
+	if b.set {
+		for _, u := range b.unknown {
+			ps.add("backend", "unknown field %s", u)
+		}
+		if b.shape != "" {
+			ps.add("backend", "%s", b.shape)
+			return ""
+		}
+		ps.checkSource("backend", b.Source)
+		switch strings.TrimSpace(b.Value) {
+		case BackendCPU:
+		case BackendGPU:
+			v = BackendGPU
+		default:
+			ps.add("backend", "%q is not a backend (valid: %s, %s)", b.Value, BackendCPU, BackendGPU)
+			return ""
+		}
+		if IsAssumed(b.Source) {
+			*assumed = append(*assumed, "backend")
+		}
+	}
+	switch {
+	case v == BackendGPU && !sync:
+		ps.add("compute.gpu_sync", "missing: backend gpu needs the cost of one host-device synchronisation (want {value: ..., source: ...})")
+	case v != BackendGPU && sync:
+		ps.add("compute.gpu_sync", "applies only with backend gpu (the CPU backend has no host-device synchronisation)")
+	}
+	return v
 }
 
 // quantity checks one scalar quantity and parses it.

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/sim"
 )
 
 // Option is one named setting of a run: simulate's flag of the same name, and
@@ -308,6 +309,23 @@ var options = []Option{
 			}
 			return ""
 		}},
+	{Name: "page-cache", Kind: KindString, Default: "budget", Usage: "gguf-mmap: where mapped experts are cached: budget (--cache) or free-ram (the kernel's page cache, sized by the device's free RAM, LRU order)",
+		apply: func(s *Spec, v any) error {
+			switch v.(string) {
+			case "budget":
+				s.PageCache = ""
+			case PageCacheFreeRAM:
+				if s.Cache.Size != DefaultCache {
+					return fmt.Errorf("the page cache is whatever RAM is free (the device's budget), so --cache %s does not apply: drop it", s.Cache.Size)
+				}
+				s.PageCache = PageCacheFreeRAM
+			default:
+				return fmt.Errorf("want budget or %s", PageCacheFreeRAM)
+			}
+			return nil
+		}, applies: mmapOnly},
+	{Name: "mmap-neighbours", Kind: KindBool, Default: "false", Usage: "gguf-mmap: bytes a fault's read-around and read-ahead bring in beyond the expert stay resident (neighbours can hit)",
+		apply: func(s *Spec, v any) error { s.MmapNeighbours = v.(bool); return nil }, applies: mmapOnly},
 	{Name: "spec-from-trace", Kind: KindBool, Default: "false", Usage: "take speculative passes from the trace: decode tokens sharing a recorded pass were verified together and all accepted",
 		apply:   func(s *Spec, v any) error { s.SpecFromTrace = v.(bool); return nil },
 		applies: fileOnly("a synthetic trace has one decode token per pass")},
@@ -416,6 +434,14 @@ var options = []Option{
 		}},
 	{Name: "accept-seed", Kind: KindUint, Default: "1", Usage: "seed of speculative acceptance",
 		apply: func(s *Spec, v any) error { s.Speculative.AcceptSeed = v.(uint64); return nil }, applies: speculativeOnly},
+}
+
+// mmapOnly applies to the gguf-mmap layout, the only one with a page cache.
+func mmapOnly(s *Spec, _ func(string) bool) string {
+	if s.Layout != string(sim.LayoutGGUFMmap) {
+		return fmt.Sprintf("it is a setting of the stock page-fault path and the layout is %s (pass --layout gguf-mmap)", s.Layout)
+	}
+	return ""
 }
 
 // speculativeOnly applies when speculative decoding with the acceptance model is on.

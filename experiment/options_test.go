@@ -13,6 +13,7 @@ func TestEveryOptionChangesTheSpec(t *testing.T) {
 	pred := map[string]string{"trace": "t.parquet", "predict-recall": "0.7"}
 	spec := map[string]string{"spec-block": "3"}
 	explicit := map[string]string{"spec-block": "3", "drafter": "explicit"}
+	mmap := map[string]string{"layout": "gguf-mmap", "policy": "lru"}
 	cases := map[string]struct {
 		ctx   map[string]string
 		value string
@@ -36,6 +37,8 @@ func TestEveryOptionChangesTheSpec(t *testing.T) {
 		"cache":                  {nil, "3GiB"},
 		"layout":                 {nil, "gguf-mmap"},
 		"cached-first":           {nil, "false"},
+		"page-cache":             {mmap, "free-ram"},
+		"mmap-neighbours":        {mmap, "true"},
 		"barrier":                {nil, "true"},
 		"spec-from-trace":        {file, "true"},
 		"spec-block":             {nil, "2"},
@@ -107,6 +110,10 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		{map[string]string{"trace": "t.parquet", "spec-from-trace": "true", "spec-accept": "0.7"}, "every recorded token is accepted"},
 		{map[string]string{"spec-from-trace": "false"}, "--spec-from-trace does not apply: a synthetic trace has one decode token per pass"},
 		{map[string]string{"prefill": "false"}, "--prefill does not apply: the synthetic trace has no prefill"},
+		{map[string]string{"page-cache": "budget"}, "--page-cache does not apply: it is a setting of the stock page-fault path and the layout is per-expert"},
+		{map[string]string{"mmap-neighbours": "false"}, "--mmap-neighbours does not apply"},
+		{map[string]string{"layout": "gguf-mmap", "cache": "3GiB", "page-cache": "free-ram"}, "--cache 3GiB does not apply: drop it"},
+		{map[string]string{"layout": "gguf-mmap", "page-cache": "lots"}, "want budget or free-ram"},
 		{map[string]string{"trce": "x"}, `unknown option "trce"`},
 		{map[string]string{"depth": "0"}, "use --no-prefetch"},
 		{map[string]string{"pin-fraction": "0", "policy": "pinned-hot"}, "pinning nothing is lru"},

@@ -95,7 +95,8 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 	p.Config = sim.Config{
 		Model: m, Device: dev, CacheBytes: cache, Layout: sim.Layout(r.Layout), CachedFirst: r.CachedFirst, Barrier: r.Barrier,
 		SpecBlock: 1, SpecFromTrace: r.SpecFromTrace, Prefill: r.Prefill, ContextTokens: r.ContextTokens,
-		ContextCost: r.ContextCost,
+		ContextCost:    r.ContextCost,
+		MmapNeighbours: r.MmapNeighbours, PageCacheFreeRAM: r.PageCache == PageCacheFreeRAM,
 	}
 	if sp := r.Speculative; sp != nil {
 		if err := resolveAcceptance(sp, p); err != nil {

@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"github.com/lessim/lessim/traces"
 	"math"
 	"reflect"
 	"strings"
@@ -29,6 +30,7 @@ func specsToResolve(t *testing.T) map[string]map[string]string {
 		"predictor":    {"trace": bare, "predict-recall": "0.7", "predict-fp": "2", "predict-seed": "5", "depth": "2"},
 		"predictor-ts": {"trace": bare, "predict-recall": "0.7", "threshold": "0.5"},
 		"context-cost": {"trace": file, "prefill": "true", "context-cost": "true"},
+		"page-cache":   {"tokens": "60", "policy": "lru", "layout": "gguf-mmap", "page-cache": "free-ram", "mmap-neighbours": "true"},
 	}
 }
 
@@ -250,4 +252,38 @@ func TestSpeculativeResolution(t *testing.T) {
 	if err != nil || p.Config.SpecAccept != 0 {
 		t.Errorf("one token per recorded pass: acceptance %v, err %v; want 0", p.Config.SpecAccept, err)
 	}
+}
+
+// TestPageCacheFreeRAM: the page cache sized by free RAM is the device's
+// budget (what cache auto gives), the engine is told, and the result says
+// how eviction is approximated; neighbours reach the engine.
+func TestPageCacheFreeRAM(t *testing.T) {
+	s, err := FromOptions(map[string]string{"tokens": "40", "policy": "lru", "layout": "gguf-mmap", "page-cache": "free-ram", "mmap-neighbours": "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := new(Inputs).Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := sim.DeviceBudget(p.Model, p.Device, maxPos(p.Steps))
+	if c := p.Config; !c.PageCacheFreeRAM || !c.MmapNeighbours || c.CacheBytes != want {
+		t.Errorf("config: free-ram %v neighbours %v cache %d, want true true %d", c.PageCacheFreeRAM, c.MmapNeighbours, c.CacheBytes, want)
+	}
+	o, err := p.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w := strings.Join(o.Result.Warnings, "\n"); !strings.Contains(w, "kernel's page cache, sized by free RAM") {
+		t.Errorf("warnings lack the page cache note: %s", w)
+	}
+}
+
+// maxPos is the longest sequence in steps (positions + 1).
+func maxPos(steps []traces.Step) int {
+	n := 0
+	for i := range steps {
+		n = max(n, int(steps[i].Pos)+1)
+	}
+	return n
 }

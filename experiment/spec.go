@@ -48,6 +48,16 @@ type Spec struct {
 	// Barrier computes a layer's experts only after all of them are resident
 	// (the live engine's order; per-expert layout, not cached-first).
 	Barrier bool `json:"barrier,omitempty"`
+	// PageCache (gguf-mmap only) is where the mapped experts are cached: ""
+	// is the cache budget (Cache); PageCacheFreeRAM is the kernel's page
+	// cache, whatever RAM is free: Cache must be "auto" (the device's
+	// budget) and the policy lru or ondemand, whose LRU order stands for the
+	// kernel's eviction (an approximation of Linux's two-list LRU).
+	PageCache string `json:"page_cache,omitempty"`
+	// MmapNeighbours (gguf-mmap only) lets the bytes a page fault's
+	// read-around and read-ahead bring in beyond the faulting expert stay
+	// resident, so the next experts of the same tensors can hit.
+	MmapNeighbours bool `json:"mmap_neighbours,omitempty"`
 	// Speculative is block speculative decoding with a geometric acceptance
 	// model (nil = off).
 	Speculative *Speculative `json:"speculative,omitempty"`
@@ -64,6 +74,9 @@ type Spec struct {
 	// (devices.ModelSpec.WithContextShape).
 	ContextCost bool `json:"context_cost,omitempty"`
 }
+
+// PageCacheFreeRAM is Spec.PageCache for the kernel's page cache sized by free RAM.
+const PageCacheFreeRAM = "free-ram"
 
 // Model is a built-in model spec (see devices.LookupModel).
 type Model struct {

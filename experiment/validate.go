@@ -59,6 +59,7 @@ func (s *Spec) Validate() error {
 	if s.Barrier && s.CachedFirst {
 		ps.add("barrier", "excludes cached_first: the layer's experts wait for all its loads, then compute")
 	}
+	s.validatePageCache(&ps)
 	if sp := s.Speculative; sp != nil {
 		if sp.Block < 2 {
 			ps.add("speculative.block", "must be >= 2 (got %d); omit the speculative group for no speculative decoding", sp.Block)
@@ -276,5 +277,32 @@ func (s *Spec) validatePolicy(ps *problems) {
 		if !finite(h.PinFraction) || h.PinFraction <= 0 || h.PinFraction > 1 {
 			ps.add("policy.pinned_hot.pin_fraction", "must be a finite number in (0, 1] (got %v)", h.PinFraction)
 		}
+	}
+}
+
+// validatePageCache checks the gguf-mmap settings: page_cache and
+// mmap_neighbours apply only to that layout, and the page cache sized by
+// free RAM needs cache auto and an LRU policy (the kernel evicts).
+func (s *Spec) validatePageCache(ps *problems) {
+	mmap := s.Layout == string(sim.LayoutGGUFMmap)
+	if s.MmapNeighbours && !mmap {
+		ps.add("mmap_neighbours", "applies only to the gguf-mmap layout (per-expert reads bring in nothing beyond the expert)")
+	}
+	switch s.PageCache {
+	case "":
+		return
+	case PageCacheFreeRAM:
+	default:
+		ps.add("page_cache", "%q is not a page cache (valid: %s, or omit it for the cache budget)", s.PageCache, PageCacheFreeRAM)
+		return
+	}
+	if !mmap {
+		ps.add("page_cache", "applies only to the gguf-mmap layout (per-expert loads go to a managed cache)")
+	}
+	if s.Cache.Size != DefaultCache {
+		ps.add("page_cache", "%s sizes the cache from the device's free RAM: cache.size must be %s (got %q)", PageCacheFreeRAM, DefaultCache, s.Cache.Size)
+	}
+	if p := s.Policy.Name; p != "lru" && p != "ondemand" {
+		ps.add("page_cache", "with %s the kernel evicts, in an order lessim approximates by LRU: the policy must be lru or ondemand (got %s)", PageCacheFreeRAM, p)
 	}
 }

@@ -9,8 +9,9 @@ import (
 )
 
 var (
-	_ sim.Policy       = (*LES)(nil)
-	_ sim.UsesObserver = (*LES)(nil)
+	_ sim.Policy          = (*LES)(nil)
+	_ sim.UsesObserver    = (*LES)(nil)
+	_ sim.LookaheadRouter = (*LES)(nil)
 )
 
 // LES is Lookahead Expert Scheduling. At moment 1 of layer l it reads the
@@ -261,3 +262,8 @@ func (s *LES) selectCandidates(scores []float32, ci *traces.CandidateIndex, laye
 		}
 	}
 }
+
+// UsesLookahead reports whether les runs the next layer's router on the
+// current input, that is whether it prefetches (a GPU backend charges a
+// synchronisation for it).
+func (s *LES) UsesLookahead() bool { return s.p.Prefetch }

@@ -43,10 +43,16 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 		fmt.Fprintf(tw, "pressure\t%s\t(%s) of stall refaulting dropped weights: %d faults, %s/token (app footprint %s)\n",
 			secs(r.PressureNS), pct(r.PressureNS, r.TimeNS), r.PressureFaults, sim.FormatBytes(perToken(r.PressureFaultBytes, r.Tokens)), sim.FormatBytes(r.AppFootprintBytes))
 	}
+	if r.GPUSyncNS > 0 {
+		fmt.Fprintf(tw, "gpu sync\t%s\t(%s, part of compute) host-device synchronisations: top-k and lookahead read on the host\n", secs(r.GPUSyncNS), pct(r.GPUSyncNS, r.TimeNS))
+	}
 	fmt.Fprintf(tw, "flash\t%s/token\t%d reads, %s total, busy %s of the time\n",
 		sim.FormatBytes(int64(r.FlashBytesPerToken)), r.FlashReads, sim.FormatBytes(r.FlashBytes), pct(r.FlashBusyNS, r.TimeNS))
 	fmt.Fprintf(tw, "cache\thit rate %.3f\t%d uses: %d hits, %d in flight, %d misses; peak %s of %s\n",
 		r.HitRate, r.Uses, r.Hits, r.InflightHits, r.Misses, sim.FormatBytes(r.PeakResidentBytes), sim.FormatBytes(r.CacheBytes))
+	if r.NeighbourLoads > 0 {
+		fmt.Fprintf(tw, "neighbours\t%d experts\t(%s) made resident by other experts' read-around and read-ahead\n", r.NeighbourLoads, sim.FormatBytes(r.NeighbourBytes))
+	}
 	if r.PrefetchRequested > 0 {
 		wasted := 0.0
 		if r.Tokens > 0 {

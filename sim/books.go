@@ -48,6 +48,10 @@ type Counts struct {
 	// experts exceed the cache); OverBudgetBytes is the most the books held
 	// beyond the capacity.
 	OverBudgetLoads, OverBudgetBytes int64
+	// NeighbourLoads and NeighbourBytes count experts that became resident
+	// without a read of their own (Arrived: a gguf-mmap read-around or
+	// read-ahead brought all their bytes in).
+	NeighbourLoads, NeighbourBytes int64
 }
 
 // keyState is one expert's bookkeeping, kept together so that classifying,
@@ -362,6 +366,27 @@ func (b *Books) Loaded(k Key) {
 	}
 	b.keys[k].state = Resident
 	b.loadingBytes -= b.KeyBytes(k)
+}
+
+// Arrived makes Absent key k Resident at once: its bytes came in with another
+// key's reads (the kernel's read-around or read-ahead under gguf-mmap). Room
+// is made as for a prefetch, so the policy may decline (then k stays Absent
+// and Arrived reports false) and no expert in use is evicted; the policy sees
+// an Admitted event with Prefetch set. A key not Absent is left alone.
+func (b *Books) Arrived(k Key) (bool, error) {
+	if b.keys[k].state != Absent {
+		return false, nil
+	}
+	ok, err := b.admit(k, true)
+	if !ok || err != nil {
+		return false, err
+	}
+	b.Loaded(k)
+	if b.Measure {
+		b.c.NeighbourLoads++
+		b.c.NeighbourBytes += b.KeyBytes(k)
+	}
+	return true, nil
 }
 
 // Settle counts prefetched keys still unused at the end of a run as wasted.

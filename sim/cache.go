@@ -36,8 +36,13 @@ func (e *engine) chargeLoad(k Key) {
 	}
 }
 
-// Drop has nothing to do: a virtual page cache frees nothing.
-func (e *engine) Drop(Key) {}
+// Drop has nothing to do (a virtual page cache frees nothing) but, with the
+// detailed mmap model's neighbours, forget k's resident windows.
+func (e *engine) Drop(k Key) {
+	if e.mm != nil {
+		e.dropWindows(k)
+	}
+}
 
 // Wait completes the reads due by now; with block it first stalls the
 // compute thread until the next flash event.
@@ -76,6 +81,8 @@ func (e *engine) readDone(id int32, r *flashReq) {
 		if ks.pending == 0 && !ks.syncLoad {
 			e.bk.Loaded(k)
 		}
+	} else if e.mm != nil {
+		e.windowsDone(id)
 	}
 	if !r.sync {
 		e.fl.release(id)
@@ -157,6 +164,10 @@ func (e *engine) waitResident(k Key) error {
 // touched front to back; every fault costs FaultNS of CPU and reads
 // max(page, read-ahead) bytes, waiting for the read before continuing.
 func (e *engine) faultIn(k Key) {
+	if e.mm != nil {
+		e.faultInDetailed(k)
+		return
+	}
 	f := &e.cfg.Device.Flash
 	chunk := max(f.PageBytes, f.ReadAheadBytes)
 	for _, region := range e.regions[e.bk.keys[k].layer] {

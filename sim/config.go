@@ -87,6 +87,17 @@ type Config struct {
 	// ContextTokens sizes the KV cache charged against the device's RAM; 0 means
 	// the longest sequence in the trace.
 	ContextTokens int
+	// MmapNeighbours (gguf-mmap only) lets the bytes a fault's read-around or
+	// read-ahead brings in beyond the faulting expert stay resident, so the
+	// next experts of the same tensors can hit (mmap.go).
+	MmapNeighbours bool
+	// PageCacheFreeRAM (gguf-mmap only) says the expert cache is the kernel's
+	// page cache, whatever RAM is free: CacheBytes is then DeviceBudget and
+	// the policy's eviction order stands for the kernel's (lru approximates
+	// Linux's two-list LRU). The engine only reports it; the caller sizes
+	// the cache and chooses the policy.
+	PageCacheFreeRAM bool
+
 	// KeepSeries records per-pass samples in Result.Series (for plots).
 	KeepSeries bool
 	// ContextCost charges attention over the context (KV-cache reads and
@@ -134,6 +145,14 @@ func (c *Config) Validate() error {
 	}
 	if _, err := ParseLayout(string(c.Layout)); err != nil {
 		errs = append(errs, err)
+	}
+	if c.Layout != LayoutGGUFMmap {
+		if c.MmapNeighbours {
+			add("mmap neighbours: apply only to the gguf-mmap layout (per-expert reads bring in nothing beyond the expert)")
+		}
+		if c.PageCacheFreeRAM {
+			add("page cache free-ram: applies only to the gguf-mmap layout (per-expert loads go to a managed cache)")
+		}
 	}
 	if c.SpecBlock < 1 {
 		add("spec block: must be >= 1 (got %d)", c.SpecBlock)

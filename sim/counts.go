@@ -15,6 +15,8 @@ func (r *Result) addCounts(c Counts) {
 	r.PeakResidentBytes = max(r.PeakResidentBytes, c.PeakResidentBytes)
 	r.OverBudgetLoads += c.OverBudgetLoads
 	r.OverBudgetBytes = max(r.OverBudgetBytes, c.OverBudgetBytes)
+	r.NeighbourLoads += c.NeighbourLoads
+	r.NeighbourBytes += c.NeighbourBytes
 }
 
 // AddCounts adds a Books' tallies to r's counters (the live driver's results

@@ -70,7 +70,17 @@
 // fault costs FaultNS of CPU and reads max(PageBytes, ReadAheadBytes) bytes
 // synchronously. Prefetches become one asynchronous read per region
 // (madvise WILLNEED). Read-ahead bytes beyond a region are read and counted
-// but not credited as cached.
+// but not credited as cached. The detailed fault path (mmap.go), on when the
+// device has several compute threads or an asynchronous read-ahead, or with
+// Config.MmapNeighbours, faults each region from all threads at once over
+// read-around windows, reads ahead asynchronously, and can make the next
+// experts' bytes resident; Books.Arrived admits an expert so completed.
+//
+// # Backend
+//
+// On a GPU backend (Device.Backend) each layer's top-k is read on the host
+// after one synchronisation (GPUSyncNS on the compute thread), and a policy
+// that is a LookaheadRouter pays one more per layer for its lookahead router.
 //
 // # Passes and speculative decoding
 //

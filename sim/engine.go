@@ -38,6 +38,10 @@ type engine struct {
 
 	keyReqs [][3]int32 // async read ids per key (for cancelling queued prefetches)
 
+	mm      *mmapModel // detailed gguf-mmap fault path (mmap.go), nil when off
+	gpuSync Time       // host-device sync per layer (backend gpu), 0 on the CPU
+	laSync  bool       // the policy's lookahead router costs one more sync per layer
+
 	now   Time
 	phase traces.Phase // of the current pass, for the tap
 
@@ -127,6 +131,13 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 	}
 	e.times = newTimeTable(e)
 	e.draftTime = e.cm.part(cfg.DraftBytes, cfg.DraftFLOPs, 1)
+	e.mm = newMmapModel(&cfg, nL)
+	if cfg.Device.Backend == devices.BackendGPU {
+		e.gpuSync = cfg.Device.GPUSyncNS
+		if lr, ok := pol.(LookaheadRouter); ok && lr.UsesLookahead() {
+			e.laSync = true
+		}
+	}
 	e.fl.done = e.readDone
 	for i, l := range m.Layers {
 		e.layerBytes[i] = l.ExpertBytes

@@ -51,9 +51,19 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 		}
 
 		// Moment 1 comes after the previous layer's experts are done: none is in use.
+		if e.laSync {
+			e.sync() // the lookahead router's scores come back to the host
+		}
 		e.lookahead(steps, first, l)
 		if err := e.bk.Prefetch(&e.la); err != nil {
 			return err
+		}
+		// Then experts that earlier reads brought in whole (gguf-mmap neighbours).
+		if err := e.admitNeighbours(l); err != nil {
+			return err
+		}
+		if e.gpuSync > 0 {
+			e.sync() // the layer's top-k comes back to the host
 		}
 
 		// Moment 2: the union of the pass's selections, in token then rank order.
@@ -84,6 +94,15 @@ func (e *engine) compute(d Time) {
 	e.now += d
 	if e.bk.Measure {
 		e.res.ComputeNS += d
+	}
+}
+
+// sync is one host-device synchronisation on the GPU backend: the compute
+// thread waits for the device's queue before reading a result on the host.
+func (e *engine) sync() {
+	e.compute(e.gpuSync)
+	if e.bk.Measure {
+		e.res.GPUSyncNS += e.gpuSync
 	}
 }
 

@@ -114,3 +114,11 @@ type Policy interface {
 type UsesObserver interface {
 	ObserveUses(keys []Key, layer int, step int64)
 }
+
+// LookaheadRouter is implemented by a policy that runs the next layer's router
+// on the current layer's input (les): on a GPU backend that costs the compute
+// thread one more host-device synchronisation per layer. UsesLookahead
+// reports whether this instance does (les with prefetch off does not).
+type LookaheadRouter interface {
+	UsesLookahead() bool
+}

@@ -83,6 +83,10 @@ type Result struct {
 	// RejectedDrafts counts drafts verified and rejected (speculative decoding
 	// with the acceptance model); their experts were loaded as their own.
 	RejectedDrafts int64 `json:"rejected_drafts,omitempty"`
+	// The stock page-fault path and the GPU backend (docs/model.md); omitted when zero.
+	NeighbourLoads int64 `json:"neighbour_loads,omitempty"` // gguf-mmap: experts made resident by another expert's read-around/read-ahead
+	NeighbourBytes int64 `json:"neighbour_bytes,omitempty"` // their bytes
+	GPUSyncNS      int64 `json:"gpu_sync_ns,omitempty"`     // backend gpu: host-device synchronisations (part of compute_ns)
 
 	PrefillTokens int64 `json:"prefill_tokens"`
 	PrefillNS     int64 `json:"prefill_ns"`

@@ -28,6 +28,10 @@ func warnings(e *engine, ctxTokens int) []string {
 	if total := e.m.TotalExpertBytes(); e.cfg.CacheBytes >= total {
 		w = append(w, fmt.Sprintf("cache %s holds every expert (%s): only cold misses remain", FormatBytes(e.cfg.CacheBytes), FormatBytes(total)))
 	}
+	if e.cfg.PageCacheFreeRAM {
+		w = append(w, fmt.Sprintf("page cache: the experts live in the kernel's page cache, sized by free RAM (%s), evicted in the %s policy's order as an approximation of the kernel's LRU",
+			FormatBytes(e.cfg.CacheBytes), e.pol.Name()))
+	}
 	if budget := r.DeviceBudgetBytes; e.cfg.CacheBytes > budget && e.cfg.Device.AppLimitBytes > 0 && budget == appLimitBudget(e.m, e.cfg.Device, ctxTokens, e.cfg.ContextCost) {
 		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (app limit %s - runtime %s - resident weights, KV for %d tokens and state %s)",
 			FormatBytes(e.cfg.CacheBytes), FormatBytes(budget), FormatBytes(e.cfg.Device.AppLimitBytes), FormatBytes(e.cfg.Device.RuntimeBytes),

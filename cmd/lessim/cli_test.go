@@ -70,6 +70,8 @@ func TestGolden(t *testing.T) {
 		{"policies-list", []string{"policies", "list"}},
 		{"simulate-default", []string{"simulate", "--tokens", "300"}},
 		{"simulate-stock", []string{"simulate", "--tokens", "300", "--policy", "ondemand", "--layout", "gguf-mmap", "--cached-first=false", "--cache", "3GiB"}},
+		{"simulate-page-cache", []string{"simulate", "--tokens", "300", "--policy", "lru", "--layout", "gguf-mmap", "--cached-first=false", "--page-cache", "free-ram", "--mmap-neighbours"}},
+		{"err-page-cache", []string{"simulate", "--tokens", "10", "--page-cache", "free-ram", "--mmap-neighbours"}},
 		{"simulate-json", []string{"simulate", "--tokens", "200", "--device", "ipad-pro-m4", "--policy", "lru", "--cache", "40%", "--format", "json"}},
 		{"simulate-spec", []string{"simulate", "--tokens", "300", "--variant", "mixed-q3k-experts", "--spec-block", "4", "--spec-accept", "0.7", "--drafter", "mtp"}},
 		{"err-unknown-policy", []string{"simulate", "--policy", "nope"}},

@@ -219,7 +219,7 @@ func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 		{"device", o.Device.Name},
 		{"policy", s.Policy.Name},
 		{"cache", fmt.Sprintf("%s (device budget %s)", sim.FormatBytes(s.Cache.Bytes), sim.FormatBytes(res.DeviceBudgetBytes))},
-		{"layout", layoutLine(s)},
+		{"layout", layoutLine(s) + mmapLabel(s, o.Device)},
 		{"trace", o.TraceLabel},
 	}
 	if sp := s.Speculative; sp != nil {
@@ -250,4 +250,29 @@ func drafterLabel(d *experiment.Drafter, m *devices.ModelSpec) string {
 		return d.Kind
 	}
 	return fmt.Sprintf("%s (%s, %.3g GFLOP per draft token)", d.Kind, sim.FormatBytes(b), float64(f)/1e9)
+}
+
+// mmapLabel names the stock page-fault path's settings that are on, for the
+// layout line ("" when none is).
+func mmapLabel(s *experiment.Spec, d *devices.Device) string {
+	if s.Layout != string(sim.LayoutGGUFMmap) {
+		return ""
+	}
+	var parts []string
+	if n := d.Threads(); n > 1 {
+		parts = append(parts, fmt.Sprintf("%d faulting threads", n))
+	}
+	if a := d.Flash.ReadAheadAsyncBytes; a > 0 {
+		parts = append(parts, "async read-ahead "+sim.FormatBytes(a))
+	}
+	if s.MmapNeighbours {
+		parts = append(parts, "neighbours resident")
+	}
+	if s.PageCache != "" {
+		parts = append(parts, "page cache "+s.PageCache)
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(parts, ", ")
 }

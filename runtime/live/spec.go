@@ -30,6 +30,7 @@ func (o *Options) ApplySpec(s *experiment.Spec, m *devices.ModelSpec) (warnings 
 	refuse(s.Prefill, "prefill: the live engine prefills its prompt without measuring it")
 	refuse(s.ContextTokens != 0, "context_tokens: the live engine's context is its prompt and tokens")
 	refuse(s.ContextCost, "context_cost: a simulator option; the live engine pays its real attention cost")
+	refuse(s.PageCache != "" || s.MmapNeighbours, "page_cache, mmap_neighbours: simulator models of the stock page-fault path; the live engine's kernel does what it does")
 	refuse(s.Policy.PinnedHot != nil, "policy.pinned_hot: not supported by the live engine")
 	if l := s.Policy.LES; l != nil {
 		refuse(l.TopN != 0 || l.Threshold != 0 || l.MaxCandidates != 0 || l.MaxInflightBytes != 0, "policy.les: the live engine takes only depth and no_prefetch")
