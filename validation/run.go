@@ -4,31 +4,17 @@ package validation
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 
-	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
 )
 
-// Report is a finished validation: the points, their specs (per point, the
-// simulated spec as resolved), the comparison, and the trace used.
-type Report struct {
-	Trace   string
-	Points  []Point
-	Specs   []experiment.Spec
-	Summary *Summary
-}
-
 // Run checks the options, records the trace (unless Options.Trace is set)
 // with the prompt and token count of the live runs, greedy and on 1 thread,
 // so the recorded routing is the routing the live runs see; then simulates
-// every policy × cache with the calibrated profile and runs it live
-// Options.Repeats times. Repeats go round all points in turn, so slow
-// phases of a shared machine spread over the points instead of hitting one.
+// every policy × cache with the calibrated profile and runs it live on this
+// machine Options.Repeats times (see runPoints).
 func Run(ctx context.Context, o Options) (*Report, error) {
 	c, err := o.Check()
 	if err != nil {
@@ -38,66 +24,36 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if prompt == "" {
 		prompt = live.DefaultPrompt
 	}
-	step := func(s string) {
-		if o.Progress != nil {
-			o.Progress(s)
-		}
+	r := localRunner{o: o, prompt: prompt}
+	return runPoints(ctx, o, r, func(string) ([]int64, error) { return c.CacheBytes, nil })
+}
+
+// localRunner records and runs live with llama.cpp on this machine.
+type localRunner struct {
+	o      Options
+	prompt string
+}
+
+func (l localRunner) Record(ctx context.Context, path string, tokens int) error {
+	ro := record.DefaultOptions()
+	ro.ModelPath, ro.Prompts, ro.PromptSet = l.o.Model, []string{l.prompt}, "validate"
+	ro.Tokens, ro.Temperature, ro.Threads, ro.Logits, ro.Out = tokens, 0, 1, false, path
+	_, err := record.Record(ctx, ro)
+	return err
+}
+
+func (l localRunner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {
+	lo := live.DefaultOptions()
+	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads = l.o.Model, p.Policy, p.CacheBytes, tokens, l.prompt, 1
+	if l.o.Lanes > 0 {
+		lo.Lanes = l.o.Lanes
 	}
-	rep := &Report{Trace: o.Trace}
-	if rep.Trace == "" {
-		rep.Trace = filepath.Join(o.Out, TraceFile)
-		step("record")
-		if err := os.MkdirAll(filepath.Dir(rep.Trace), 0o755); err != nil {
-			return nil, fmt.Errorf("validate: %w", err)
-		}
-		ro := record.DefaultOptions()
-		ro.ModelPath, ro.Prompts, ro.PromptSet = o.Model, []string{prompt}, "validate"
-		ro.Tokens, ro.Temperature, ro.Threads, ro.Logits, ro.Out = o.Tokens, 0, 1, false, rep.Trace
-		if _, err := record.Record(ctx, ro); err != nil {
-			return nil, fmt.Errorf("validate: %w", err)
-		}
-	}
-	var in experiment.Inputs
-	for _, pol := range o.Policies {
-		for i, cache := range o.Caches {
-			step(fmt.Sprintf("simulate %s %s", pol, cache))
-			plan, err := in.Resolve(o.Spec(rep.Trace, pol, cache))
-			if err != nil {
-				return nil, fmt.Errorf("validate: simulate %s at %s: %w", pol, cache, err)
-			}
-			out, err := plan.Run()
-			if err != nil {
-				return nil, fmt.Errorf("validate: simulate %s at %s: %w", pol, cache, err)
-			}
-			if out.Result.Tokens != int64(o.Tokens) {
-				return nil, fmt.Errorf("validate: the trace %s has %d decode tokens, the live runs decode %d: record it with the same prompt and --tokens",
-					rep.Trace, out.Result.Tokens, o.Tokens)
-			}
-			rep.Points = append(rep.Points, Point{Policy: pol, Cache: cache, CacheBytes: c.CacheBytes[i], Predicted: out.Result})
-			rep.Specs = append(rep.Specs, out.Spec)
-		}
-	}
-	for r := range o.Repeats {
-		for i := range rep.Points {
-			p := &rep.Points[i]
-			step(fmt.Sprintf("live %s %s %d/%d", p.Policy, p.Cache, r+1, o.Repeats))
-			lo := live.DefaultOptions()
-			lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads = o.Model, p.Policy, p.CacheBytes, o.Tokens, prompt, 1
-			if o.Lanes > 0 {
-				lo.Lanes = o.Lanes
-			}
-			res, _, err := live.Run(ctx, lo)
-			if err != nil {
-				return nil, fmt.Errorf("validate: live %s at %s: %w", p.Policy, p.Cache, err)
-			}
-			if res.Source == "" {
-				res.Source = sim.SourceMeasured
-			}
-			p.Measured = append(p.Measured, res)
-		}
-	}
-	if rep.Summary, err = Summarize(rep.Points); err != nil {
+	res, _, err := live.Run(ctx, lo)
+	if err != nil {
 		return nil, err
 	}
-	return rep, nil
+	if res.Source == "" {
+		res.Source = sim.SourceMeasured
+	}
+	return res, nil
 }
