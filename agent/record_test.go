@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-
 )
 
 // plainEngine hides every method but Engine's: an engine that does not record.
