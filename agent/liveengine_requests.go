@@ -16,18 +16,6 @@ import (
 
 var _ Recorder = (*LiveEngine)(nil)
 
-// LiveCalibrateOptions are the live engine's calibrate options (the
-// request's engine-defined JSON object); absent or zero fields take
-// runtime/calibrate's defaults (a thorough run of about a minute).
-type LiveCalibrateOptions struct {
-	Samples    int     `json:"samples,omitempty"`     // samples per measured value
-	Reads      int     `json:"reads,omitempty"`       // reads per lane per flash sample
-	Tokens     int     `json:"tokens,omitempty"`      // decoded tokens per model for the compute fit
-	Lanes      []int   `json:"lanes,omitempty"`       // reads in flight, from 1, increasing
-	SizesBytes []int64 `json:"sizes_bytes,omitempty"` // O_DIRECT read sizes, multiples of 4 KiB, increasing
-	MemBytes   int64   `json:"mem_bytes,omitempty"`   // buffer streamed for memory bandwidth
-}
-
 // Bounds of LiveCalibrateOptions: a client may not make the agent measure
 // for hours or allocate more than a few hundred MiB.
 const (
