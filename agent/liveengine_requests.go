@@ -83,6 +83,9 @@ func (e *LiveEngine) Calibrate(ctx context.Context, options json.RawMessage) ([]
 	}
 	defer os.RemoveAll(dir)
 	o.Out = filepath.Join(dir, "profile.yaml")
+	if err := o.Validate(); err != nil {
+		return nil, fmt.Errorf("%w: calibrate options: %v", ErrInvalidSpec, err)
+	}
 	r, err := calibrate.Run(ctx, o)
 	if err != nil {
 		return nil, err
