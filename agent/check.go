@@ -29,6 +29,11 @@ type CheckOptions struct {
 	Model string
 	// Calibrate includes the calibrate request (it may take minutes on a device).
 	Calibrate bool
+	// CalibrateOptions are the calibrate request's engine-defined options
+	// (nil for the engine's defaults).
+	CalibrateOptions json.RawMessage
+	// RecordTokens is the decode tokens of the record check (default 4).
+	RecordTokens int
 	// CancelWithin is how soon the agent must confirm a cancel (default
 	// DefaultCancelWithin).
 	CancelWithin time.Duration
@@ -107,6 +112,8 @@ func Check(ctx context.Context, target, token string, o CheckOptions, report fun
 	add("busy: same connection, then cancel", k.busySameAndCancel)
 	add("cancel of no running request", k.cancelUnknown)
 	add("disconnect mid-run frees the engine", k.disconnect)
+	add("record: routing trace", k.record)
+	add("record of 0 tokens refused", k.recordBad)
 	if o.Calibrate {
 		add("calibrate", k.calibrate)
 	}
@@ -730,7 +737,7 @@ func (k *checker) calibrate(ctx context.Context) (string, error) {
 	var y []byte
 	err = k.whenFree(func() error {
 		var err error
-		y, err = c.Calibrate(ctx, nil)
+		y, err = c.Calibrate(ctx, k.o.CalibrateOptions)
 		return err
 	})
 	if err != nil {
@@ -745,4 +752,53 @@ func (k *checker) calibrate(ctx context.Context) (string, error) {
 		return "", err
 	}
 	return fmt.Sprintf("profile %q: %s RAM, %d flash lanes", p.Name, sim.FormatBytes(d.RAMBytes), d.Flash.Lanes), nil
+}
+
+// record asks for a short routing trace and checks it reads back, has the
+// tokens asked for and describes a MoE model.
+func (k *checker) record(ctx context.Context) (string, error) {
+	if !slices.Contains(k.welcome.Capabilities, CapRecord) {
+		return "", skipError(fmt.Sprintf("the agent does not announce %s (capabilities %v)", CapRecord, k.welcome.Capabilities))
+	}
+	n := k.o.RecordTokens
+	if n <= 0 {
+		n = 4
+	}
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	var t *RecordedTrace
+	err = k.whenFree(func() error {
+		var err error
+		t, err = c.Record(ctx, n)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	m := t.Meta.Model
+	if len(m.Layers) == 0 || m.TopK < 1 || m.Experts < m.TopK {
+		return "", fmt.Errorf("the trace's model %q: %d MoE layers, top-%d of %d experts", m.Name, len(m.Layers), m.TopK, m.Experts)
+	}
+	return fmt.Sprintf("%d bytes: %d prefill + %d decode tokens of %s (%d MoE layers, top-%d of %d)",
+		len(t.Parquet), t.PrefillTokens, t.DecodeTokens, m.Name, len(m.Layers), m.TopK, m.Experts), nil
+}
+
+// recordBad sends a record request of 0 tokens: a payload that does not
+// validate, fatal bad_request whether or not the agent records.
+func (k *checker) recordBad(ctx context.Context) (string, error) {
+	w, err := k.raw(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer w.nc.Close()
+	if err := w.hello(k.token); err != nil {
+		return "", err
+	}
+	if err := w.send(TypeRecord, 1, Record{Tokens: 0}); err != nil {
+		return "", err
+	}
+	return w.fatal(1, CodeBadRequest)
 }

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -215,6 +216,28 @@ func (cc *conn) dispatch(m *Message) error {
 		return cc.start(m, "calibrate", func(ctx context.Context) (string, any, error) {
 			y, err := cc.s.Engine.Calibrate(ctx, p.Options)
 			return TypeCalibration, Calibration{ProfileYAML: string(y)}, err
+		})
+	case TypeRecord:
+		var p Record
+		if err := decodeStrict(m.Payload, &p); err != nil {
+			return cc.fail(m.ID, protoErr(CodeBadRequest, "record: %v", err))
+		}
+		if err := p.Validate(); err != nil {
+			return cc.fail(m.ID, protoErr(CodeBadRequest, "record: %v", err))
+		}
+		return cc.start(m, "record", func(ctx context.Context) (string, any, error) {
+			r, ok := cc.s.Engine.(Recorder)
+			if !ok {
+				return TypeTrace, nil, errNoRecord
+			}
+			b, err := r.Record(ctx, p.Tokens)
+			if err == nil && len(b) == 0 {
+				err = errors.New("engine returned an empty trace")
+			}
+			if n := base64.StdEncoding.EncodedLen(len(b)) + 256; err == nil && n > cc.lim.MaxFrameBytes {
+				err = fmt.Errorf("the trace (%d bytes, %d as a frame) exceeds the frame limit of %d bytes: record fewer tokens", len(b), n, cc.lim.MaxFrameBytes)
+			}
+			return TypeTrace, TracePayload{Parquet: b}, err
 		})
 	case TypeRun:
 		var p Run

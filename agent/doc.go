@@ -1,8 +1,8 @@
 // Package agent is lessim's device-agent protocol: a host (lessim live,
 // calibrate, validate, agent check) asks an agent on a device (a phone app
 // embedding llama.cpp, or `lessim agent` on this machine) to load a model,
-// calibrate the device or run one experiment, and gets the measurements back
-// as they happen. docs/agent-protocol.md is the normative description; this
+// calibrate the device, record its model's routing or run one experiment, and
+// gets the measurements back as they happen. docs/agent-protocol.md is the normative description; this
 // package implements both sides.
 //
 // # Wire
@@ -14,8 +14,10 @@
 // client's first frame is hello with the protocol version and the agent's
 // token (128 random bits printed by the agent at start, compared in constant
 // time); the agent answers welcome with its capabilities, limits and
-// DeviceFacts. Then the client sends requests (load_model, calibrate, run,
-// ping, cancel), each with a fresh id that every reply echoes. A run streams
+// DeviceFacts. Then the client sends requests (load_model, calibrate, record,
+// run, ping, cancel), each with a fresh id that every reply echoes. record is
+// answered with trace: a lessim trace file (Parquet bytes) of the routing the
+// engine's runs see, which the client reads back completely (CheckTrace). A run streams
 // one token frame per decode pass and ends with result (a sim.Result) or
 // error. While a request runs the agent sends heartbeat frames, so a client
 // can tell a long step from a dead agent.
@@ -41,5 +43,7 @@
 // docs/agent-protocol.md). SimEngine serves lessim's simulator (results
 // equal `lessim simulate --format json` for the same spec); LiveEngine
 // (build tags llamacpp and linux) serves llama.cpp on this machine through
-// runtime/live. An engine that serves fewer requests implements Capable.
+// runtime/live, calibrates with runtime/calibrate and records with
+// runtime/record. An engine that serves fewer requests implements Capable;
+// one that records implements Recorder.
 package agent

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 
 	"github.com/lessim/lessim/sim"
 )
@@ -35,13 +36,29 @@ type Capable interface {
 	Capabilities() []string
 }
 
-// capabilities are what the agent announces for e.
+// Recorder is an Engine that also records routing: the record request.
+type Recorder interface {
+	// Record decodes tokens greedy tokens after the prompt the engine's
+	// runs use and returns the routing as a lessim trace file (Parquet
+	// bytes): the routing its runs of that many tokens see.
+	Record(ctx context.Context, tokens int) (trace []byte, err error)
+}
+
+// capabilities are what the agent announces for e: its own list (Capable),
+// or the four every engine serves plus record for a Recorder.
 func capabilities(e Engine) []string {
 	if c, ok := e.(Capable); ok {
 		return c.Capabilities()
 	}
-	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel}
+	caps := []string{CapLoadModel, CapCalibrate, CapRun, CapCancel}
+	if _, ok := e.(Recorder); ok {
+		caps = append(caps, CapRecord)
+	}
+	return caps
 }
+
+// errNoRecord answers record on an engine that is not a Recorder.
+var errNoRecord = fmt.Errorf("%w: this agent's engine does not record routing (capability %s absent)", ErrInvalidSpec, CapRecord)
 
 // ErrInvalidSpec marks an engine error caused by the request itself (a spec,
 // model name or option the engine refuses): wrap it so the client sees code

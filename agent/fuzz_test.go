@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 )
@@ -17,7 +18,8 @@ import (
 // the body is allocated). A decoded message survives a write/read round trip.
 func FuzzReadFrame(f *testing.F) {
 	for _, s := range []string{`{"type":"hello","id":0,"payload":{"protocol_version":1,"token":"x","client":"y"}}`,
-		`{"type":"run","id":9,"payload":{"spec":{"trace":{"synthetic":{"tokens":4}}}}}`, `{"type":"ping","id":1}`, `[]`, ``, `{"type":"nope"}`} {
+		`{"type":"run","id":9,"payload":{"spec":{"trace":{"synthetic":{"tokens":4}}}}}`, `{"type":"record","id":3,"payload":{"tokens":8}}`,
+		`{"type":"trace","id":3,"payload":{"parquet":"UEFSMQ=="}}`, `{"type":"ping","id":1}`, `[]`, ``, `{"type":"nope"}`} {
 		f.Add(rawFrame(s))
 	}
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, '{'})
@@ -62,6 +64,10 @@ func FuzzServeConn(f *testing.F) {
 	f.Add(true, rawFrame(`{"type":"load_model","id":2,"payload":{"model":"qwen3-30b-a3b"}}`))
 	f.Add(true, rawFrame(`{"type":"calibrate","id":2,"payload":{}}`))
 	f.Add(true, rawFrame(`{"type":"cancel","id":2}`))
+	f.Add(true, rawFrame(`{"type":"record","id":2,"payload":{"tokens":2}}`))
+	f.Add(true, rawFrame(`{"type":"record","id":2,"payload":{"tokens":0}}`))
+	f.Add(true, rawFrame(`{"type":"record","id":2,"payload":{"tokens":"x","more":1}}`))
+	f.Add(true, rawFrame(`{"type":"trace","id":2,"payload":{"parquet":"UEFSMQ=="}}`))
 	f.Add(true, []byte{0, 0, 0, 1, '{'})
 	e := newTestEngine(f, 0)
 	tok, _ := NewToken()
@@ -74,7 +80,7 @@ func FuzzServeConn(f *testing.F) {
 		go func() { defer close(done); srv.serveConn(context.Background(), server) }()
 		go io.Copy(io.Discard, client) // the server's replies
 		if handshake {
-			b, _ := json.Marshal(Message{Type: TypeHello, Payload: json.RawMessage(`{"protocol_version":1,"token":"` + tok + `","client":"fuzz"}`)})
+			b, _ := json.Marshal(Message{Type: TypeHello, Payload: json.RawMessage(`{"protocol_version":` + strconv.Itoa(ProtocolVersion) + `,"token":"` + tok + `","client":"fuzz"}`)})
 			client.Write(rawFrame(string(b)))
 		}
 		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
@@ -84,6 +90,30 @@ func FuzzServeConn(f *testing.F) {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			t.Fatal("connection handler still running 10 s after the client closed")
+		}
+	})
+}
+
+// FuzzCheckTrace: any bytes as a record answer's trace give a checked trace
+// or an error, never a panic. Seeds: a real recorded trace (the simulator
+// engine's) and damaged copies of it.
+func FuzzCheckTrace(f *testing.F) {
+	e := newTestEngine(f, 0)
+	if _, err := e.LoadModel(context.Background(), "qwen3-30b-a3b"); err != nil {
+		f.Fatal(err)
+	}
+	good, err := e.Record(context.Background(), 2)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, 2)
+	f.Add(good[:len(good)/2], 2)
+	f.Add(append([]byte("PAR1"), good[len(good)/2:]...), 2)
+	f.Add([]byte("PAR1PAR1"), 1)
+	f.Fuzz(func(t *testing.T, b []byte, tokens int) {
+		tr, err := CheckTrace(b, tokens)
+		if err == nil && (tr.DecodeTokens != tokens || len(tr.Meta.Model.Layers) == 0) {
+			t.Fatalf("accepted a trace of %d decode tokens (asked %d), model %+v", tr.DecodeTokens, tokens, tr.Meta.Model.Name)
 		}
 	})
 }

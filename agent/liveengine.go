@@ -25,8 +25,9 @@ const MaxLiveTokens = 4096
 // LiveEngine is an Engine that runs llama.cpp on this machine (runtime/live)
 // with the GGUF model it was started with: a run decodes greedily while the
 // spec's policy manages an expert cache, and returns the measured Result.
-// It does not calibrate (run `lessim calibrate` on the machine instead), so
-// it does not announce the calibrate capability.
+// It calibrates this machine as `lessim calibrate --model FILE` does
+// (runtime/calibrate) and records routing as `lessim record` does
+// (runtime/record, greedy, the runs' prompt).
 type LiveEngine struct {
 	path    string
 	model   *devices.ModelSpec
@@ -75,9 +76,9 @@ func hostFacts(version string) DeviceFacts {
 	}
 }
 
-// Capabilities are the requests the live engine serves (no calibrate).
+// Capabilities are the requests the live engine serves: all of them.
 func (e *LiveEngine) Capabilities() []string {
-	return []string{CapLoadModel, CapRun, CapCancel}
+	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel, CapRecord}
 }
 
 // Facts describes this machine.
@@ -99,14 +100,6 @@ func (e *LiveEngine) LoadModel(ctx context.Context, model string) (ModelInfo, er
 	}
 	return ModelInfo{Name: m.Name, Arch: m.Arch, Layers: len(m.Layers), Experts: m.Experts, TopK: m.TopK,
 		TotalExpertBytes: m.TotalExpertBytes(), FileBytes: size}, nil
-}
-
-// errNoCalibrate is the live engine's answer to calibrate.
-var errNoCalibrate = errors.New("calibrate is not supported by this agent (the live engine): run `lessim calibrate --model FILE.gguf` on the machine")
-
-// Calibrate is not supported.
-func (e *LiveEngine) Calibrate(context.Context, json.RawMessage) ([]byte, error) {
-	return nil, errNoCalibrate
 }
 
 // Run decodes the spec's tokens (see liveOptions for what it reads), emits

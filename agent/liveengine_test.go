@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/sim"
 )
@@ -37,8 +38,8 @@ func liveModel(t *testing.T) string {
 
 // TestLiveEngine: an agent serving the live engine runs a spec over the
 // wire and returns a measured Result whose stream agrees with it; specs the
-// engine cannot honour are refused; the conformance check passes (calibrate
-// skipped: the live engine does not announce it).
+// engine cannot honour are refused; the conformance check passes, every
+// check run (calibrate with short options, record included).
 func TestLiveEngine(t *testing.T) {
 	e, err := NewLiveEngine(liveModel(t), "test")
 	if err != nil {
@@ -79,13 +80,73 @@ func TestLiveEngine(t *testing.T) {
 	}
 
 	var lines []string
-	Check(context.Background(), a.target, a.token, CheckOptions{Model: "tiny.gguf", Calibrate: true,
+	Check(context.Background(), a.target, a.token, CheckOptions{Model: "tiny.gguf", Calibrate: true, CalibrateOptions: quickCalibration,
 		Spec:   json.RawMessage(`{"policy": {"name": "les"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 64}}}`),
 		Client: Options{Silence: 10 * time.Second}}, func(r CheckResult) {
 		lines = append(lines, r.Outcome+"  "+r.Name+": "+r.Detail)
-		if r.Outcome == CheckFail || (r.Outcome == CheckSkip && r.Name != "calibrate") {
+		if r.Outcome != CheckPass {
 			t.Errorf("%s %s: %s", r.Outcome, r.Name, r.Detail)
 		}
 	})
 	t.Logf("agent check against the live engine:\n%s", strings.Join(lines, "\n"))
+}
+
+// quickCalibration are live calibrate options for tests: a few samples of
+// two read sizes, 2 decoded tokens.
+var quickCalibration = json.RawMessage(`{"samples": 2, "reads": 4, "tokens": 2, "lanes": [1, 2], "sizes_bytes": [131072, 1048576], "mem_bytes": 16777216}`)
+
+// TestLiveEngineCalibrateRecord: the live engine calibrates this machine
+// (the profile validates and names it) and records its routing; bad
+// options are refused; a calibrate cancelled mid-way stops and leaves no
+// temporary folder behind.
+func TestLiveEngineCalibrateRecord(t *testing.T) {
+	e, err := NewLiveEngine(liveModel(t), "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	a := startAgent(t, e, fastLimits())
+	ctx := context.Background()
+	c, err := DialWith(ctx, a.target, a.token, Options{Silence: 30 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	y, err := c.Calibrate(ctx, quickCalibration)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := devices.ParseProfile(y, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.Device(); err != nil {
+		t.Fatalf("calibrated profile: %v", err)
+	}
+	for _, bad := range []string{`{"samples": 1000}`, `{"nope": 1}`, `{"sizes_bytes": [1000]}`, `[]`} {
+		if _, err := c.Calibrate(ctx, json.RawMessage(bad)); !errors.Is(err, ErrRefused) {
+			t.Errorf("options %s: %v, want invalid_spec", bad, err)
+		}
+	}
+	tr, err := c.Record(ctx, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr.DecodeTokens != 5 || tr.PrefillTokens == 0 || tr.Meta.Origin != "record" || tr.Meta.LookaheadDepth != 1 || tr.Meta.Info["sampler"] != "greedy" {
+		t.Errorf("trace: %d decode, %d prefill tokens, origin %q, lookahead %d, info %v", tr.DecodeTokens, tr.PrefillTokens, tr.Meta.Origin, tr.Meta.LookaheadDepth, tr.Meta.Info)
+	}
+
+	cctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	defer cancel()
+	if _, err := c.Calibrate(cctx, nil); err == nil {
+		t.Error("a calibrate cancelled after 300 ms succeeded")
+	}
+	waitStats(t, a.srv, func(s Stats) bool { return !s.Running })
+	left, _ := os.ReadDir(tmp)
+	for _, f := range left {
+		if strings.HasPrefix(f.Name(), "lessim-") {
+			t.Errorf("left behind in TMPDIR: %s", f.Name())
+		}
+	}
 }

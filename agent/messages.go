@@ -11,7 +11,7 @@ import (
 
 // ProtocolVersion is the version of docs/agent-protocol.md this package
 // speaks. Client and agent must agree exactly.
-const ProtocolVersion = 2
+const ProtocolVersion = 3
 
 // Message types. docs/agent-protocol.md gives each one's payload and who
 // sends it.
@@ -27,6 +27,8 @@ const (
 	TypeRun         = "run"          // client → agent: one experiment
 	TypeToken       = "token"        // agent → client: one decode pass measured
 	TypeResult      = "result"       // agent → client: the run's sim.Result
+	TypeRecord      = "record"       // client → agent: record the routing of a greedy decode
+	TypeTrace       = "trace"        // agent → client: the recorded trace file
 	TypeCancel      = "cancel"       // client → agent: stop the request with this id
 	TypeHeartbeat   = "heartbeat"    // agent → client: a request is still running
 	TypeBusy        = "busy"         // agent → client: another request holds the engine
@@ -36,7 +38,7 @@ const (
 var knownTypes = map[string]bool{
 	TypeHello: true, TypeWelcome: true, TypePing: true, TypePong: true, TypeLoadModel: true,
 	TypeModelLoaded: true, TypeCalibrate: true, TypeCalibration: true, TypeRun: true,
-	TypeToken: true, TypeResult: true, TypeCancel: true, TypeHeartbeat: true,
+	TypeToken: true, TypeResult: true, TypeRecord: true, TypeTrace: true, TypeCancel: true, TypeHeartbeat: true,
 	TypeBusy: true, TypeError: true,
 }
 
@@ -66,6 +68,7 @@ const (
 	CapCalibrate = "calibrate"
 	CapRun       = "run"
 	CapCancel    = "cancel"
+	CapRecord    = "record"
 )
 
 // Hello is the client's first frame.
@@ -164,6 +167,30 @@ type TokenSample struct {
 	Hits          *int64 `json:"hits,omitempty"`           // expert uses resident at top-k
 	Misses        *int64 `json:"misses,omitempty"`         // expert uses demand-loaded
 	ResidentBytes *int64 `json:"resident_bytes,omitempty"` // expert bytes resident at the pass's end
+}
+
+// MaxRecordTokens bounds a record request's decode tokens.
+const MaxRecordTokens = 4096
+
+// Record asks the engine to record the routing of Tokens greedy decode
+// tokens after its run prompt: the routing its runs of that many tokens
+// see (a host simulates it, see lessim validate --target).
+type Record struct {
+	Tokens int `json:"tokens"`
+}
+
+// Validate checks a record request.
+func (r *Record) Validate() error {
+	if r.Tokens < 1 || r.Tokens > MaxRecordTokens {
+		return fmt.Errorf("tokens %d: want 1..%d", r.Tokens, MaxRecordTokens)
+	}
+	return nil
+}
+
+// TracePayload carries a recorded trace: the bytes of a lessim trace file
+// (Parquet, docs/trace-format.md), base64 in JSON.
+type TracePayload struct {
+	Parquet []byte `json:"parquet"`
 }
 
 // ResultPayload carries a finished run's result.

@@ -6,6 +6,9 @@
 // The statistics (Summarize), the text table (WriteTable), the results rows
 // (Rows, WriteRows) and the scatter plot (WritePlot) are pure Go. Run, which
 // records the trace and drives llama.cpp, needs the llamacpp build tag.
+// RunRemote is pure Go: a device agent (package agent) records the trace and
+// runs the points, this side simulates. Both share one loop over a Runner
+// (record, then simulate every point, then the live repeats).
 //
 // Units: tokens per second for speed, nanoseconds for per-token latency, a
 // fraction in [0, 1] for hit rates. A point's error is

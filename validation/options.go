@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/policies"
@@ -49,6 +50,17 @@ type Options struct {
 	Version string
 	// Progress, when set, is told what starts ("record", "live les 25% 1/2").
 	Progress func(step string)
+
+	// Target, when set, is a device agent (tcp://HOST:PORT or
+	// usb://UDID:PORT) that records the trace and runs the points instead
+	// of this machine (RunRemote). Model, Prompt and Lanes are then the
+	// agent's own and must stay unset; DeviceFile is the agent's device
+	// (e.g. from lessim calibrate --target).
+	Target string
+	// Token is the agent's token.
+	Token string
+	// Client tunes the connection to Target (timeouts, usbmuxd address).
+	Client agent.Options
 }
 
 // Files written into Options.Out.
@@ -120,24 +132,28 @@ func (o *Options) Check() (*Checked, error) {
 			bad("trace: %w", err)
 		}
 	}
-	if o.Model == "" {
+	switch {
+	case o.Target != "":
+		if _, err := agent.ParseTarget(o.Target); err != nil {
+			errs = append(errs, err)
+		}
+		if o.Model != "" || o.Prompt != "" || o.Lanes != 0 {
+			bad("model, prompt and lanes: the agent's own with a target (leave them unset)")
+		}
+		if len(o.Fit) > 0 {
+			bad("fit: not with a target yet (a remote validation does not collect the fit runs' per-token series)")
+		}
+	case o.Model == "":
 		bad("model: missing (a GGUF Mixture-of-Experts file)")
-	} else if mc, err := record.CheckModel(o.Model); err != nil {
-		errs = append(errs, err)
-	} else {
-		mc.File.Close()
-		c.Model = mc.Spec
-		need := int64(c.Model.TopK) * c.Model.MaxExpertBytes()
-		for _, s := range o.Caches {
-			b, err := sim.ResolveCache(s, c.Model, nil, 0)
-			switch {
-			case err != nil:
-				bad("cache %q: %w", s, err)
-			case b < need:
-				bad("cache %s (%s) is smaller than one layer's top-%d (%s): a token could not hold its experts",
-					s, sim.FormatBytes(b), c.Model.TopK, sim.FormatBytes(need))
-			}
-			c.CacheBytes = append(c.CacheBytes, b)
+	default:
+		if mc, err := record.CheckModel(o.Model); err != nil {
+			errs = append(errs, err)
+		} else {
+			mc.File.Close()
+			c.Model = mc.Spec
+			var cerrs []error
+			c.CacheBytes, cerrs = resolveCaches(c.Model, o.Caches)
+			errs = append(errs, cerrs...)
 		}
 	}
 	for _, f := range o.Fit {
@@ -168,6 +184,26 @@ func (o *Options) Check() (*Checked, error) {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	return c, nil
+}
+
+// resolveCaches turns each cache of caches into bytes of model m's experts,
+// refusing one smaller than a layer's top-k.
+func resolveCaches(m *devices.ModelSpec, caches []string) ([]int64, []error) {
+	var errs []error
+	var out []int64
+	need := int64(m.TopK) * m.MaxExpertBytes()
+	for _, s := range caches {
+		b, err := sim.ResolveCache(s, m, nil, 0)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("cache %q: %w", s, err))
+		case b < need:
+			errs = append(errs, fmt.Errorf("cache %s (%s) is smaller than one layer's top-%d (%s): a token could not hold its experts",
+				s, sim.FormatBytes(b), m.TopK, sim.FormatBytes(need)))
+		}
+		out = append(out, b)
+	}
+	return out, errs
 }
 
 func duplicate(s []string) string {

@@ -41,7 +41,8 @@ error, what the run could not identify, the per-token residuals, and draws measu
 predicted per-token time.
 
 With --target tcp://HOST:PORT or usb://UDID:PORT (and --token) a device agent calibrates
-its own device; the profile it returns is checked and written to --out.`,
+its own device; the profile it returns is checked and written to --out. --lanes, --sizes,
+--samples, --reads and --tokens, when set, go to the agent as the live engine's options.`,
 		Example: `  lessim calibrate --model tiny.gguf --out host.yaml
   lessim calibrate --target tcp://127.0.0.1:7070 --token 0123… --out remote.yaml
   lessim calibrate --from-run qwen.metrics.csv --trace qwen.parquet --device ufs4-phone-12gb --out my-phone.yaml`,
@@ -51,7 +52,7 @@ its own device; the profile it returns is checked and written to --out.`,
 				return errors.New("calibrate needs --out (the profile to write)")
 			}
 			if r.target != "" {
-				return calibrateRemote(cmd, &r, f.out)
+				return calibrateRemote(cmd, &r, &h, f.out)
 			}
 			if r.token != "" {
 				return errTokenAlone

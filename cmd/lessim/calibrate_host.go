@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -76,29 +75,3 @@ func sizeText(b int64) string {
 }
 
 func mib(bps float64) string { return fmt.Sprintf("%.0f MiB/s", bps/(1<<20)) }
-
-// parseInts parses "1,2,4".
-func parseInts(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil {
-			return nil, fmt.Errorf("%q is not a whole number", f)
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}
-
-// parseSizes parses "128KiB,1MiB".
-func parseSizes(s string) ([]int64, error) {
-	var out []int64
-	for _, f := range strings.Split(s, ",") {
-		n, err := devices.ParseSize(strings.TrimSpace(f))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
-	}
-	return out, nil
-}

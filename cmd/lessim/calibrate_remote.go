@@ -1,8 +1,13 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -15,9 +20,15 @@ import (
 type remoteFlags struct{ target, token string }
 
 // calibrateRemote asks the agent at r.target to calibrate its device and
-// writes the profile it returns (checked first) to out.
-func calibrateRemote(cmd *cobra.Command, r *remoteFlags, out string) error {
-	if err := refuseFlags(cmd, append(append([]string{"from-run"}, hostOnly...), fromRunOnly...), "with --target (the agent measures its own device)"); err != nil {
+// writes the profile it returns (checked first) to out. calibrate's
+// measuring flags, when set, travel as the live engine's options
+// (agent.LiveCalibrateOptions).
+func calibrateRemote(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) error {
+	if err := refuseFlags(cmd, append([]string{"from-run", "model", "quiet"}, fromRunOnly...), "with --target (the agent measures its own device with its own model)"); err != nil {
+		return err
+	}
+	opts, err := remoteCalibrateOptions(cmd, h)
+	if err != nil {
 		return err
 	}
 	if _, err := agent.ParseTarget(r.target); err != nil {
@@ -27,7 +38,9 @@ func calibrateRemote(cmd *cobra.Command, r *remoteFlags, out string) error {
 	if err != nil {
 		return err
 	}
-	y, facts, err := agent.CalibrateRemote(cmd.Context(), r.target, token, nil)
+	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	defer stop()
+	y, facts, err := agent.CalibrateRemote(ctx, r.target, token, opts)
 	if err != nil {
 		return err
 	}
@@ -47,5 +60,68 @@ func calibrateRemote(cmd *cobra.Command, r *remoteFlags, out string) error {
 	return nil
 }
 
+// remoteCalibrateOptions are the measuring flags the user set, as the live
+// engine's calibrate options; nil when none is set (the engine's defaults).
+func remoteCalibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error) {
+	changed := cmd.Flags().Changed
+	var o agent.LiveCalibrateOptions
+	var set bool
+	var err error
+	if changed("lanes") {
+		if o.Lanes, err = parseInts(h.lanes); err != nil {
+			return nil, fmt.Errorf("--lanes: %w", err)
+		}
+		set = true
+	}
+	if changed("sizes") {
+		if o.SizesBytes, err = parseSizes(h.sizes); err != nil {
+			return nil, fmt.Errorf("--sizes: %w", err)
+		}
+		set = true
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		dst  *int
+	}{{"samples", h.samples, &o.Samples}, {"reads", h.reads, &o.Reads}, {"tokens", h.tokens, &o.Tokens}} {
+		if changed(f.name) {
+			if f.v < 1 {
+				return nil, fmt.Errorf("--%s %d: want >= 1", f.name, f.v)
+			}
+			*f.dst, set = f.v, true
+		}
+	}
+	if !set {
+		return nil, nil
+	}
+	return json.Marshal(o)
+}
+
 // errTokenAlone refuses --token without --target.
 var errTokenAlone = errors.New("--token applies only with --target")
+
+// parseInts parses "1,2,4".
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("%q is not a whole number", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// parseSizes parses "128KiB,1MiB".
+func parseSizes(s string) ([]int64, error) {
+	var out []int64
+	for _, f := range strings.Split(s, ",") {
+		n, err := devices.ParseSize(strings.TrimSpace(f))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/reports"
 )
 
 // startInProcessAgent serves the simulator of the default device with
@@ -140,8 +141,56 @@ func TestCalibrateTarget(t *testing.T) {
 		{[]string{"--target", target, "--token", token, "--from-run", "x.csv"}, "--from-run"},
 		{[]string{"--token", token, "--model", "x.gguf"}, "--token applies only with --target"},
 		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong token"},
+		{[]string{"--target", target, "--token", token, "--samples", "2"}, "the simulator's calibration takes no options"},
+		{[]string{"--target", target, "--token", token, "--lanes", "1,x"}, "--lanes"},
 	} {
 		_, _, err := runCLIErr(t, dir, append([]string{"calibrate", "--out", "x.yaml"}, bad.args...)...)
+		if err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
+		}
+	}
+}
+
+// TestValidateTarget: validate --target against the simulator agent, with
+// the profile from calibrate --target: the agent records the routing its
+// runs simulate, so every prediction equals its measurement (0.0% error);
+// the table, the rows (the measured ones recording the agent's device
+// facts) and the plot are written. Local-only flags are refused.
+func TestValidateTarget(t *testing.T) {
+	target, token := startInProcessAgent(t, "qwen3-30b-a3b")
+	dir := t.TempDir()
+	runCLI(t, dir, "calibrate", "--target", target, "--token", token, "--out", "remote.yaml")
+	out := runCLI(t, dir, "validate", "--target", target, "--token", token, "--device-file", "remote.yaml", "--policies", "lru,les",
+		"--caches", "25%,40%", "--tokens", "16", "--repeats", "1", "--quiet", "--out", "val")
+	for _, want := range []string{"measured on simulated " + defaultDevice + " at " + target, "trace val/trace/trace.parquet (recorded by the agent), 16 decode tokens",
+		"MAPE (tokens/s): 0.0% over 4 points", "ranking preserved at every cache size: yes", "wrote val/results.parquet (8 rows)", "predicted-vs-measured.png"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	tab, err := reports.ReadTables(filepath.Join(dir, "val", "results.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var facts int
+	for i := range tab.Len() {
+		if strings.Contains(tab.Str("device", i), target) {
+			facts++
+		}
+	}
+	if facts != 4 {
+		t.Errorf("%d rows carry the agent's facts, want the 4 measured", facts)
+	}
+	for _, bad := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--target", target, "--token", token, "--model", "x.gguf"}, "--model does not apply with --target"},
+		{[]string{"--target", target, "--token", token, "--lanes", "2"}, "--lanes does not apply with --target"},
+		{[]string{"--model", "x.gguf", "--token", token}, "--token applies only with --target"},
+		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong token"},
+	} {
+		_, _, err := runCLIErr(t, dir, append([]string{"validate", "--device-file", "remote.yaml", "--out", "v2"}, bad.args...)...)
 		if err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
 		}

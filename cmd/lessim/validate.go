@@ -1,9 +1,9 @@
-//go:build llamacpp && linux
-
 package main
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -17,70 +17,64 @@ import (
 	"github.com/lessim/lessim/validation"
 )
 
-func newValidateCmd() *cobra.Command {
-	o := validation.Options{Tokens: 32, Repeats: 2, Version: version}
-	var pols, caches, fitPts string
-	var quiet bool
-	cmd := &cobra.Command{
-		Use:   "validate",
-		Short: "Check the simulator's predictions against live runs of the real engine",
-		Long: `validate records a trace of the model with llama.cpp (or reuses --trace), then for each
+const validateLong = `validate records a trace of the model with llama.cpp (or reuses --trace), then for each
 policy × cache size simulates that trace with the calibrated device profile and runs
 the same point live (lessim live, --repeats times, 1 thread), and compares predicted
 with measured: a table (tokens/s with the measured spread, error, hit rates, per-token
 latency p50/p90), the mean absolute percentage error, whether each cache size's
 ranking of the policies is preserved, results rows (sweep's Parquet schema, source
-simulated or measured) and a scatter plot with y = x, all under --out.`,
-		Example: `  lessim calibrate --model tiny.gguf --out host.yaml
-  lessim validate --model tiny.gguf --device-file host.yaml --policies ondemand,lru,les --caches 15%,25%,40% --out validation/`,
-		Args: cobra.NoArgs,
+simulated or measured) and a scatter plot with y = x, all under --out.
+
+With --target tcp://HOST:PORT or usb://UDID:PORT (and --token) a device agent does the
+measuring: it records the routing of its own model's greedy decode (the record request of
+docs/agent-protocol.md) into --out's trace, this machine simulates that trace with
+--device-file (the agent's profile, e.g. from calibrate --target), and the agent runs
+every point live. The measured rows record the device facts the agent reported. A
+remote validation needs no llama.cpp in this build.`
+
+const validateExample = `  lessim calibrate --model tiny.gguf --out host.yaml
+  lessim validate --model tiny.gguf --device-file host.yaml --policies ondemand,lru,les --caches 15%,25%,40% --out validation/
+  lessim calibrate --target tcp://127.0.0.1:7070 --token 0123… --out remote.yaml
+  lessim validate --target tcp://127.0.0.1:7070 --token 0123… --device-file remote.yaml --out validation/`
+
+// validateLocalOnly are flags a remote validation cannot carry.
+var validateLocalOnly = []string{"model", "prompt", "lanes"}
+
+// errFitRemote refuses --fit with --target.
+var errFitRemote = errors.New("--fit does not apply with --target yet: fitting needs each fit run's per-token series, which a remote validation does not collect (fit with calibrate --from-run on a live --series instead)")
+
+func newValidateCmd() *cobra.Command {
+	o := validation.Options{Tokens: 32, Repeats: 2, Version: version}
+	var pols, caches, fitPts string
+	var quiet bool
+	cmd := &cobra.Command{
+		Use:     "validate",
+		Short:   "Check the simulator's predictions against live runs of the real engine (here or on a device agent)",
+		Long:    validateLong,
+		Example: validateExample,
+		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Policies, o.Caches, o.Fit = splitList(pols), splitList(caches), splitList(fitPts)
 			if !quiet {
 				o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "validate: %s\n", s) }
 			}
+			if o.Out == "" {
+				return errors.New(`required flag(s) "out" not set`)
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
-			rep, err := validation.Run(ctx, o)
+			rep, err := runValidate(ctx, cmd, &o)
 			if err != nil {
 				return err
 			}
-			var table bytes.Buffer
-			if err := validation.WriteTable(&table, rep.Summary); err != nil {
-				return err
-			}
-			out := cmd.OutOrStdout()
-			fmt.Fprintf(out, "trace %s, %d decode tokens, %d live repeat(s) per point, 1 compute thread\n", rep.Trace, o.Tokens, o.Repeats)
-			if ft := rep.Fit; ft != nil {
-				printValidateFit(out, ft)
-			}
-			if _, err := out.Write(table.Bytes()); err != nil {
-				return err
-			}
-			if err := atomicfile.WriteFile(filepath.Join(o.Out, validation.TableFile), table.Bytes()); err != nil {
-				return err
-			}
-			rows, id, err := validation.Rows(rep.Points, rep.Specs, version)
-			if err != nil {
-				return err
-			}
-			results := filepath.Join(o.Out, validation.ResultsFile)
-			if err := validation.WriteRows(results, id, rows); err != nil {
-				return err
-			}
-			files, err := validation.WritePlot(rep.Summary, filepath.Join(o.Out, validation.PlotPrefix))
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(out, "wrote %s (%d rows), %s, %s\n", results, len(rows), filepath.Join(o.Out, validation.TableFile), strings.Join(files, ", "))
-			return nil
+			return writeValidation(cmd, &o, rep)
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Model, "model", "", "GGUF Mixture-of-Experts model (required)")
-	f.StringVar(&o.DeviceFile, "device-file", "", "device profile of this machine (lessim calibrate)")
+	f.StringVar(&o.Model, "model", "", "GGUF Mixture-of-Experts model (required without --target)")
+	f.StringVar(&o.DeviceFile, "device-file", "", "device profile of the measuring device (lessim calibrate, or calibrate --target)")
 	f.StringVar(&o.Trace, "trace", "", "reuse this trace (same model, prompt and --tokens) instead of recording one")
-	f.StringVar(&fitPts, "fit", "", "POLICY:CACHE points, comma-separated (e.g. ondemand:25%,les:25%): fit the profile to separate live runs of them first (calibrate --from-run) and simulate with the fitted profile")
+	f.StringVar(&fitPts, "fit", "", "POLICY:CACHE points, comma-separated (e.g. ondemand:25%,les:25%): fit the profile to separate live runs of them, made in the same rounds as the measurements (calibrate --from-run), and simulate with the fitted profile")
 	f.StringVar(&pols, "policies", "ondemand,lru,les", "policies, comma-separated")
 	f.StringVar(&caches, "caches", "15%,25%,40%", "cache sizes, comma-separated: sizes (64MiB) or percentages of all expert bytes")
 	f.IntVar(&o.Tokens, "tokens", o.Tokens, "decode tokens recorded and measured per run")
@@ -89,9 +83,76 @@ simulated or measured) and a scatter plot with y = x, all under --out.`,
 	f.IntVar(&o.Lanes, "lanes", 0, "live I/O lanes (0 = live's default)")
 	f.StringVar(&o.Out, "out", "", "output folder (required)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
-	_ = cmd.MarkFlagRequired("model")
-	_ = cmd.MarkFlagRequired("out")
+	f.StringVar(&o.Target, "target", "", "measure on a device agent: tcp://HOST:PORT or usb://UDID:PORT")
+	f.StringVar(&o.Token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 	return cmd
+}
+
+// runValidate validates on the agent at --target, or here (runValidateLocal,
+// llama.cpp builds).
+func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options) (*validation.Report, error) {
+	if o.Target == "" {
+		if o.Token != "" {
+			return nil, errTokenAlone
+		}
+		if o.Model == "" {
+			return nil, errors.New(`required flag(s) "model" not set (or validate on an agent with --target)`)
+		}
+		return runValidateLocal(ctx, *o)
+	}
+	for _, name := range validateLocalOnly {
+		if cmd.Flags().Changed(name) {
+			return nil, fmt.Errorf("--%s does not apply with --target: the agent runs its own model and engine settings", name)
+		}
+	}
+	if len(o.Fit) > 0 {
+		return nil, errFitRemote
+	}
+	token, err := clientToken(o.Token)
+	if err != nil {
+		return nil, err
+	}
+	o.Token = token
+	return validation.RunRemote(ctx, *o)
+}
+
+// writeValidation prints the report and writes the table, the results rows
+// and the plot under --out.
+func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.Report) error {
+	var table bytes.Buffer
+	if err := validation.WriteTable(&table, rep.Summary); err != nil {
+		return err
+	}
+	out := cmd.OutOrStdout()
+	if rep.Facts != nil {
+		fmt.Fprintf(out, "measured on %s\n", validation.DescribeFacts(*rep.Facts, rep.Target))
+		fmt.Fprintf(out, "trace %s (recorded by the agent), %d decode tokens, %d run(s) per point on the agent\n", rep.Trace, o.Tokens, o.Repeats)
+	} else {
+		fmt.Fprintf(out, "trace %s, %d decode tokens, %d live repeat(s) per point, 1 compute thread\n", rep.Trace, o.Tokens, o.Repeats)
+	}
+	if ft := rep.Fit; ft != nil {
+		printValidateFit(out, ft)
+	}
+	if _, err := out.Write(table.Bytes()); err != nil {
+		return err
+	}
+	if err := atomicfile.WriteFile(filepath.Join(o.Out, validation.TableFile), table.Bytes()); err != nil {
+		return err
+	}
+	rows, id, err := validation.Rows(rep.Points, rep.Specs, version)
+	if err != nil {
+		return err
+	}
+	results := filepath.Join(o.Out, validation.ResultsFile)
+	if err := validation.WriteRows(results, id, rows); err != nil {
+		return err
+	}
+	files, err := validation.WritePlot(rep.Summary, filepath.Join(o.Out, validation.PlotPrefix))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "wrote %s (%d rows), %s, %s\n", results, len(rows), filepath.Join(o.Out, validation.TableFile), strings.Join(files, ", "))
+	return nil
 }
 
 // splitList splits a comma-separated flag, trimming blanks and empty items.

@@ -3,18 +3,14 @@
 package main
 
 import (
+	"context"
 	"errors"
 
-	"github.com/spf13/cobra"
+	"github.com/lessim/lessim/validation"
 )
 
-func newValidateCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:                "validate",
-		Short:              "Check the simulator against live runs (needs a build with -tags llamacpp)",
-		DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error {
-			return errors.New("this lessim was built without llama.cpp: build it with `make build` (go build -tags llamacpp with CGO_CPPFLAGS from the Makefile) to validate against the real engine")
-		},
-	}
+// runValidateLocal needs llama.cpp; a remote validation (--target) works in
+// every build.
+func runValidateLocal(context.Context, validation.Options) (*validation.Report, error) {
+	return nil, errors.New("this lessim was built without llama.cpp: build it with `make build` (go build -tags llamacpp with CGO_CPPFLAGS from the Makefile) to validate against the real engine here; --target validates on a device agent in every build")
 }

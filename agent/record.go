@@ -1,0 +1,69 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"github.com/lessim/lessim/traces"
+)
+
+// RecordedTrace is the routing an agent recorded (the record request): a
+// lessim trace file, checked row by row, with its metadata.
+type RecordedTrace struct {
+	// Parquet is the trace file as the agent sent it (docs/trace-format.md).
+	Parquet []byte
+	// Meta is the file's metadata: the agent's model spec and provenance.
+	Meta traces.Meta
+	// DecodeTokens and PrefillTokens count the trace's steps by phase.
+	DecodeTokens, PrefillTokens int
+}
+
+// CheckTrace reads a trace file held in memory completely (every step is
+// validated by the trace reader) and checks it has tokens decode steps.
+func CheckTrace(b []byte, tokens int) (*RecordedTrace, error) {
+	r, err := traces.NewReader(bytes.NewReader(b), "recorded trace")
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	t := &RecordedTrace{Parquet: b, Meta: r.Meta()}
+	for r.Next() {
+		if r.Step().Phase == traces.Decode {
+			t.DecodeTokens++
+		} else {
+			t.PrefillTokens++
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if t.DecodeTokens != tokens {
+		return nil, fmt.Errorf("recorded trace: %d decode tokens, %d asked for", t.DecodeTokens, tokens)
+	}
+	return t, nil
+}
+
+// Record asks the agent to record the routing of tokens greedy decode
+// tokens (after the prompt its runs use) and returns the trace, checked:
+// a trace that does not read back or has another token count is the
+// agent breaking the protocol.
+func (c *Client) Record(ctx context.Context, tokens int) (*RecordedTrace, error) {
+	req := Record{Tokens: tokens}
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	m, err := c.do(ctx, TypeRecord, req, nil)
+	if err != nil {
+		return nil, err
+	}
+	var p TracePayload
+	if err := want(m, TypeTrace, &p); err != nil {
+		return nil, err
+	}
+	t, err := CheckTrace(p.Parquet, tokens)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadAgent, err)
+	}
+	return t, nil
+}

@@ -1,0 +1,154 @@
+package validation
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/agent"
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/reports"
+)
+
+// simAgent serves the simulator engine (the iPhone 17 Pro Max profile,
+// qwen3-30b-a3b loaded) on a loopback port until the test ends.
+func simAgent(t *testing.T) (target, token string) {
+	t.Helper()
+	p, err := devices.LoadProfile("iphone-17-pro-max")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := agent.NewSimEngine(p, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.LoadModel(context.Background(), "qwen3-30b-a3b"); err != nil {
+		t.Fatal(err)
+	}
+	token, _ = agent.NewToken()
+	ln, err := agent.Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&agent.Server{Engine: e, Token: token, Agent: "validation test"}).Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "tcp://" + ln.Addr().String(), token
+}
+
+// TestRunRemoteSimAgent: validate against the simulator agent, end to end
+// through the protocol: the profile comes from the agent's calibrate, the
+// trace from its record, the measurements from its runs. The agent
+// simulates the very routing it recorded on the very profile it returned,
+// so every point's prediction equals its measurement exactly: any
+// difference would be the remote path losing or changing something.
+func TestRunRemoteSimAgent(t *testing.T) {
+	target, token := simAgent(t)
+	ctx := context.Background()
+	y, facts, err := agent.CalibrateRemote(ctx, target, token, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	profile := filepath.Join(dir, "remote.yaml")
+	if err := os.WriteFile(profile, y, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var steps []string
+	o := Options{Target: target, Token: token, DeviceFile: profile, Policies: []string{"lru", "les"}, Caches: []string{"25%", "40%"},
+		Tokens: 24, Repeats: 2, Out: filepath.Join(dir, "v"), Version: "test", Progress: func(s string) { steps = append(steps, s) }}
+	rep, err := RunRemote(ctx, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Facts == nil || *rep.Facts != facts || rep.Target != target {
+		t.Errorf("report facts %+v at %q, want %+v at %q", rep.Facts, rep.Target, facts, target)
+	}
+	if len(steps) != 1+4+8 || steps[0] != "record" {
+		t.Errorf("steps %q", steps)
+	}
+	if rep.Summary.MAPE != 0 || !rep.Summary.RankingPreserved {
+		t.Errorf("MAPE %g%%, ranking preserved %v: the agent simulates what the host simulates", rep.Summary.MAPE, rep.Summary.RankingPreserved)
+	}
+	for _, p := range rep.Points {
+		for _, m := range p.Measured {
+			if m.TokensPerSec != p.Predicted.TokensPerSec || m.Hits != p.Predicted.Hits || m.Misses != p.Predicted.Misses || m.TimeNS != p.Predicted.TimeNS {
+				t.Errorf("%s %s: measured %g tok/s %d/%d hits/misses, predicted %g %d/%d", p.Policy, p.Cache,
+					m.TokensPerSec, m.Hits, m.Misses, p.Predicted.TokensPerSec, p.Predicted.Hits, p.Predicted.Misses)
+			}
+			if !strings.Contains(m.Device, facts.Model) || !strings.Contains(m.Device, target) || !strings.HasPrefix(m.Device, agent.KindSimulated) {
+				t.Errorf("measured device %q lacks the agent's facts", m.Device)
+			}
+		}
+	}
+	if _, err := os.Stat(filepath.Join(o.Out, TraceFile)); err != nil {
+		t.Errorf("the recorded trace: %v", err)
+	}
+	rows, id, err := Rows(rep.Points, rep.Specs, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "results.parquet")
+	if err := WriteRows(path, id, rows); err != nil {
+		t.Fatal(err)
+	}
+	tab, err := reports.ReadTables(path)
+	if err != nil || tab.Len() != 4+8 {
+		t.Fatalf("rows read back: %v", err)
+	}
+	var devs int
+	for i := range tab.Len() {
+		if strings.Contains(tab.Str("device", i), target) {
+			devs++
+		}
+	}
+	if devs != 8 {
+		t.Errorf("%d rows record the agent's device facts, want the 8 measured", devs)
+	}
+	var table bytes.Buffer
+	if err := WriteTable(&table, rep.Summary); err != nil || !strings.Contains(table.String(), "MAPE (tokens/s): 0.0% over 4 points") {
+		t.Errorf("table (%v):\n%s", err, table.String())
+	}
+}
+
+// TestRunRemoteRefuses: local-only options, a bad target, a wrong token and
+// an unreachable agent give clear errors.
+func TestRunRemoteRefuses(t *testing.T) {
+	target, token := simAgent(t)
+	dir := t.TempDir()
+	base := Options{Target: target, Token: token, DeviceFile: "iphone-17-pro-max.yaml", Policies: []string{"lru"}, Caches: []string{"25%"},
+		Tokens: 4, Repeats: 1, Out: dir}
+	p, _ := devices.LoadProfile("iphone-17-pro-max")
+	y, _ := p.YAML()
+	base.DeviceFile = filepath.Join(dir, "p.yaml")
+	os.WriteFile(base.DeviceFile, y, 0o644)
+	for name, c := range map[string]struct {
+		mut  func(*Options)
+		want error
+		text string
+	}{
+		"model":       {func(o *Options) { o.Model = "x.gguf" }, nil, "the agent's own"},
+		"lanes":       {func(o *Options) { o.Lanes = 2 }, nil, "the agent's own"},
+		"bad target":  {func(o *Options) { o.Target = "http://x:1" }, nil, "want tcp://"},
+		"wrong token": {func(o *Options) { o.Token = strings.Repeat("0", 32) }, agent.ErrAuth, ""},
+		"unreachable": {func(o *Options) { o.Target = "tcp://127.0.0.1:1" }, agent.ErrUnreachable, ""},
+		"tiny cache":  {func(o *Options) { o.Caches = []string{"1KiB"} }, nil, "smaller than one layer's top-8"},
+	} {
+		o := base
+		c.mut(&o)
+		_, err := RunRemote(context.Background(), o)
+		if err == nil || (c.want != nil && !errors.Is(err, c.want)) || !strings.Contains(err.Error(), c.text) {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -1,0 +1,160 @@
+package validation
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/lessim/lessim/agent"
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/runs"
+	"github.com/lessim/lessim/sim"
+)
+
+// Report is a finished validation: the points, their specs (per point, the
+// simulated spec as resolved), the comparison, and the trace used.
+type Report struct {
+	// Target and Facts are the device agent that measured (RunRemote) and
+	// the facts it reported; "" and nil for this machine (Run).
+	Target  string
+	Facts   *agent.DeviceFacts
+	Trace   string
+	Points  []Point
+	Specs   []experiment.Spec
+	Summary *Summary
+	Fit     *FitInfo // nil without Options.Fit
+}
+
+// Runner is the measured side of a validation: where the routing is
+// recorded and the points are run live. The local runner (Run) drives
+// llama.cpp on this machine; the remote runner (RunRemote) asks a device
+// agent.
+type Runner interface {
+	// Record writes to path the trace of the routing the live runs see:
+	// the prompt they prefill and tokens greedy decode tokens.
+	Record(ctx context.Context, path string, tokens int) error
+	// Live measures point p once, decoding tokens tokens.
+	Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error)
+}
+
+// fitRunner is a Runner that can also run a fit point live with its
+// per-token series (the local runner; Options.Fit).
+type fitRunner interface {
+	FitRun(ctx context.Context, p FitPoint, round int) (*runs.Run, error)
+}
+
+// runPoints records the trace into Out (unless Options.Trace is set) with
+// r, then runs every point live Options.Repeats times with r, in rounds
+// that go round all points (each round opening with the fit points' runs,
+// with Options.Fit), so that a slow phase of a shared machine spreads over
+// every point and the fit alike instead of hitting one; then fits the
+// profile (with Options.Fit) and simulates every point with it. caches
+// resolves Options.Caches in bytes once the trace (and so the model) is
+// known; fit are Options.Fit, checked.
+func runPoints(ctx context.Context, o Options, r Runner, caches func(trace string) ([]int64, error), fit []FitPoint) (*Report, error) {
+	step := func(s string) {
+		if o.Progress != nil {
+			o.Progress(s)
+		}
+	}
+	rep := &Report{Trace: o.Trace}
+	if rep.Trace == "" {
+		rep.Trace = filepath.Join(o.Out, TraceFile)
+		step("record")
+		if err := os.MkdirAll(filepath.Dir(rep.Trace), 0o755); err != nil {
+			return nil, fmt.Errorf("validate: %w", err)
+		}
+		if err := r.Record(ctx, rep.Trace, o.Tokens); err != nil {
+			return nil, fmt.Errorf("validate: record: %w", err)
+		}
+	}
+	bytes, err := caches(rep.Trace)
+	if err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	if err := checkTokens(o, rep.Trace); err != nil {
+		return nil, err
+	}
+	fr, ok := r.(fitRunner)
+	if len(fit) > 0 && !ok {
+		return nil, errors.New("validate: --fit needs per-token series, which this runner does not return")
+	}
+	for _, pol := range o.Policies {
+		for i, cache := range o.Caches {
+			rep.Points = append(rep.Points, Point{Policy: pol, Cache: cache, CacheBytes: bytes[i]})
+		}
+	}
+	var fitRuns []*runs.Run
+	for k := range o.Repeats {
+		for _, p := range fit {
+			step(fmt.Sprintf("fit run %s %d/%d", p, k+1, o.Repeats))
+			run, err := fr.FitRun(ctx, p, k)
+			if err != nil {
+				return nil, err
+			}
+			fitRuns = append(fitRuns, run)
+		}
+		for i := range rep.Points {
+			p := &rep.Points[i]
+			step(fmt.Sprintf("live %s %s %d/%d", p.Policy, p.Cache, k+1, o.Repeats))
+			res, err := r.Live(ctx, p, o.Tokens)
+			if err != nil {
+				return nil, fmt.Errorf("validate: live %s at %s: %w", p.Policy, p.Cache, err)
+			}
+			p.Measured = append(p.Measured, res)
+		}
+	}
+	so := o // the options the points are simulated with
+	if len(fitRuns) > 0 {
+		step("fit " + strings.Join(o.Fit, ", "))
+		if rep.Fit, err = fitProfile(&o, fit, rep.Trace, fitRuns); err != nil {
+			return nil, err
+		}
+		so.DeviceFile = rep.Fit.Profile
+	}
+	var in experiment.Inputs
+	for i := range rep.Points {
+		p := &rep.Points[i]
+		step(fmt.Sprintf("simulate %s %s", p.Policy, p.Cache))
+		out, err := simulate(&in, so.Spec(rep.Trace, p.Policy, p.Cache))
+		if err != nil {
+			return nil, fmt.Errorf("validate: simulate %s at %s: %w", p.Policy, p.Cache, err)
+		}
+		p.Predicted = out.Result
+		rep.Specs = append(rep.Specs, out.Spec)
+	}
+	if rep.Summary, err = Summarize(rep.Points); err != nil {
+		return nil, err
+	}
+	if rep.Fit != nil {
+		rep.Summary.MarkFit(rep.Fit.Points)
+	}
+	return rep, nil
+}
+
+// checkTokens refuses a trace whose decode tokens are not the live runs'
+// (simulating its first point with the given profile, before any live run).
+func checkTokens(o Options, trace string) error {
+	var in experiment.Inputs
+	out, err := simulate(&in, o.Spec(trace, o.Policies[0], o.Caches[0]))
+	if err != nil {
+		return fmt.Errorf("validate: simulate %s at %s: %w", o.Policies[0], o.Caches[0], err)
+	}
+	if out.Result.Tokens != int64(o.Tokens) {
+		return fmt.Errorf("validate: the trace %s has %d decode tokens, the live runs decode %d: record it with the same prompt and --tokens",
+			trace, out.Result.Tokens, o.Tokens)
+	}
+	return nil
+}
+
+// simulate resolves and runs one spec.
+func simulate(in *experiment.Inputs, s experiment.Spec) (*experiment.Outcome, error) {
+	plan, err := in.Resolve(s)
+	if err != nil {
+		return nil, err
+	}
+	return plan.Run()
+}
