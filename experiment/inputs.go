@@ -78,15 +78,9 @@ func ReadTraceFile(path string) (*LoadedTrace, error) {
 // ReadTraceFileColumns reads a Parquet trace's steps with only the vectors
 // cols keeps (Meta still describes the whole file) and digests its bytes.
 func ReadTraceFileColumns(path string, cols traces.Columns) (*LoadedTrace, error) {
-	f, err := os.Open(path)
+	sum, err := digestFile(path)
 	if err != nil {
 		return nil, err
-	}
-	h := sha256.New()
-	_, err = io.Copy(h, f)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	r, err := traces.OpenColumns(path, cols)
 	if err != nil {
@@ -97,7 +91,7 @@ func ReadTraceFileColumns(path string, cols traces.Columns) (*LoadedTrace, error
 	if err != nil {
 		return nil, err
 	}
-	return &LoadedTrace{Meta: r.Meta(), Steps: steps, SHA256: hex.EncodeToString(h.Sum(nil))}, nil
+	return &LoadedTrace{Meta: r.Meta(), Steps: steps, SHA256: sum}, nil
 }
 
 // LoadDevice resolves a profile file (when file is set) or an embedded
@@ -280,4 +274,18 @@ func copyLayers(steps []traces.Step) []traces.Step {
 		out[i].Layers = layers[from:len(layers):len(layers)]
 	}
 	return out
+}
+
+// digestFile is the hex SHA-256 of the file's bytes (a spec's trace digest).
+func digestFile(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -1,11 +1,7 @@
 package experiment
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/traces"
@@ -61,17 +57,11 @@ func (in *Inputs) streamed(path string, check func() error) (*entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		f, err := os.Open(path)
+		sum, err := digestFile(path)
 		if err != nil {
 			return nil, err
 		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", path, err)
-		}
-		tr := &LoadedTrace{Meta: m, SHA256: hex.EncodeToString(h.Sum(nil))}
+		tr := &LoadedTrace{Meta: m, SHA256: sum}
 		return &entry{tr: tr, stream: &streamTrace{path: path, steps: steps}}, nil
 	})
 }

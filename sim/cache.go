@@ -172,22 +172,30 @@ func (e *engine) faultIn(k Key) {
 	chunk := max(f.PageBytes, f.ReadAheadBytes)
 	for _, region := range e.regions[e.bk.keys[k].layer] {
 		for off := int64(0); off < region; off += chunk {
-			if e.bk.Measure {
-				e.res.StallNS += f.FaultNS
-				e.res.StallFaultCPUNS += f.FaultNS
-			}
-			e.now += f.FaultNS
-			e.fl.advance(e.now)
-			id := e.fl.submit(-1, chunk, true)
-			e.fl.reqs[id].sync = true
-			for !e.fl.reqs[id].finished {
-				ev, nid := e.fl.nextEvent()
-				e.fl.step(ev, nid)
-			}
-			e.fl.release(id)
-			e.stallTo(e.fl.now)
+			e.syncFault(chunk)
 		}
 	}
 	e.bk.keys[k].syncLoad = false
 	e.bk.Loaded(k)
+}
+
+// syncFault is one synchronous page fault on the compute thread: FaultNS of
+// CPU (stall), then a read of bytes through the flash (sharing it with the
+// reads in flight), the thread waiting for it.
+func (e *engine) syncFault(bytes int64) {
+	f := &e.cfg.Device.Flash
+	if e.bk.Measure {
+		e.res.StallNS += f.FaultNS
+		e.res.StallFaultCPUNS += f.FaultNS
+	}
+	e.now += f.FaultNS
+	e.fl.advance(e.now)
+	id := e.fl.submit(-1, bytes, true)
+	e.fl.reqs[id].sync = true
+	for !e.fl.reqs[id].finished {
+		ev, nid := e.fl.nextEvent()
+		e.fl.step(ev, nid)
+	}
+	e.fl.release(id)
+	e.stallTo(e.fl.now)
 }

@@ -52,23 +52,9 @@ func newPressure(cfg *Config, ctx int) pressure {
 // flash (sharing it with reads in flight), the compute thread waiting.
 func (e *engine) refaultWeights() {
 	p := &e.press
-	f := &e.cfg.Device.Flash
 	start := e.now
 	for range p.faults {
-		if e.bk.Measure {
-			e.res.StallNS += f.FaultNS
-			e.res.StallFaultCPUNS += f.FaultNS
-		}
-		e.now += f.FaultNS
-		e.fl.advance(e.now)
-		id := e.fl.submit(-1, p.chunk, true)
-		e.fl.reqs[id].sync = true
-		for !e.fl.reqs[id].finished {
-			ev, nid := e.fl.nextEvent()
-			e.fl.step(ev, nid)
-		}
-		e.fl.release(id)
-		e.stallTo(e.fl.now)
+		e.syncFault(p.chunk)
 	}
 	if e.bk.Measure {
 		e.res.PressureFaults += p.faults
