@@ -103,7 +103,12 @@ type TokenSample struct {
 // measure: they stay zero. With sim.Result's Source/Unmeasured fields (the
 // experiment spec's), a live result is Source "measured" with this list.
 func Unmeasured(stock bool) []string {
-	u := []string{"device_budget_bytes", "flash_busy_ns", "stall_fault_cpu_ns", "load_cpu_ns"}
+	u := []string{"device_budget_bytes", "flash_busy_ns", "stall_fault_cpu_ns", "load_cpu_ns",
+		// The simulator's models of effects the live engine pays but does not
+		// separate out: drafting, context, memory pressure, the stock path's
+		// neighbours, a GPU's syncs.
+		"draft_ns", "rejected_drafts", "context_ns", "app_footprint_bytes", "pressure_faults", "pressure_fault_bytes", "pressure_ns",
+		"neighbour_loads", "neighbour_bytes", "gpu_sync_ns"}
 	if stock {
 		// Page faults happen inside the expert matmuls: their wait cannot be
 		// told apart from compute, and no read is issued by lessim.
