@@ -185,6 +185,21 @@ type wire struct {
 	wait  time.Duration
 }
 
+// greeted is a raw connection that has said hello with the token (closed on
+// error; the caller closes it otherwise).
+func (k *checker) greeted(ctx context.Context) (*wire, error) {
+	w, err := k.raw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := w.hello(k.token); err != nil {
+		w.nc.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// raw dials the target with the client's timeouts and limits, without a handshake.
 func (k *checker) raw(ctx context.Context) (*wire, error) {
 	t, err := ParseTarget(k.target)
 	if err != nil {
@@ -684,14 +699,11 @@ func (k *checker) busySameAndCancel(ctx context.Context) (string, error) {
 }
 
 func (k *checker) cancelUnknown(ctx context.Context) (string, error) {
-	w, err := k.raw(ctx)
+	w, err := k.greeted(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer w.nc.Close()
-	if err := w.hello(k.token); err != nil {
-		return "", err
-	}
 	if err := w.send(TypeCancel, 99, nil); err != nil {
 		return "", err
 	}
@@ -789,14 +801,11 @@ func (k *checker) record(ctx context.Context) (string, error) {
 // recordBad sends a record request of 0 tokens: a payload that does not
 // validate, fatal bad_request whether or not the agent records.
 func (k *checker) recordBad(ctx context.Context) (string, error) {
-	w, err := k.raw(ctx)
+	w, err := k.greeted(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer w.nc.Close()
-	if err := w.hello(k.token); err != nil {
-		return "", err
-	}
 	if err := w.send(TypeRecord, 1, Record{Tokens: 0}); err != nil {
 		return "", err
 	}

@@ -17,15 +17,12 @@ import (
 // as a run (written to Out/fit/POLICY-CACHE-rN.parquet and read back: the
 // file calibrate --from-run would read).
 func (l localRunner) FitRun(ctx context.Context, p FitPoint, r int) (*runs.Run, error) {
-	o, prompt := &l.o, l.prompt
+	o := &l.o
 	if err := os.MkdirAll(filepath.Join(o.Out, FitDir), 0o755); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	lo := live.DefaultOptions()
-	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads, lo.KeepSeries = o.Model, p.Policy, p.CacheBytes, o.Tokens, prompt, 1, true
-	if o.Lanes > 0 {
-		lo.Lanes = o.Lanes
-	}
+	lo := l.options(p.Policy, p.CacheBytes, o.Tokens)
+	lo.KeepSeries = true
 	_, series, err := live.Run(ctx, lo)
 	if err != nil {
 		return nil, fmt.Errorf("validate: fit run %s: %w", p, err)

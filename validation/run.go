@@ -42,13 +42,19 @@ func (l localRunner) Record(ctx context.Context, path string, tokens int) error 
 	return err
 }
 
-func (l localRunner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {
+// options are the live options of one run of policy at cache bytes: this
+// validation's model, prompt and lanes, 1 compute thread.
+func (l localRunner) options(policy string, cache int64, tokens int) live.Options {
 	lo := live.DefaultOptions()
-	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads = l.o.Model, p.Policy, p.CacheBytes, tokens, l.prompt, 1
+	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads = l.o.Model, policy, cache, tokens, l.prompt, 1
 	if l.o.Lanes > 0 {
 		lo.Lanes = l.o.Lanes
 	}
-	res, _, err := live.Run(ctx, lo)
+	return lo
+}
+
+func (l localRunner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {
+	res, _, err := live.Run(ctx, l.options(p.Policy, p.CacheBytes, tokens))
 	if err != nil {
 		return nil, err
 	}

@@ -7,8 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"testing"
 
@@ -44,30 +42,10 @@ func counts(x *sim.Result) string {
 // the same routing (selected experts of every token and layer) as through
 // tcp:// (the files differ only in the measured per-layer compute times).
 func TestLiveTargetEquivalence(t *testing.T) {
-	dir, err := os.MkdirTemp("/var/tmp", "lessim-live-equiv-")
-	if err != nil {
-		t.Skipf("no folder on a real disk: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	runCLI(t, dir, "model", "synth", "--layers", "8", "--experts", "16", "--top-k", "4", "--hidden", "128",
-		"--expert-ffn", "128", "--heads", "4", "--heads-kv", "2", "--head-dim", "32", "--quant", "q8_0",
-		"--router-correlation", "0.7", "--seed", "1", "--out", "tiny.gguf")
-	eng, err := agentEngine(context.Background(), &agentFlags{model: filepath.Join(dir, "tiny.gguf")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _ := agent.NewToken()
-	ln, err := agent.Listen("127.0.0.1:0", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- (&agent.Server{Engine: eng, Token: token, Agent: "lessim test"}).Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	tcp := "tcp://" + ln.Addr().String()
+	dir, addr, token := serveLiveAgent(t, "lessim-live-equiv-", "8")
+	tcp := "tcp://" + addr
 	const udid = "00008140-000A1B2C3D4E5F60"
-	d, err := usbmuxtest.Start(t.TempDir(), usbmuxtest.Device{ID: 5, UDID: udid, Ports: map[uint16]string{7070: ln.Addr().String()}})
+	d, err := usbmuxtest.Start(t.TempDir(), usbmuxtest.Device{ID: 5, UDID: udid, Ports: map[uint16]string{7070: addr}})
 	if err != nil {
 		t.Fatal(err)
 	}

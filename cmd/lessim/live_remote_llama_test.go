@@ -18,28 +18,8 @@ import (
 // an agent serving the live engine on a synthetic GGUF (as `lessim agent
 // --model tiny.gguf` does), and `lessim live --target` measuring through it.
 func TestLiveTargetLiveEngine(t *testing.T) {
-	dir, err := os.MkdirTemp("/var/tmp", "lessim-live-target-")
-	if err != nil {
-		t.Skipf("no folder on a real disk: %v", err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	runCLI(t, dir, "model", "synth", "--layers", "4", "--experts", "16", "--top-k", "4", "--hidden", "128",
-		"--expert-ffn", "128", "--heads", "4", "--heads-kv", "2", "--head-dim", "32", "--quant", "q8_0",
-		"--router-correlation", "0.7", "--seed", "1", "--out", "tiny.gguf")
-	eng, err := agentEngine(context.Background(), &agentFlags{model: filepath.Join(dir, "tiny.gguf")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	token, _ := agent.NewToken()
-	ln, err := agent.Listen("127.0.0.1:0", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- (&agent.Server{Engine: eng, Token: token, Agent: "lessim test"}).Serve(ctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	target := "tcp://" + ln.Addr().String()
+	dir, addr, token := serveLiveAgent(t, "lessim-live-target-", "4")
+	target := "tcp://" + addr
 
 	out := runCLI(t, dir, "live", "--target", target, "--token", token, "--policy", "les", "--cache", "40%", "--tokens", "6", "--format", "json")
 	var got liveRemoteOutput
@@ -54,4 +34,34 @@ func TestLiveTargetLiveEngine(t *testing.T) {
 	if !strings.Contains(txt, "measured") || !strings.Contains(txt, "4 tokens in 4 passes") {
 		t.Errorf("text output:\n%s", txt)
 	}
+}
+
+// serveLiveAgent writes a synthetic GGUF of layers MoE layers (16 experts,
+// top-4) into a new folder on a real disk (prefix names it) and serves it
+// with the live engine, as `lessim agent --model tiny.gguf` does, until the
+// test ends. It returns the folder, the agent's address and its token.
+func serveLiveAgent(t *testing.T, prefix, layers string) (dir, addr, token string) {
+	t.Helper()
+	dir, err := os.MkdirTemp("/var/tmp", prefix)
+	if err != nil {
+		t.Skipf("no folder on a real disk: %v", err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	runCLI(t, dir, "model", "synth", "--layers", layers, "--experts", "16", "--top-k", "4", "--hidden", "128",
+		"--expert-ffn", "128", "--heads", "4", "--heads-kv", "2", "--head-dim", "32", "--quant", "q8_0",
+		"--router-correlation", "0.7", "--seed", "1", "--out", "tiny.gguf")
+	eng, err := agentEngine(context.Background(), &agentFlags{model: filepath.Join(dir, "tiny.gguf")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	token, _ = agent.NewToken()
+	ln, err := agent.Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- (&agent.Server{Engine: eng, Token: token, Agent: "lessim test"}).Serve(ctx, ln) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return dir, ln.Addr().String(), token
 }

@@ -2,8 +2,6 @@ package live
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -11,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/compress"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lessim/lessim/internal/atomicfile"
 )
 
 // seriesColumns are the Parquet columns of a token series, in TokenSample's
@@ -25,9 +25,9 @@ func (s TokenSample) values() []int64 {
 }
 
 // WriteSeries writes one Parquet row per token (int64 columns named as
-// TokenSample's JSON fields) to path, atomically: a temporary file in the same
-// folder, synced, then renamed; on any error path is left as it was.
-func WriteSeries(path string, series []TokenSample) (err error) {
+// TokenSample's JSON fields) to path, atomically (internal/atomicfile): on any
+// error path is left as it was.
+func WriteSeries(path string, series []TokenSample) error {
 	fields := make([]arrow.Field, len(seriesColumns))
 	for i, n := range seriesColumns {
 		fields[i] = arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int64}
@@ -43,18 +43,13 @@ func WriteSeries(path string, series []TokenSample) (err error) {
 	rec := rb.NewRecordBatch()
 	defer rec.Release()
 
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	f, err := atomicfile.Create(path)
 	if err != nil {
 		return fmt.Errorf("series: %w", err)
 	}
-	defer func() {
-		if err != nil {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
+	defer f.Abort() // a no-op once committed
 	props := parquet.NewWriterProperties(parquet.WithCompression(compress.Codecs.Zstd))
-	fw, err := pqarrow.NewFileWriter(sc, noClose{tmp}, props, pqarrow.NewArrowWriterProperties())
+	fw, err := pqarrow.NewFileWriter(sc, f, props, pqarrow.NewArrowWriterProperties())
 	if err != nil {
 		return fmt.Errorf("series: %w", err)
 	}
@@ -65,20 +60,8 @@ func WriteSeries(path string, series []TokenSample) (err error) {
 	if err := fw.Close(); err != nil {
 		return fmt.Errorf("series: %w", err)
 	}
-	if err := tmp.Sync(); err != nil {
-		return fmt.Errorf("series: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("series: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := f.Commit(); err != nil {
 		return fmt.Errorf("series: %w", err)
 	}
 	return nil
 }
-
-// noClose hides the file's Close from the Parquet writer, which would close
-// it before the sync.
-type noClose struct{ f *os.File }
-
-func (w noClose) Write(p []byte) (int, error) { return w.f.Write(p) }
