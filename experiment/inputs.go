@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -62,6 +63,9 @@ type entry struct {
 	tr      *LoadedTrace
 	indexed map[indexKey][]traces.Step
 	stream  *streamTrace
+	// futures are the loaded steps' Futures by (layers, experts), shared by
+	// every run of oracle, belady and pinned-hot (with oracle's next-use index).
+	futures map[[2]int]*policies.Future
 }
 
 // indexKey is one traces.IndexLookahead configuration.
@@ -257,6 +261,25 @@ func (in *Inputs) index(e *entry, n int, withSums bool) []traces.Step {
 	traces.IndexLookahead(steps, n, withSums)
 	e.indexed[k] = steps
 	return steps
+}
+
+// future returns the Future of e's loaded steps for model m, built once.
+func (in *Inputs) future(e *entry, m *devices.ModelSpec) (*policies.Future, error) {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	k := [2]int{len(m.Layers), m.Experts}
+	if f, ok := e.futures[k]; ok {
+		return f, nil
+	}
+	f, err := policies.FutureOf(m, e.tr.Steps)
+	if err != nil {
+		return nil, err
+	}
+	if e.futures == nil {
+		e.futures = map[[2]int]*policies.Future{}
+	}
+	e.futures[k] = f
+	return f, nil
 }
 
 // copyLayers copies steps and their LayerStep values (not the slices they hold).

@@ -80,6 +80,11 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 		n, sums := indexDepth(&r, m)
 		p.Steps = in.index(e, n, sums)
 		sum = summarize(p.Steps, r.SpecFromTrace)
+		if usesFuture(r.Policy.Name) {
+			if fut, err = in.future(e, m); err != nil {
+				return nil, err
+			}
+		}
 	}
 	ctx := r.ContextTokens
 	if ctx == 0 && sum != nil {

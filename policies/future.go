@@ -3,6 +3,9 @@ package policies
 import (
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"sync"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/traces"
@@ -27,6 +30,10 @@ type Future struct {
 	k               int      // selections per (step, layer) while all have one length; -1 once they differ
 	off             []int64  // when k < 0: start of (step, layer) in sel; len steps×layers+1
 	sel             []uint16 // selected experts in trace, layer, rank order
+
+	usesOnce sync.Once
+	uses     *nextUses // oracle's next-use index, built on first use
+	usesErr  error
 }
 
 // maxFutureExperts is the most experts per layer a Future stores (uint16).
@@ -37,6 +44,11 @@ const maxFutureExperts = 1 << 16
 // reports the first problem with its step; a source error is returned as is
 // (a trace file Reader's names the file and row).
 func NewFuture(m *devices.ModelSpec, src traces.Source) (*Future, error) {
+	return newFuture(m, src, 0)
+}
+
+// newFuture is NewFuture with room for steps steps (0: unknown) reserved up front.
+func newFuture(m *devices.ModelSpec, src traces.Source, steps int) (*Future, error) {
 	if m == nil || len(m.Layers) == 0 || m.Experts <= 0 {
 		return nil, errors.New("future: model needs layers and experts")
 	}
@@ -44,6 +56,10 @@ func NewFuture(m *devices.ModelSpec, src traces.Source) (*Future, error) {
 		return nil, fmt.Errorf("future: model %q has %d experts per layer, more than the %d the compact index holds", m.Name, m.Experts, maxFutureExperts)
 	}
 	f := &Future{layers: len(m.Layers), experts: m.Experts, k: -2}
+	if steps > 0 {
+		f.prompt = make([]bool, 0, steps)
+		f.sel = make([]uint16, 0, steps*len(m.Layers)*max(m.TopK, 1))
+	}
 	for i := 0; src.Next(); i++ {
 		if err := f.add(m, i, src.Step()); err != nil {
 			return nil, err
@@ -58,9 +74,18 @@ func NewFuture(m *devices.ModelSpec, src traces.Source) (*Future, error) {
 	return f, nil
 }
 
+// FutureOf is the Future of an in-memory trace, to share between runs; a bad
+// trace is refused with every problem (up to a bound), as the policies do.
+func FutureOf(m *devices.ModelSpec, steps []traces.Step) (*Future, error) {
+	if err := checkTrace(m, steps); err != nil {
+		return nil, err
+	}
+	return futureOf(m, steps)
+}
+
 // futureOf is the Future of an in-memory trace already checked by checkTrace.
 func futureOf(m *devices.ModelSpec, steps []traces.Step) (*Future, error) {
-	return NewFuture(m, traces.NewSliceSource(steps))
+	return newFuture(m, traces.NewSliceSource(steps), len(steps))
 }
 
 // add appends step i.
@@ -117,4 +142,55 @@ func (f *Future) Experts(s, l int) []uint16 {
 // Bytes is the memory the Future holds (its slices' lengths).
 func (f *Future) Bytes() int64 {
 	return int64(len(f.prompt)) + 2*int64(len(f.sel)) + 8*int64(len(f.off))
+}
+
+// nextUses is a Future's next-use index, shared by every run over the trace:
+// the distinct use positions (step×layers + layer) of each (layer, expert)
+// key in trace order, CSR-style. It is read-only once built.
+type nextUses struct {
+	start []int32  // uses of key k are at[start[k]:start[k+1]]
+	at    []uint32 // use positions, ascending per key
+}
+
+// NextUses builds (once, safe for concurrent runs) and returns the index.
+func (f *Future) nextUses() (*nextUses, error) {
+	f.usesOnce.Do(func() { f.uses, f.usesErr = buildNextUses(f) })
+	return f.uses, f.usesErr
+}
+
+// buildNextUses counts each key's distinct uses, then fills their positions.
+func buildNextUses(f *Future) (*nextUses, error) {
+	if int64(f.Len())*int64(f.layers) > math.MaxUint32 {
+		return nil, fmt.Errorf("a trace of %d steps × %d layers has more use positions than the next-use index holds (2^32)", f.Len(), f.layers)
+	}
+	n := f.layers * f.experts
+	u := &nextUses{start: make([]int32, n+1)}
+	f.forEachUse(func(k int, _ uint32) { u.start[k+1]++ })
+	for k := range n {
+		u.start[k+1] += u.start[k]
+	}
+	u.at = make([]uint32, u.start[n])
+	fill := slices.Clone(u.start[:n])
+	f.forEachUse(func(k int, pos uint32) {
+		u.at[fill[k]] = pos
+		fill[k]++
+	})
+	return u, nil
+}
+
+// forEachUse calls fn for every distinct (key, position) of the trace, in trace order.
+func (f *Future) forEachUse(fn func(k int, pos uint32)) {
+	for s := range f.Len() {
+		for l := range f.layers {
+			xs := f.Experts(s, l)
+			base := l * f.experts
+			pos := uint32(s*f.layers + l)
+			for i, e := range xs {
+				if dupBefore(xs, i) {
+					continue
+				}
+				fn(base+int(e), pos)
+			}
+		}
+	}
 }

@@ -7,7 +7,10 @@ import (
 	"github.com/lessim/lessim/sim"
 )
 
-var _ sim.Policy = (*Oracle)(nil)
+var (
+	_ sim.Policy       = (*Oracle)(nil)
+	_ sim.UsesObserver = (*Oracle)(nil)
+)
 
 // never is the next-use position of a key that is not used again.
 const never = math.MaxInt64
@@ -29,10 +32,13 @@ const never = math.MaxInt64
 // (MIN); with layer-dependent sizes or multi-token passes it is the classic
 // heuristic, not a proven optimum.
 //
-// Each key's use positions are precomputed from the trace's Future (one flat
-// array of uint32 positions, CSR-style) with a cursor advanced by Used events; cached keys sit in a lazy max-heap by next use
-// (stale entries are dropped when popped, the heap is compacted when mostly
-// stale), so a victim costs O(s log n) for s skipped keys, not a scan.
+// Each key's use positions are precomputed once per trace by its Future (one
+// flat array of uint32 positions, CSR-style, shared by every run over the
+// trace) with a per-run cursor advanced by Used events. The next uses of
+// cached keys are members of a bitset over positions with summary levels
+// (levelBits), so a victim is the highest position's lowest evictable key,
+// found in a few word operations rather than a scan or a heap's log n moves;
+// the keys at a position are the trace's selections there.
 type Oracle struct {
 	name       string
 	demandOnly bool // belady: no prefetch, demand admission only (MIN)
@@ -41,15 +47,14 @@ type Oracle struct {
 	layers  int
 	experts int
 
-	start  []int32  // uses of key k are at[start[k]:start[k+1]]
-	at     []uint32 // use positions, ascending per key
-	cursor []int32  // index in at of each key's next use
+	uses *nextUses // the trace's, shared and read-only
+	keys []oracleKey
 
-	cached []bool
-	ver    []uint32 // bumped whenever a key's heap entry is superseded
-	heap   []nextUse
-	live   int // cached keys
-	stash  []nextUse
+	// byUse holds every position that is the next use of a cached key, and
+	// neverUsed the cached keys with no use left; both are lazy: a member
+	// whose key has since moved on is dropped when Victim meets it.
+	byUse     levelBits
+	neverUsed levelBits
 
 	passFirst, passLast int64 // steps of the current pass (from PassStart and Prefetch)
 	touched             []sim.Key
@@ -59,11 +64,23 @@ type Oracle struct {
 	gen                 uint32
 }
 
-// nextUse is one heap entry: key's next use as of version ver.
-type nextUse struct {
-	pos int64
-	key sim.Key
-	ver uint32
+// oracleKey is one key's state in a run, kept together so that checking a
+// key touches one cache line.
+type oracleKey struct {
+	cursor int32  // index in at of the key's next use
+	next   uint32 // at[cursor], or noUse past the last use
+	cached bool
+}
+
+// noUse is oracleKey.next past a key's last use.
+const noUse = math.MaxUint32
+
+// setNext refreshes next from the cursor.
+func (ok *oracleKey) setNext(u *nextUses, k int) {
+	ok.next = noUse
+	if ok.cursor < u.start[k+1] {
+		ok.next = u.at[ok.cursor]
+	}
 }
 
 // NewOracle builds the oracle for p.Model from the trace's future: p.Future,
@@ -77,49 +94,29 @@ func NewOracle(p Params) (*Oracle, error) {
 	return newOracle("oracle", p)
 }
 
-// newOracle builds the precomputed next-use index over the trace (p resolved).
+// newOracle builds the oracle over the trace's next-use index (p resolved),
+// which the Future builds once and shares with every run over the trace.
 func newOracle(name string, p Params) (*Oracle, error) {
 	fut, err := p.future()
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
-	if int64(fut.Len())*int64(fut.layers) > math.MaxUint32 {
-		return nil, fmt.Errorf("policy %s: a trace of %d steps × %d layers has more use positions than the next-use index holds (2^32)", name, fut.Len(), fut.layers)
+	u, err := fut.nextUses()
+	if err != nil {
+		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
 	o := &Oracle{name: name, demandOnly: name == "belady", fut: fut, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
 	n := numKeys(p.Model)
-	o.start = make([]int32, n+1)
-	o.forEachUse(func(k sim.Key, _ int64) { o.start[k+1]++ })
-	for k := range n {
-		o.start[k+1] += o.start[k]
+	o.uses = u
+	o.keys = make([]oracleKey, n)
+	for k := range o.keys {
+		o.keys[k].cursor = u.start[k]
+		o.keys[k].setNext(u, k)
 	}
-	o.at = make([]uint32, o.start[n])
-	o.cursor = make([]int32, n)
-	copy(o.cursor, o.start[:n])
-	o.forEachUse(func(k sim.Key, pos int64) {
-		o.at[o.cursor[k]] = uint32(pos)
-		o.cursor[k]++
-	})
-	copy(o.cursor, o.start[:n])
-	o.cached = make([]bool, n)
-	o.ver = make([]uint32, n)
+	o.byUse = newLevelBits(fut.Len() * o.layers)
+	o.neverUsed = newLevelBits(n)
 	o.mark = make([]uint32, n)
 	return o, nil
-}
-
-// forEachUse calls f for every distinct (key, position) of the trace, in trace order.
-func (o *Oracle) forEachUse(f func(k sim.Key, pos int64)) {
-	for s := range o.fut.Len() {
-		for l := range o.layers {
-			xs := o.fut.Experts(s, l)
-			for i, e := range xs {
-				if dupBefore(xs, i) {
-					continue
-				}
-				f(sim.MakeKey(l, int(e), o.experts), int64(s)*int64(o.layers)+int64(l))
-			}
-		}
-	}
 }
 
 // dupBefore reports whether xs[i] already occurs in xs[:i] (top-k lists are short).
@@ -137,8 +134,8 @@ func (o *Oracle) Name() string { return o.name }
 
 // next is k's next use position, or never.
 func (o *Oracle) next(k sim.Key) int64 {
-	if c := o.cursor[k]; c < o.start[k+1] {
-		return int64(o.at[c])
+	if n := o.keys[k].next; n != noUse {
+		return int64(n)
 	}
 	return never
 }
@@ -222,20 +219,30 @@ func (o *Oracle) startPass(first int64) {
 	if first <= o.passLast {
 		from := first * int64(o.layers)
 		for _, k := range o.touched {
-			c := o.cursor[k]
-			for c > o.start[k] && int64(o.at[c-1]) >= from {
+			ks := &o.keys[k]
+			c := ks.cursor
+			for c > o.uses.start[k] && int64(o.uses.at[c-1]) >= from {
 				c--
 			}
-			if c != o.cursor[k] {
-				o.cursor[k] = c
-				if o.cached[k] {
-					o.ver[k]++
-					o.push(nextUse{o.next(k), k, o.ver[k]})
+			if c != ks.cursor {
+				ks.cursor = c
+				ks.setNext(o.uses, int(k))
+				if ks.cached {
+					o.index(k)
 				}
 			}
 		}
 	}
 	o.touched = o.touched[:0]
+}
+
+// index records cached key k's next use (the old one is dropped lazily).
+func (o *Oracle) index(k sim.Key) {
+	if n := o.keys[k].next; n != noUse {
+		o.byUse.set(int(n))
+	} else {
+		o.neverUsed.set(int(k))
+	}
 }
 
 // Observe starts passes, advances next-use cursors on Used and tracks cached keys.
@@ -246,70 +253,100 @@ func (o *Oracle) Observe(ev sim.Event) {
 		return
 	}
 	k := ev.Key
-	if k < 0 || int(k) >= len(o.cached) {
+	if k < 0 || int(k) >= len(o.keys) {
 		return
 	}
 	switch ev.Kind {
 	case sim.Used:
-		// Every use of k by this pass's tokens (same layer) is consumed now.
-		limit := max(o.passLast, ev.Step)*int64(o.layers) + int64(int(k)/o.experts)
-		end := o.start[k+1]
-		o.touched = append(o.touched, k)
-		for o.cursor[k] < end && int64(o.at[o.cursor[k]]) <= limit {
-			o.cursor[k]++
-		}
-		if o.cached[k] {
-			o.ver[k]++
-			o.push(nextUse{o.next(k), k, o.ver[k]})
-		}
+		o.used(k, int(k)/o.experts, ev.Step)
 	case sim.Admitted:
-		if !o.cached[k] {
-			o.cached[k] = true
-			o.live++
-		}
-		o.ver[k]++
-		o.push(nextUse{o.next(k), k, o.ver[k]})
+		o.keys[k].cached = true
+		o.index(k)
 	case sim.Evicted:
-		if o.cached[k] {
-			o.cached[k] = false
-			o.live--
-		}
-		o.ver[k]++
+		o.keys[k].cached = false
 	}
 }
 
-// Victim names the evictable key used farthest in the future (Belady); for a
-// prefetch it declines when that key is needed no later than the prefetched one.
+// ObserveUses is Observe for a layer's Used events.
+func (o *Oracle) ObserveUses(keys []sim.Key, layer int, step int64) {
+	for _, k := range keys {
+		if k >= 0 && int(k) < len(o.keys) {
+			o.used(k, layer, step)
+		}
+	}
+}
+
+// used consumes every use of k by this pass's tokens (same layer).
+func (o *Oracle) used(k sim.Key, layer int, step int64) {
+	limit := uint64(max(o.passLast, step)*int64(o.layers)) + uint64(layer)
+	ks := &o.keys[k]
+	o.touched = append(o.touched, k)
+	if ks.next == noUse || uint64(ks.next) > limit {
+		return
+	}
+	c, end := ks.cursor+1, o.uses.start[k+1]
+	for c < end && uint64(o.uses.at[c]) <= limit {
+		c++
+	}
+	ks.cursor = c
+	ks.setNext(o.uses, int(k))
+	if ks.cached {
+		o.index(k)
+	}
+}
+
+// Victim names the evictable key used farthest in the future (Belady; ties
+// to the lower key); for a prefetch it declines when that key is needed no
+// later than the prefetched one.
 func (o *Oracle) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key, bool) {
-	if len(o.heap) > 2*o.live+64 {
-		o.compact()
-	}
-	o.stash = o.stash[:0]
-	var found nextUse
-	ok := false
-	for len(o.heap) > 0 {
-		e := o.pop()
-		if e.ver != o.ver[e.key] || !o.cached[e.key] {
-			continue // superseded: drop for good
-		}
-		o.stash = append(o.stash, e)
-		if evictable(view, e.key) {
-			found, ok = e, true
-			break
-		}
-	}
-	for _, e := range o.stash {
-		o.push(e)
-	}
+	k, pos, ok := o.farthest(view)
 	if !ok {
 		return 0, false
 	}
 	if forPrefetch {
-		if pk, has := o.pending(view); has && o.effective(found.pos) <= o.effective(o.next(pk)) {
+		if pk, has := o.pending(view); has && o.effective(pos) <= o.effective(o.next(pk)) {
 			return 0, false
 		}
 	}
-	return found.key, true
+	return k, true
+}
+
+// farthest is the evictable cached key whose next use is latest (never
+// first), ties to the lower key, with that use; members of the lazy sets
+// that no cached key holds any more are dropped on the way.
+func (o *Oracle) farthest(view sim.CacheView) (sim.Key, int64, bool) {
+	for i := o.neverUsed.next(0); i >= 0; i = o.neverUsed.next(i + 1) {
+		k := sim.Key(i)
+		if ks := &o.keys[k]; !ks.cached || ks.next != noUse {
+			o.neverUsed.clear(i)
+			continue
+		}
+		if evictable(view, k) {
+			return k, never, true
+		}
+	}
+	for p := o.byUse.prev(o.fut.Len()*o.layers - 1); p >= 0; p = o.byUse.prev(p - 1) {
+		step, layer := p/o.layers, p%o.layers
+		best, held := sim.Key(-1), false
+		for _, e := range o.fut.Experts(step, layer) {
+			k := sim.MakeKey(layer, int(e), o.experts)
+			if ks := &o.keys[k]; !ks.cached || ks.next != uint32(p) {
+				continue
+			}
+			held = true
+			if (best < 0 || k < best) && evictable(view, k) {
+				best = k
+			}
+		}
+		if !held {
+			o.byUse.clear(p)
+			continue
+		}
+		if best >= 0 {
+			return best, int64(p), true
+		}
+	}
+	return 0, 0, false
 }
 
 // pending is the prefetch the engine is making room for: the first key of the
@@ -322,68 +359,4 @@ func (o *Oracle) pending(view sim.CacheView) (sim.Key, bool) {
 		return 0, false
 	}
 	return o.wanted[o.wantedAt], true
-}
-
-// above is the heap order: later next use first, then lower key.
-func above(a, b nextUse) bool {
-	if a.pos != b.pos {
-		return a.pos > b.pos
-	}
-	return a.key < b.key
-}
-
-func (o *Oracle) push(e nextUse) {
-	o.heap = append(o.heap, e)
-	h := o.heap
-	for j := len(h) - 1; j > 0; {
-		p := (j - 1) / 2
-		if !above(h[j], h[p]) {
-			break
-		}
-		h[j], h[p] = h[p], h[j]
-		j = p
-	}
-}
-
-func (o *Oracle) pop() nextUse {
-	h := o.heap
-	top := h[0]
-	last := len(h) - 1
-	h[0] = h[last]
-	o.heap = h[:last]
-	o.siftDown(0)
-	return top
-}
-
-func (o *Oracle) siftDown(j int) {
-	h := o.heap
-	for {
-		l := 2*j + 1
-		if l >= len(h) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(h) && above(h[r], h[l]) {
-			m = r
-		}
-		if !above(h[m], h[j]) {
-			return
-		}
-		h[j], h[m] = h[m], h[j]
-		j = m
-	}
-}
-
-// compact drops superseded entries and restores the heap order.
-func (o *Oracle) compact() {
-	h := o.heap[:0]
-	for _, e := range o.heap {
-		if e.ver == o.ver[e.key] && o.cached[e.key] {
-			h = append(h, e)
-		}
-	}
-	o.heap = h
-	for j := len(h)/2 - 1; j >= 0; j-- {
-		o.siftDown(j)
-	}
 }
