@@ -68,7 +68,7 @@ func (in *Inputs) streamed(path string, check func() error) (*entry, error) {
 
 // firstPassColumns are what a first pass reads: the expert column and the
 // token's identity, no vector.
-var firstPassColumns = traces.Columns{NoLogits: true, NoRouterInputs: true, NoLookahead: true}
+var firstPassColumns = traces.Columns{NoLogits: true, NoRouterInputs: true, NoLookahead: true, NoWeights: true}
 
 // prepare makes the first pass over a streamed trace when r's run needs
 // what only the rows tell: the longest sequence (cache auto without a
@@ -183,7 +183,9 @@ func (s *traceSummary) add(st *traces.Step) {
 // candidate index as it passes.
 func (p *Plan) openStream() (traces.Source, io.Closer, error) {
 	st := p.stream
-	rd, err := traces.OpenColumns(st.path, traceColumns(&p.Spec))
+	cols := traceColumns(&p.Spec)
+	cols.NoWeights = true // NB: no run reads the gate weights; a streamed step is not kept
+	rd, err := traces.OpenColumns(st.path, cols)
 	if err != nil {
 		return nil, nil, err
 	}

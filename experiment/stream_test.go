@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/parquet/file"
 )
 
 // resolveRun resolves and runs opts with in and returns the outcome as JSON
@@ -103,12 +105,13 @@ func TestStreamAboveDefault(t *testing.T) {
 // TestStreamCorruptMidway: bytes damaged in the middle of a trace file end
 // a streamed run with the file, the row and why, not a panic.
 func TestStreamCorruptMidway(t *testing.T) {
-	path := writeTrace(t, 1000, 0, 0, nil) // 40,000 rows: several record batches
+	path := writeTrace(t, 2000, 0, 0, nil) // 80,000 rows: two row groups
 	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	at := len(b) * 9 / 10 // in a page of a later batch (the file is deterministic)
+	// Damage the experts column, which every run reads, in a later row group.
+	at := lastExpertsChunk(t, path)
 	for i := at; i < at+64; i++ {
 		b[i] ^= 0x5a
 	}
@@ -154,4 +157,31 @@ func TestStreamRefusedWithEstimate(t *testing.T) {
 	if _, err := (&Inputs{MaxMemory: est.Total(), StreamAbove: -1}).Resolve(s); err != nil {
 		t.Errorf("at the estimate: %v", err)
 	}
+}
+
+// lastExpertsChunk is the file offset in the middle of the experts column
+// chunk of path's last row group (read by a later record batch than the first).
+func lastExpertsChunk(t *testing.T, path string) int {
+	t.Helper()
+	r, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	n := r.NumRowGroups()
+	if n < 2 {
+		t.Fatalf("%d row groups, want several", n)
+	}
+	rg := r.MetaData().RowGroup(n - 1)
+	for i := range rg.NumColumns() {
+		cc, err := rg.ColumnChunk(i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cc.PathInSchema().String() == "experts.list.element" {
+			return int(cc.DataPageOffset() + cc.TotalCompressedSize()/2)
+		}
+	}
+	t.Fatal("no experts column")
+	return 0
 }

@@ -213,13 +213,20 @@ func (f *flash) rerate() {
 	h := f.heat()
 	best, bestID := Time(math.MaxInt64), int32(-1)
 	var bestSeq uint64
+	// NB: reads of one size share a curve, hence a rate: it is computed once
+	// per curve met in a row (the same arithmetic, so the same bits).
+	var curve [2]float64
+	rate := -1.0
 	for _, id := range f.active {
 		r := &f.reqs[id]
 		if r.inXfer {
 			// Bring remaining up to date at the old rate (0 for a transfer
 			// that has just begun), then set the new rate.
 			r.remaining -= float64(r.rate * elapsed)
-			r.rate = min(r.curve[0], float64(r.curve[1]/k)) * h
+			if rate < 0 || r.curve != curve {
+				curve, rate = r.curve, min(r.curve[0], float64(r.curve[1]/k))*h
+			}
+			r.rate = rate
 			r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
 		}
 		if t := r.eta; t < best || t == best && r.seq < bestSeq {

@@ -20,6 +20,9 @@ type Columns struct {
 	NoRouterInputs bool
 	// NoLookahead skips every lookahead depth.
 	NoLookahead bool
+	// NoWeights skips the gate weights (Step's Weights are then nil); the
+	// simulator never reads them.
+	NoWeights bool
 }
 
 // project is m as the reader reads it: the skipped vectors marked absent.

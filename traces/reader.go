@@ -23,12 +23,15 @@ import (
 // "file: row N: reason", N counting rows from 0 as DuckDB's file_row_number
 // does. A Reader is not safe for concurrent use.
 type Reader struct {
-	name  string
-	meta  Meta
-	read  Meta // meta with the skipped columns marked absent (Columns)
-	pf    *file.Reader
-	rr    pqarrow.RecordReader
-	steps int64 // rows / layers, from the footer
+	name string
+	meta Meta
+	read Meta // meta with the skipped columns marked absent (Columns)
+	// noWeights: the gate weights column is skipped (Columns.NoWeights).
+	noWeights bool
+	pf        *file.Reader
+	rr        pqarrow.RecordReader
+	ahead     *readAhead // decodes rr's batches ahead of Next
+	steps     int64      // rows / layers, from the footer
 
 	batch   pqBatch // current record batch's columns
 	rec     arrow.RecordBatch
@@ -195,7 +198,8 @@ func (r *Reader) init(batchRows int64, cols Columns) error {
 	if err != nil {
 		return fmt.Errorf("%s: reading schema: %w", r.name, err)
 	}
-	want, err := pqCheckColumns(sc, &r.read)
+	r.noWeights = cols.NoWeights
+	want, err := pqCheckColumns(sc, &r.read, r.noWeights)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.name, err)
 	}
@@ -208,6 +212,7 @@ func (r *Reader) init(batchRows int64, cols Columns) error {
 		return fmt.Errorf("%s: %w", r.name, err)
 	}
 	r.rr = rr
+	r.ahead = startReadAhead(rr)
 
 	r.bufs = make([]pqLayerBuf, layers)
 	for i := range r.bufs {
@@ -267,6 +272,10 @@ func (r *Reader) Close() error {
 		r.rec.Release()
 		r.rec = nil
 	}
+	if r.ahead != nil {
+		r.ahead.close()
+		r.ahead = nil
+	}
 	if r.rr != nil {
 		r.rr.Release()
 		r.rr = nil
@@ -280,35 +289,38 @@ func (r *Reader) Close() error {
 }
 
 // nextBatch makes the next record batch current; io.EOF at the end.
-func (r *Reader) nextBatch() (err error) {
+func (r *Reader) nextBatch() error {
 	if r.rec != nil {
 		r.base += r.rec.NumRows()
 		r.rec.Release()
 		r.rec = nil
 	}
-	// NB: last resort only, as in newReader: arrow-go may panic decoding a
-	// corrupt page; report it instead of crashing the caller.
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: near row %d: corrupt Parquet data (arrow-go panicked: %v)", r.name, r.base, p)
-		}
-	}()
-	for r.rr.Next() {
-		rec := r.rr.RecordBatch()
-		if rec.NumRows() == 0 {
-			continue
-		}
-		if err := r.batch.bind(rec, &r.read); err != nil {
-			return fmt.Errorf("%s: near row %d: %w", r.name, r.base, err)
-		}
-		rec.Retain()
-		r.rec, r.idx = rec, 0
-		return nil
+	rec, err := r.ahead.next()
+	if err == io.EOF {
+		return err
 	}
-	if err := r.rr.Err(); err != nil && err != io.EOF {
+	if err == nil {
+		err = r.bind(rec)
+	}
+	if err != nil {
+		if rec != nil {
+			rec.Release()
+		}
 		return fmt.Errorf("%s: near row %d: %w", r.name, r.base, err)
 	}
-	return io.EOF
+	r.rec, r.idx = rec, 0
+	return nil
+}
+
+// bind makes rec's columns current. NB: last resort only, as in newReader:
+// arrow-go may panic on a corrupt batch; report it instead of crashing.
+func (r *Reader) bind(rec arrow.RecordBatch) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("corrupt Parquet data (arrow-go panicked: %v)", p)
+		}
+	}()
+	return r.batch.bind(rec, &r.read, r.noWeights)
 }
 
 // readStep assembles the next token's rows into r.step.

@@ -30,7 +30,7 @@ func (k pqColKind) String() string {
 
 // pqWanted lists the columns meta needs, in pqBatch.bind's order, and whether each
 // is required.
-func pqWanted(m *Meta) (names []string, kinds []pqColKind, required []bool) {
+func pqWanted(m *Meta, noWeights bool) (names []string, kinds []pqColKind, required []bool) {
 	add := func(n string, k pqColKind, req bool) {
 		names, kinds, required = append(names, n), append(kinds, k), append(required, req)
 	}
@@ -40,7 +40,9 @@ func pqWanted(m *Meta) (names []string, kinds []pqColKind, required []bool) {
 	add(colPass, pqKindInt, true)
 	add(colLayer, pqKindInt, true)
 	add(colExperts, pqKindInt32List, true)
-	add(colWeights, pqKindFloat32List, true)
+	if !noWeights {
+		add(colWeights, pqKindFloat32List, true)
+	}
 	if m.HasLogits {
 		add(colLogits, pqKindFloat32List, true)
 	}
@@ -64,8 +66,8 @@ func pqWanted(m *Meta) (names []string, kinds []pqColKind, required []bool) {
 // pqCheckColumns checks sc against what meta needs and returns the top-level
 // field index of each wanted column that is present, in pqWanted order. It
 // reports every missing or mistyped column at once. Other columns are ignored.
-func pqCheckColumns(sc *arrow.Schema, m *Meta) ([]int, error) {
-	names, kinds, required := pqWanted(m)
+func pqCheckColumns(sc *arrow.Schema, m *Meta, noWeights bool) ([]int, error) {
+	names, kinds, required := pqWanted(m, noWeights)
 	var idx []int
 	var p []string
 	for i, n := range names {
@@ -224,14 +226,14 @@ type pqBatch struct {
 
 // bind takes the columns of rec by name; rec holds the wanted columns that
 // are present.
-func (b *pqBatch) bind(rec arrow.RecordBatch, m *Meta) error {
+func (b *pqBatch) bind(rec arrow.RecordBatch, m *Meta, noWeights bool) error {
 	col := func(n string) arrow.Array {
 		if fi := rec.Schema().FieldIndices(n); len(fi) == 1 {
 			return rec.Column(fi[0])
 		}
 		return nil
 	}
-	names, _, required := pqWanted(m)
+	names, _, required := pqWanted(m, noWeights)
 	for i, n := range names {
 		if required[i] && col(n) == nil {
 			return fmt.Errorf("column %s missing from record batch", n)
@@ -245,9 +247,11 @@ func (b *pqBatch) bind(rec arrow.RecordBatch, m *Meta) error {
 		b.layer.bind(colLayer, col(colLayer)),
 		b.computeNS.bind(colComputeNS, col(colComputeNS)),
 		b.experts.bind(colExperts, col(colExperts)),
-		b.weights.bind(colWeights, col(colWeights)),
 	}
-	b.logits, b.ri, b.hit = pqList{}, pqList{}, pqList{}
+	b.weights, b.logits, b.ri, b.hit = pqList{}, pqList{}, pqList{}, pqList{}
+	if !noWeights {
+		errs = append(errs, b.weights.bind(colWeights, col(colWeights)))
+	}
 	if m.HasLogits {
 		errs = append(errs, b.logits.bind(colLogits, col(colLogits)))
 	}

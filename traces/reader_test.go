@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -392,5 +393,32 @@ func TestReaderArrowPanics(t *testing.T) {
 				t.Fatalf("error %v, want one containing %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestReaderCloseMidway: closing a reader before its end stops its
+// read-ahead goroutine (no goroutine is left per reader) and releases the
+// batches it decoded; Next after Close reports no step.
+func TestReaderCloseMidway(t *testing.T) {
+	m := ioTestMeta(ioShape{layers: 4, experts: 16, topK: 2, hidden: 4, depth: 1})
+	data := ioWrite(t, m, ioTestSteps(rand.New(rand.NewPCG(5, 5)), m, 300, false), 0)
+	before := runtime.NumGoroutine()
+	for range 20 {
+		r, err := newReader(bytes.NewReader(data), "mid.parquet", 64) // many batches
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !r.Next() || !r.Next() {
+			t.Fatalf("no step: %v", r.Err())
+		}
+		if err := r.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if r.Next() {
+			t.Fatal("Next after Close read a step")
+		}
+	}
+	if after := runtime.NumGoroutine(); after > before+2 {
+		t.Errorf("%d goroutines after closing 20 readers midway, %d before", after, before)
 	}
 }
