@@ -163,8 +163,14 @@ func TestSimLESDisabledEqualsOnDemand(t *testing.T) {
 }
 
 // eventsOnly hides a policy's optional sim.UsesObserver, so the engine
-// reports every Used event through Observe.
+// reports every Used event through Observe. It passes sim.LookaheadRouter on
+// (the engine shows lookahead scores only to a policy that runs the router).
 type eventsOnly struct{ sim.Policy }
+
+func (p eventsOnly) UsesLookahead() bool {
+	lr, ok := p.Policy.(sim.LookaheadRouter)
+	return ok && lr.UsesLookahead()
+}
 
 // TestSimObserveUsesMatchesObserve: every registered policy gives the same
 // Result, field by field, whether the engine reports a layer's uses with

@@ -41,6 +41,10 @@ type engine struct {
 	mm      *mmapModel // detailed gguf-mmap fault path (mmap.go), nil when off
 	gpuSync Time       // host-device sync per layer (backend gpu), 0 on the CPU
 	laSync  bool       // the policy's lookahead router costs one more sync per layer
+	// laScores: the policy runs the lookahead router, so moment 1 shows it
+	// the trace's lookahead scores (NB: other policies never read them, and
+	// not touching them spares a cache miss per layer and pass).
+	laScores bool
 
 	now   Time
 	phase traces.Phase // of the current pass, for the tap
@@ -132,11 +136,11 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 	e.times = newTimeTable(e)
 	e.draftTime = e.cm.part(cfg.DraftBytes, cfg.DraftFLOPs, 1)
 	e.mm = newMmapModel(&cfg, nL)
+	lr, ok := pol.(LookaheadRouter)
+	e.laScores = ok && lr.UsesLookahead()
 	if cfg.Device.Backend == devices.BackendGPU {
 		e.gpuSync = cfg.Device.GPUSyncNS
-		if lr, ok := pol.(LookaheadRouter); ok && lr.UsesLookahead() {
-			e.laSync = true
-		}
+		e.laSync = e.laScores
 	}
 	e.fl.done = e.readDone
 	for i, l := range m.Layers {

@@ -113,8 +113,14 @@ func (e *engine) lookahead(steps []*traces.Step, first, l int) {
 	la.Steps = la.Steps[:0]
 	la.Scores = la.Scores[:0]
 	la.Index = la.Index[:0]
-	for t, s := range steps {
+	for t := range steps {
 		la.Steps = append(la.Steps, int64(first+t))
+	}
+	if !e.laScores {
+		la.Scores, la.Index = nil, nil
+		return
+	}
+	for _, s := range steps {
 		la.Scores = append(la.Scores, s.Layers[l].Lookahead)
 		la.Index = append(la.Index, s.Layers[l].LookaheadIndex)
 	}

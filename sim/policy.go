@@ -49,6 +49,9 @@ type Lookahead struct {
 	Steps []int64
 	// Scores[t][d-1] are token t's router scores for MoE layer Layer+d, computed
 	// from Layer's router input (nil when the trace has none); len = experts.
+	// The simulator shows them (and Index) only to a policy that runs the
+	// lookahead router (a LookaheadRouter whose UsesLookahead is true);
+	// others see nil.
 	Scores [][][]float32
 	// Index[t][d-1] are the precomputed best candidates of Scores[t][d-1]
 	// (traces.IndexLookahead); nil when the trace was not indexed.
