@@ -20,10 +20,12 @@ import (
 //
 // Size: 2 bytes per expert selection (uint16 expert numbers) and 1 byte per
 // token, plus 8 bytes per (token, layer) only when the trace's selections are
-// not all of one length. Oracle's next-use index built from it adds 4 bytes
-// per distinct selection (uint32 positions) and 12 bytes per (layer, expert)
-// key: about 6 bytes per selection in all, 1.9 KB per token of the 40-layer,
-// top-8 shape (the steps themselves take about 10 KB).
+// not all of one length. Oracle's next-use index, built from it once and
+// shared by every run over the trace, adds 4 bytes per distinct selection
+// (uint32 positions) and 4 bytes per (layer, expert) key; each oracle run
+// adds 12 bytes per key and a bit per (token, layer): about 6 bytes per
+// selection in all, 1.9 KB per token of the 40-layer, top-8 shape (the steps
+// themselves take about 10 KB).
 type Future struct {
 	layers, experts int
 	prompt          []bool   // per step: a prefill token
