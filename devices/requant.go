@@ -10,7 +10,7 @@ import (
 // ErrExpertQuantUnchanged is wrapped by WithExpertQuant's error when every
 // routed expert tensor of the model already has the requested type, so
 // re-quantizing would change nothing.
-var ErrExpertQuantUnchanged = errors.New("the experts already have that type")
+var ErrExpertQuantUnchanged = errors.New("re-quantizing would change nothing")
 
 // Expert tensor kinds as GGUF files name them (without "blk.N." and ".weight").
 const (
@@ -42,7 +42,7 @@ func (m *ModelSpec) WithExpertQuant(q QuantType) (*ModelSpec, error) {
 		return nil, fmt.Errorf("unknown quant type %q (valid: %s)", string(q), joinNames(QuantTypes()))
 	}
 	if m.Hidden < 1 || m.ExpertFFN < 1 {
-		return nil, fmt.Errorf("model %s: re-quantizing its experts needs the shape of their matrices, hidden and expert_ffn, and its spec states hidden %d, expert_ffn %d (source: %s)",
+		return nil, fmt.Errorf("model %s: re-quantizing its experts needs the shape of their matrices, hidden and expert_ffn, and its spec states hidden %d, expert_ffn %d; its source: %s",
 			m.Name, m.Hidden, m.ExpertFFN, orNone(m.Source))
 	}
 	c := *m
