@@ -12,6 +12,7 @@ type ExpertQuantError struct {
 	Err   error
 }
 
+// Error names the type and says why.
 func (e *ExpertQuantError) Error() string { return "expert_quant " + e.Quant + ": " + e.Err.Error() }
 
 // Unwrap is the reason.
