@@ -124,7 +124,10 @@ func TestStepsDifferOnlyInNamedFields(t *testing.T) {
 	if s := r[0].Outcome.Spec; s.Policy.Name != "ondemand" || s.Layout != "gguf-mmap" || s.CachedFirst || s.Model.Variant != "q4_k_m" || s.Speculative != nil {
 		t.Errorf("stock spec: %+v", s)
 	}
-	if s := r[4].Outcome.Spec; s.Policy.Name != "les" || s.Layout != "per-expert" || !s.CachedFirst || s.Model.Variant != MixedVariant ||
+	if s := r[3].Outcome.Spec; s.ExpertQuant != MixedQuant || s.Model.Variant != StockVariant {
+		t.Errorf("mixed spec: expert_quant %q, variant %q", s.ExpertQuant, s.Model.Variant)
+	}
+	if s := r[4].Outcome.Spec; s.Policy.Name != "les" || s.Layout != "per-expert" || !s.CachedFirst || s.ExpertQuant != MixedQuant ||
 		s.Speculative == nil || s.Speculative.Block != 4 || s.Speculative.Accept != 0.7 || s.Speculative.AcceptSeed != 1 || *s.Speculative.Drafter != (experiment.Drafter{Kind: DefaultDrafter}) {
 		t.Errorf("speculative spec: %+v", s)
 	}
@@ -200,7 +203,14 @@ func TestReproducesEachSpec(t *testing.T) {
 // writeTrace writes a synthetic trace of the default model to a file.
 func writeTrace(t *testing.T, tokens int) string {
 	t.Helper()
-	m, err := devices.LookupModel(experiment.DefaultModel, "")
+	return writeVariantTrace(t, "", tokens)
+}
+
+// writeVariantTrace writes a synthetic trace of the default model in variant
+// ("" = its default) to a file.
+func writeVariantTrace(t *testing.T, variant string, tokens int) string {
+	t.Helper()
+	m, err := devices.LookupModel(experiment.DefaultModel, variant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,21 +227,33 @@ func writeTrace(t *testing.T, tokens int) string {
 	return path
 }
 
-// TestTraceFileSkipsMixedPrecision: a trace file's metadata fixes the quant
-// variant, so step 4 is skipped with the exact reason and step 5 builds
-// on step 3; the stock step keeps the trace's variant.
-func TestTraceFileSkipsMixedPrecision(t *testing.T) {
+// TestTraceFileRequantizes: on a trace file, whose metadata holds the model,
+// step 4 re-quantizes the trace's model's experts to Q3_K (expert_quant) and
+// step 5 builds on it; the table says which quant each step ran with.
+func TestTraceFileRequantizes(t *testing.T) {
 	path := writeTrace(t, 60)
 	a := mustRun(t, Settings{Base: map[string]string{"trace": path, "cache": "3GiB"}, Seed: 3, SpecBlock: 3, SpecAccept: 0.5, Drafter: "explicit", DrafterBytes: 300e6, DrafterFLOPs: 6e8, Reference: false})
 	if len(a.Rows) != 5 {
 		t.Fatalf("%d rows, want 5 (no reference)", len(a.Rows))
 	}
 	mixed := a.Rows[3]
-	if mixed.Outcome != nil || !strings.Contains(mixed.Skipped, "--variant cannot re-quantize a trace file's model") || !strings.Contains(mixed.Skipped, "every expert's size in bytes") {
-		t.Errorf("mixed step: skipped %q", mixed.Skipped)
+	if mixed.Outcome == nil || mixed.Prev != 2 {
+		t.Fatalf("mixed step: skipped %q, builds on %d", mixed.Skipped, mixed.Prev)
 	}
-	if spec := a.Rows[4]; spec.Prev != 2 || spec.Outcome == nil {
-		t.Fatalf("speculative step builds on %d, want step 3 (index 2); skipped: %s", spec.Prev, spec.Skipped)
+	if s := mixed.Outcome.Spec; s.ExpertQuant != MixedQuant || s.Model != nil || s.Trace.Path != path {
+		t.Errorf("mixed spec: expert_quant %q, model %v, trace %q", s.ExpertQuant, s.Model, s.Trace.Path)
+	}
+	// Reference: DESIGN.md "Reference model": one expert is 1,351,680 bytes in Q3_K.
+	for i, l := range mixed.Outcome.Model.Layers {
+		if l.ExpertBytes != 1_351_680 {
+			t.Fatalf("mixed step: layer %d expert bytes %d, want 1351680", i, l.ExpertBytes)
+		}
+	}
+	if got, before := mixed.Outcome.Result.FlashBytesPerToken, a.Rows[2].Outcome.Result.FlashBytesPerToken; got >= before {
+		t.Errorf("mixed step moves %v flash bytes per token, step 3 %v: want fewer", got, before)
+	}
+	if spec := a.Rows[4]; spec.Prev != 3 || spec.Outcome == nil || spec.Outcome.Spec.ExpertQuant != MixedQuant {
+		t.Fatalf("speculative step builds on %d, want step 4 (index 3); skipped: %s", spec.Prev, spec.Skipped)
 	}
 	checkNamedOnly(t, a)
 	if sp := a.Rows[4].Outcome.Spec.Speculative; sp.Block != 3 || sp.Accept != 0.5 || sp.AcceptSeed != 3 || *sp.Drafter != (experiment.Drafter{Kind: "explicit", Bytes: 300e6, FLOPs: 6e8}) {
@@ -241,17 +263,54 @@ func TestTraceFileSkipsMixedPrecision(t *testing.T) {
 	if err := WriteTable(&b, a); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(b.String(), "(4) skipped: --variant cannot re-quantize") || !strings.Contains(b.String(), "quant: q4_k_m in every step that ran, from the trace's metadata") {
-		t.Errorf("table does not say why step 4 was skipped, or which quant the trace fixes:\n%s", b.String())
+	if want := "quant: q4_k_m from the trace's metadata; from step (4) on, its experts re-quantized to Q3_K"; !strings.Contains(b.String(), want) || strings.Contains(b.String(), "skipped") {
+		t.Errorf("table does not say which quant each step ran with (%q):\n%s", want, b.String())
 	}
 }
 
-// TestModelWithoutMixedVariant: a built-in model without mixed-q3k-experts
-// has no mixed-precision step.
-func TestModelWithoutMixedVariant(t *testing.T) {
-	a := mustRun(t, small(map[string]string{"model": "qwen3-30b-a3b", "cache": "40%"}))
-	if r := a.Rows[3]; r.Outcome != nil || !strings.Contains(r.Skipped, "has no variant mixed-q3k-experts") {
-		t.Errorf("mixed step: skipped %q", r.Skipped)
+// TestTraceFileCannotRequantize: when the trace's model cannot take the
+// re-quantization (here its experts are Q3_K already), step 4 is skipped with
+// the reason found while resolving it, and step 5 builds on step 3.
+func TestTraceFileCannotRequantize(t *testing.T) {
+	path := writeVariantTrace(t, "mixed-q3k-experts", 40)
+	set := DefaultSettings()
+	set.Base = map[string]string{"trace": path, "cache": "3GiB"}
+	a := mustRun(t, set)
+	mixed := a.Rows[3]
+	if mixed.Outcome != nil || !strings.Contains(mixed.Skipped, "expert_quant Q3_K: model minicpm-v-4.7-35b-a3b (mixed-q3k-experts): every expert tensor is Q3_K already") {
+		t.Errorf("mixed step: skipped %q", mixed.Skipped)
+	}
+	if spec := a.Rows[4]; spec.Prev != 2 || spec.Outcome == nil || spec.Outcome.Spec.ExpertQuant != "" {
+		t.Fatalf("speculative step builds on %d, want step 3 (index 2); skipped: %s", spec.Prev, spec.Skipped)
+	}
+	checkNamedOnly(t, a)
+	var b bytes.Buffer
+	if err := WriteTable(&b, a); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "(4) skipped: expert_quant Q3_K") || !strings.Contains(b.String(), "quant: mixed-q3k-experts in every step that ran, from the trace's metadata") {
+		t.Errorf("table:\n%s", b.String())
+	}
+	// Build alone cannot know: it builds step 4.
+	built, err := Build(set)
+	if err != nil || built[3].Skipped != "" {
+		t.Errorf("Build: step 4 skipped %q, err %v", built[3].Skipped, err)
+	}
+}
+
+// TestQwenMixedPrecision: a built-in model without a mixed variant still
+// has the mixed-precision step: Qwen3-30B-A3B's experts in Q3_K. (The cache
+// is in bytes: a percentage is a share of each step's own expert bytes,
+// which step 4 shrinks.)
+func TestQwenMixedPrecision(t *testing.T) {
+	a := mustRun(t, small(map[string]string{"model": "qwen3-30b-a3b", "cache": "2GiB"}))
+	r := a.Rows[3]
+	if r.Outcome == nil {
+		t.Fatalf("mixed step skipped: %s", r.Skipped)
+	}
+	// Gate and up: 768 rows of 2048/256 Q3_K blocks of 110 B; down: 2048 rows of 768/256 blocks.
+	if got, want := r.Outcome.Model.Layers[0].ExpertBytes, int64(2*768*8*110+2048*3*110); got != want {
+		t.Errorf("expert bytes %d, want %d", got, want)
 	}
 	checkNamedOnly(t, a)
 }

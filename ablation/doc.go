@@ -13,7 +13,7 @@
 //	(1) stock       policy ondemand, layout gguf-mmap, cached-first false, variant q4_k_m
 //	(2) lookahead   policy les (its defaults: the model's top-k next-layer candidates, depth 1)
 //	(3) storage     layout per-expert, cached-first true
-//	(4) mixed       variant mixed-q3k-experts (experts in Q3_K, the rest Q4_K_M)
+//	(4) mixed       expert-quant Q3_K (experts re-quantized to Q3_K, the rest as the model has it)
 //	(5) speculative spec-block B, spec-accept A, accept-seed S, drafter D
 //
 // A reference row (oracle: the true next-layer experts prefetched, Belady
@@ -24,12 +24,21 @@
 // belady; the ablation has no row for it (run simulate --policy belady on
 // any step's settings).
 //
+// Step 4 re-quantizes the experts of whatever model the run uses
+// (experiment.Spec.ExpertQuant): a built-in model's Q4_K_M variant, or the
+// model a trace file's metadata holds, with every expert's bytes those of its
+// weights in Q3_K. Routing does not depend on the quant, so a trace recorded
+// from a Q4_K_M model replays as the same routing with smaller experts. On
+// the built-in MiniCPM-V 4.7 this is exactly its mixed-q3k-experts variant
+// (the same layers, results byte for byte).
+//
 // A step whose change cannot be expressed for the inputs is skipped with the
-// reason: a trace file fixes the model's quant variant (its metadata holds
-// the model and every expert's size, and a spec has no field to re-quantize
-// it, although routing does not depend on the quant), and a model without a
-// mixed-q3k-experts variant has no mixed-precision step. The next step then builds on the last step
-// that ran, and its speedup is over that step.
+// reason: step 4 when the run's model cannot be re-quantized (a trace's
+// model that does not state its experts' matrix shape, hidden and
+// expert_ffn, as an imported route trace; experts that are Q3_K already).
+// The next step then builds on the last step that ran, and its speedup is
+// over that step. A cache given as a percentage is a share of each step's
+// own expert bytes, so step 4 shrinks it; give it in bytes to hold it fixed.
 //
 // Speculative defaults (block 4, acceptance 0.7) are experiment's
 // DefaultSpeculative, and the default drafter is the model's own

@@ -1,6 +1,7 @@
 package ablation
 
 import (
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -39,9 +40,24 @@ type Ablation struct {
 // Run builds the steps of s (Build), resolves each through in, so steps
 // sharing a trace load or generate it once, and runs them in parallel. Rows
 // are in step order whatever order the runs finish in. A step that fails to
-// resolve or run fails the ablation, with the step named.
+// resolve or run fails the ablation, with the step named, except a step
+// whose re-quantization the run's model cannot take (experiment's
+// ExpertQuantError: a trace's model that does not state its experts' shape,
+// experts of that type already): it is skipped with the reason, and the
+// steps after it build on the one before.
 func Run(in *experiment.Inputs, s Settings) (*Ablation, error) {
-	built, err := Build(s)
+	resolved := map[int]*experiment.Plan{}
+	built, err := build(s, func(i int, b Built) (string, error) {
+		p, err := in.Resolve(b.Spec)
+		if why := cannotRequantize(b.Step, err); why != "" {
+			return why, nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("step %d (%s): %w", i+1, b.Step.Key, err)
+		}
+		resolved[i] = p
+		return "", nil
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -49,12 +65,7 @@ func Run(in *experiment.Inputs, s Settings) (*Ablation, error) {
 	plans := make([]*experiment.Plan, len(built))
 	for i, b := range built {
 		rows[i] = Row{Step: b.Step, Order: i + 1, Skipped: b.Skipped, Prev: b.Prev}
-		if b.Skipped != "" {
-			continue
-		}
-		if plans[i], err = in.Resolve(b.Spec); err != nil {
-			return nil, fmt.Errorf("step %d (%s): %w", i+1, b.Step.Key, err)
-		}
+		plans[i] = resolved[i]
 	}
 	if err := runAll(plans, rows); err != nil {
 		return nil, err
@@ -65,6 +76,23 @@ func Run(in *experiment.Inputs, s Settings) (*Ablation, error) {
 		}
 	}
 	return &Ablation{Settings: s, Rows: rows}, nil
+}
+
+// cannotRequantize is why step st is skipped when resolving it failed with
+// err because the run's model cannot be re-quantized as the step asks (a
+// trace's model that does not state its experts' shape, experts that have
+// the type already); "" otherwise.
+func cannotRequantize(st Step, err error) string {
+	var qe *experiment.ExpertQuantError
+	if !errors.As(err, &qe) {
+		return ""
+	}
+	for _, c := range st.Changes {
+		if c.Option == "expert-quant" {
+			return qe.Error()
+		}
+	}
+	return ""
 }
 
 // runAll runs every plan on up to GOMAXPROCS goroutines, storing each

@@ -12,10 +12,12 @@ import (
 	"github.com/lessim/lessim/experiment"
 )
 
-// Variants of the built-in models the stock and mixed-precision steps use.
+// StockVariant is the built-in models' variant the stock step uses, and
+// MixedQuant the type the mixed-precision step re-quantizes the experts to
+// (experiment.Spec.ExpertQuant).
 const (
 	StockVariant = "q4_k_m"
-	MixedVariant = "mixed-q3k-experts"
+	MixedQuant   = "Q3_K"
 )
 
 // Step is one stage of the ablation: what it adds and the named option
@@ -134,9 +136,9 @@ func Steps(s Settings) []Step {
 				{Option: "layout", Value: "per-expert", Field: "layout"},
 				{Option: "cached-first", Value: "true", Field: "cached_first"},
 			}},
-		{Key: "mixed", Label: "+ mixed precision (Q3_K experts)",
-			About:   "expert weights in Q3_K, everything else Q4_K_M: fewer bytes per expert read and more experts per cache byte",
-			Changes: []Change{{Option: "variant", Value: MixedVariant, Field: "model.variant"}}},
+		{Key: "mixed", Label: "+ mixed precision (" + MixedQuant + " experts)",
+			About:   "expert weights re-quantized to " + MixedQuant + ", everything else as the model has it (Q4_K_M): the same routing, fewer bytes per expert read and more experts per cache byte",
+			Changes: []Change{{Option: "expert-quant", Value: MixedQuant, Field: "expert_quant"}}},
 		{Key: "speculative", Label: fmt.Sprintf("+ speculative decoding (block %d, α %.2f, %s)", s.SpecBlock, s.SpecAccept, s.Drafter),
 			About:   "a drafter proposes tokens, at its own cost on the compute thread; the target verifies them in one pass whose layers load the union of their experts, rejected drafts' experts as their own (geometric acceptance model)",
 			Changes: s.specChanges()},
@@ -180,8 +182,14 @@ type Built struct {
 // Build makes every step's spec from s: the base from s.Base over
 // experiment.DefaultSpec, then each step from the last step that was not
 // skipped. The first step cannot be skipped; an option that does not apply
-// to the base is an error with experiment's reason.
-func Build(s Settings) ([]Built, error) {
+// to the base is an error with experiment's reason. What only resolving a
+// spec tells (a trace's model whose experts cannot be re-quantized) is not
+// known here: Run skips such a step.
+func Build(s Settings) ([]Built, error) { return build(s, nil) }
+
+// build is Build; check, when not nil, is shown each step that can be built
+// (with its index) and may skip it with a reason, or fail the ablation.
+func build(s Settings, check func(i int, b Built) (string, error)) ([]Built, error) {
 	if err := s.validate(); err != nil {
 		return nil, err
 	}
@@ -198,10 +206,16 @@ func Build(s Settings) ([]Built, error) {
 	prev, last := base, -1
 	for _, st := range Steps(s) {
 		spec, why := apply(prev, st.Changes)
+		b := Built{Step: st, Spec: spec, Prev: last}
+		if why == "" && check != nil {
+			if why, err = check(len(out), b); err != nil {
+				return nil, err
+			}
+		}
 		if why != "" && last < 0 {
 			return nil, fmt.Errorf("step %s: %s", st.Key, why)
 		}
-		b := Built{Step: st, Spec: spec, Prev: last, Skipped: why}
+		b.Skipped = why
 		out = append(out, b)
 		if why == "" && !st.Reference {
 			prev, last = spec, len(out)-1
@@ -209,12 +223,6 @@ func Build(s Settings) ([]Built, error) {
 	}
 	return out, nil
 }
-
-// traceQuant is why a quant change is skipped on a trace file.
-const traceQuant = "--variant cannot re-quantize a trace file's model: the run takes the model, and with it " +
-	"every expert's size in bytes, from the trace's metadata, and a spec has no field to state another quant. " +
-	"Routing does not depend on the quant, so this is a limit of lessim's spec, not of the trace: " +
-	"run ablate on a synthetic trace of the model (--model) to see this step"
 
 // apply returns prev with changes, or why they cannot be applied.
 func apply(prev experiment.Spec, changes []Change) (experiment.Spec, string) {
@@ -226,9 +234,6 @@ func apply(prev experiment.Spec, changes []Change) (experiment.Spec, string) {
 	for _, c := range changes {
 		if c.WithModelOnly && s.Model == nil {
 			continue
-		}
-		if c.Option == "variant" && s.Trace.Path != "" {
-			return s, traceQuant
 		}
 		if c.Option == "variant" && s.Model != nil {
 			if vs := devices.ModelVariants(s.Model.Name); vs != nil && !slices.Contains(vs, c.Value) {

@@ -49,7 +49,7 @@ func WriteTable(w io.Writer, a *Ablation) error {
 		}
 	}
 	if first.Spec.Model == nil {
-		notes = append(notes, fmt.Sprintf("quant: %s in every step that ran, from the trace's metadata (a trace file fixes the model)", first.Model.Variant))
+		notes = append(notes, traceQuantNote(a))
 	}
 	notes = append(notes, "vs prev: tokens/s over the step before that ran; vs stock: over step (1)")
 	fmt.Fprintln(w)
@@ -58,6 +58,24 @@ func WriteTable(w io.Writer, a *Ablation) error {
 	}
 	writeWarnings(w, a)
 	return nil
+}
+
+// traceQuantNote says which quant a trace file's steps ran with: the
+// trace's own (its metadata's variant), and from which step on the experts
+// were re-quantized.
+func traceQuantNote(a *Ablation) string {
+	own := a.Rows[0].Outcome.Model.Variant
+	if own == "" {
+		own = "unstated"
+	}
+	for i := range a.Rows {
+		r := &a.Rows[i]
+		if o := r.Outcome; o != nil && o.Spec.ExpertQuant != "" && !r.Step.Reference {
+			return fmt.Sprintf("quant: %s from the trace's metadata; from step (%d) on, its experts re-quantized to %s (expert_quant: the same routing, each expert's bytes in %s)",
+				own, r.Order, o.Spec.ExpertQuant, o.Spec.ExpertQuant)
+		}
+	}
+	return fmt.Sprintf("quant: %s in every step that ran, from the trace's metadata", own)
 }
 
 // writeCells prints cells with the first column left-aligned and the others

@@ -6,8 +6,10 @@
 // # The spec
 //
 // A Spec is a plain, JSON-serializable value holding everything that decides
-// a run's numbers: the model (for a synthetic trace), the trace (a file with
-// its SHA-256, or the synthetic generator's settings and seed), an optional
+// a run's numbers: the model (for a synthetic trace), an optional type to
+// re-quantize the model's routed experts to (expert_quant: the same routing,
+// each expert's bytes in that type; the trace file's model too), the trace (a
+// file with its SHA-256, or the synthetic generator's settings and seed), an optional
 // stated lookahead predictor (its own seed), the device (an embedded name or
 // a profile file, and once resolved the whole profile inline), the policy
 // with the parameters that apply to it, the cache (as written and in bytes),

@@ -181,6 +181,15 @@ var options = []Option{
 	{Name: "variant", Kind: KindString, Usage: "quant variant of --model (default: the model's default)",
 		apply:   func(s *Spec, v any) error { s.Model.Variant = v.(string); return nil },
 		applies: syntheticOnly("the trace's metadata holds the model and its quant variant")},
+	{Name: "expert-quant", Kind: KindString, Usage: "re-quantize the model's routed experts to this ggml type (e.g. Q3_K): the same routing with each expert's bytes in that type (default: the model's own types)",
+		apply: func(s *Spec, v any) error {
+			q, err := devices.ParseQuantType(v.(string))
+			if err != nil {
+				return err
+			}
+			s.ExpertQuant = string(q)
+			return nil
+		}, applies: always},
 	{Name: "tokens", Kind: KindInt, Default: "2000", Usage: "decode tokens of the synthetic trace",
 		apply:   func(s *Spec, v any) error { s.Trace.Synthetic.Tokens = v.(int); return nil },
 		applies: syntheticOnly("the trace file has its own tokens")},

@@ -65,6 +65,11 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 			return nil, fmt.Errorf("context_cost: %w", err)
 		}
 	}
+	// NB: after WithContextShape, which matches a built-in model by its own
+	// expert bytes.
+	if m, err = withExpertQuant(&r, m); err != nil {
+		return nil, err
+	}
 	p.Model, p.Device, p.Meta = m, dev, e.tr.Meta
 	if err := resolvePolicy(&r, p); err != nil {
 		return nil, err

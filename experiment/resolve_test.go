@@ -31,6 +31,8 @@ func specsToResolve(t *testing.T) map[string]map[string]string {
 		"predictor-ts": {"trace": bare, "predict-recall": "0.7", "threshold": "0.5"},
 		"context-cost": {"trace": file, "prefill": "true", "context-cost": "true"},
 		"page-cache":   {"tokens": "60", "policy": "lru", "layout": "gguf-mmap", "page-cache": "free-ram", "mmap-neighbours": "true"},
+		"expert-quant": {"trace": file, "expert-quant": "Q2_K", "context-cost": "true"},
+		"synth-quant":  {"tokens": "60", "policy": "lru", "expert-quant": "Q4_K"},
 	}
 }
 

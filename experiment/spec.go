@@ -29,6 +29,14 @@ type Spec struct {
 	// Model names a built-in model; it is required for synthetic traces and
 	// absent with a trace file, whose metadata holds the model.
 	Model *Model `json:"model,omitempty"`
+	// ExpertQuant re-quantizes the routed experts of the run's model (the
+	// built-in Model's variant, or the trace file's model) to this ggml type,
+	// spelled as GGUF files spell it (devices.QuantTypes, e.g. "Q3_K"): the
+	// same weights, so the same routing and FLOPs, each expert's bytes those
+	// of its weights in the new type (devices.ModelSpec.WithExpertQuant).
+	// "" keeps the model's own types. A type every expert tensor already
+	// has is refused: it would change nothing.
+	ExpertQuant string `json:"expert_quant,omitempty"`
 	// Trace is the routing trace: a file or synthetic settings.
 	Trace Trace `json:"trace"`
 	// Predictor is a stated lookahead predictor for a trace file without

@@ -34,6 +34,7 @@ func full(t *testing.T) Spec {
 	s := DefaultSpec()
 	s.Trace.Path, s.Trace.SHA256 = "t.parquet", strings.Repeat("ab", 32)
 	s.Model.Variant = "q4_k_m"
+	s.ExpertQuant = "Q3_K"
 	s.Trace.Synthetic.PromptTokens = 3
 	p := DefaultPredictor()
 	s.Predictor = &p

@@ -41,6 +41,7 @@ func (s *Spec) Validate() error {
 		ps.add("version", "this lessim reads spec version %d (got %d)", Version, s.Version)
 	}
 	s.validateTrace(&ps)
+	s.validateExpertQuant(&ps)
 	s.validatePredictor(&ps)
 	s.validateDevice(&ps)
 	s.validatePolicy(&ps)
@@ -83,6 +84,21 @@ func (s *Spec) Validate() error {
 		ps.add("context_tokens", "must be >= 0 (got %d)", s.ContextTokens)
 	}
 	return errors.Join(ps...)
+}
+
+// validateExpertQuant checks that expert_quant, when set, is a ggml type
+// spelled as GGUF files spell it (one spelling, so one hash).
+func (s *Spec) validateExpertQuant(ps *problems) {
+	if s.ExpertQuant == "" {
+		return
+	}
+	q, err := devices.ParseQuantType(s.ExpertQuant)
+	switch {
+	case err != nil:
+		ps.add("expert_quant", "%v", err)
+	case string(q) != s.ExpertQuant:
+		ps.add("expert_quant", "write %q as GGUF files spell it: %q", s.ExpertQuant, string(q))
+	}
 }
 
 // validateDrafter checks a speculative group's drafter.

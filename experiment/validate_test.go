@@ -40,6 +40,8 @@ func TestValidateSpecFiles(t *testing.T) {
 		{`{"device":{"profile":{"name":"x"}}}`, []string{"device.profile: ram_bytes", "device.profile: mem_bandwidth", "device.profile: flash.lanes", "flash.single_lane: missing"}},
 		{`{"cache":{"bytes":-1}}`, []string{"cache.bytes: must be >= 0"}},
 		{`{"layout":"zip"}`, []string{`unknown layout "zip"`}},
+		{`{"expert_quant":"Q9_K"}`, []string{`expert_quant: unknown quant type "Q9_K" (valid: BF16, F16, F32, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, Q8_K)`}},
+		{`{"expert_quant":"q3_k"}`, []string{`expert_quant: write "q3_k" as GGUF files spell it: "Q3_K"`}},
 		{`{"context_tokens":-1}`, []string{"context_tokens: must be >= 0"}},
 		{`{"trace":{"synthetic":{"tokens":0,"sequences":0,"skew":-1,"reuse":2}}}`,
 			[]string{"tokens (0) and prompt_tokens (0)", "sequences: must be >= 1", "skew: must be", "reuse: must be"}},

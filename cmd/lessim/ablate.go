@@ -39,10 +39,11 @@ func newAblateCmd() *cobra.Command {
 specs, each the previous one with named changes: (1) stock llama.cpp (gguf-mmap
 layout, policy ondemand, rank order, Q4_K_M); (2) + lookahead prefetch (policy
 les); (3) + per-expert storage and cached experts first; (4) + mixed precision
-(the model's mixed-q3k-experts variant); (5) + speculative decoding. A reference
-row runs the last step with policy oracle: a hit-rate reference, not a
-throughput bound. It prints tokens/s, speedups, stall share, hit rate and flash
-bytes per token for every step.
+(the model's experts re-quantized to Q3_K, simulate's --expert-quant; a trace
+file's model too); (5) + speculative decoding. A reference row runs the last
+step with policy oracle: a hit-rate reference, not a throughput bound. It
+prints tokens/s, speedups, stall share, hit rate and flash bytes per token for
+every step.
 
 --explain shows each step's settings and what changed, from the specs' diff.
 --format json prints every step's resolved spec, hash and result: simulate
@@ -50,7 +51,8 @@ bytes per token for every step.
 that ran as a results row (every spec field and Result metric, as lessim sweep
 writes, plus ablation_step and ablation_order) to DIR/ablation.parquet, from
 which lessim report DIR draws the ablation bars. A step that cannot be expressed
-for the inputs (a trace file fixes the quant variant) is skipped with the reason.
+for the inputs is skipped with the reason (step 4 on a trace whose model does
+not state its experts' shape, as an imported route trace's).
 The speculative defaults (block 4, acceptance 0.7, the model's MTP head as the
 drafter) are assumed, not measured.`,
 		Example: `  lessim ablate --device iphone-18-pro-max --cache 3GiB

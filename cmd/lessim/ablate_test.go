@@ -34,6 +34,27 @@ func TestAblateGolden(t *testing.T) {
 	}
 }
 
+// TestAblateTraceGolden pins ablate on trace files: step 4 re-quantizes a
+// synthetic trace's Q4_K_M model to Q3_K experts, and is skipped, with the
+// reason, on an imported route trace whose metadata has no expert shape.
+func TestAblateTraceGolden(t *testing.T) {
+	src, err := filepath.Abs(filepath.Join("..", "..", "traces", "testdata", "bmoe-small.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"trace", "synth", "--tokens", "120", "--seed", "4", "--out", "t.parquet"},
+		{"trace", "import", src, "--out", "toy.parquet", "--quiet"},
+	} {
+		if out := runCLI(t, dir, args...); strings.Contains(out, "lessim: ") {
+			t.Fatal(out)
+		}
+	}
+	golden(t, "ablate-trace", runCLI(t, dir, "ablate", "--trace", "t.parquet", "--device", "iphone-18-pro-max", "--cache", "3GiB"))
+	golden(t, "ablate-trace-imported", runCLI(t, dir, "ablate", "--trace", "toy.parquet", "--cache", "1KiB", "--reference=false"))
+}
+
 // ablateJSON is the part of ablate's JSON a reproduction needs.
 type ablateJSON struct {
 	Steps []struct {
@@ -47,8 +68,8 @@ type ablateJSON struct {
 
 // TestAblateJSONReproduces: each step of ablate's JSON, given to simulate
 // --spec (as spec, spec_hash and result, and as the bare spec), reproduces
-// the step's result byte for byte; on a trace file too, where step 4 is
-// skipped.
+// the step's result byte for byte; on a trace file too, where step 4
+// re-quantizes the trace's model.
 func TestAblateJSONReproduces(t *testing.T) {
 	dir := t.TempDir()
 	if out := runCLI(t, dir, "trace", "synth", "--tokens", "80", "--seed", "4", "--out", "t.parquet"); strings.Contains(out, "lessim: ") {
@@ -90,8 +111,8 @@ func TestAblateJSONReproduces(t *testing.T) {
 				}
 			}
 		}
-		if ran < 5 {
-			t.Errorf("%v: only %d steps ran", args, ran)
+		if ran != 6 {
+			t.Errorf("%v: %d steps ran, want all 6", args, ran)
 		}
 	}
 }

@@ -32,6 +32,7 @@ func (o *Options) ApplySpec(s *experiment.Spec, m *devices.ModelSpec) (warnings 
 	refuse(s.ContextCost, "context_cost: a simulator option; the live engine pays its real attention cost")
 	refuse(s.PageCache != "" || s.MmapNeighbours, "page_cache, mmap_neighbours: simulator models of the stock page-fault path; the live engine's kernel does what it does")
 	refuse(s.Policy.PinnedHot != nil, "policy.pinned_hot: not supported by the live engine")
+	refuse(s.ExpertQuant != "", "expert_quant: the live engine runs the GGUF's own types (quantize the file to measure another)")
 	if l := s.Policy.LES; l != nil {
 		refuse(l.TopN != 0 || l.Threshold != 0 || l.MaxCandidates != 0 || l.MaxInflightBytes != 0, "policy.les: the live engine takes only depth and no_prefetch")
 		if l.Depth > 0 {
