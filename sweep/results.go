@@ -19,8 +19,10 @@ import (
 )
 
 // FormatVersion is the version of the results folder's layout and columns.
-// A folder written with another version is refused (see Manifest).
-const FormatVersion = 1
+// A folder written with another version is refused (see Manifest), so a
+// resumed sweep never mixes parts of two schemas. Version 2 added the
+// spec.expert_quant column.
+const FormatVersion = 2
 
 // Parquet key-value metadata keys of a results part.
 const (
