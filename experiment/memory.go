@@ -48,8 +48,9 @@ func EstimateMemory(m traces.Meta, steps int64, cols traces.Columns, policy stri
 }
 
 // streamBatchBytes bounds what a trace file reader holds besides the steps
-// it hands out: its record batch (about 8 MiB of decoded columns) and the
-// decompression buffers behind it.
+// it hands out: its record batches (about 8 MiB of decoded columns each: the
+// one being read, one decoded ahead and one being decoded) and the
+// decompression buffers behind them.
 const streamBatchBytes = 64 << 20
 
 // EstimateStreamMemory is EstimateMemory for a run that streams its trace
