@@ -408,6 +408,9 @@ func (d *driver) notes(majflt, stray, drain, booksPeak int64) []string {
 	}
 	w = append(w, fmt.Sprintf("major page faults during decode: %d", majflt),
 		fmt.Sprintf("evictions ran off the compute thread; after the tokens they needed %.2f ms more in all (outside the tokens' times)", float64(drain)/1e6))
+	if n := d.ctrl.Redrops(); n > 0 {
+		w = append(w, fmt.Sprintf("%d evictions found pages still resident after dropping them (the kernel skips pages it cannot take at once) and dropped them again", n))
+	}
 	if !d.ctrl.Populates() {
 		w = append(w, "the kernel has no MADV_POPULATE_READ (Linux < 5.14): loaded experts were mapped by minor faults on the compute thread")
 	}

@@ -72,6 +72,7 @@ func TestResidentMatchesBooks(t *testing.T) {
 		if res.Tokens != 12 || res.Uses == 0 || res.Misses == 0 {
 			t.Fatalf("stock %v: result %+v: want 12 tokens with uses and misses", stock, res)
 		}
+		t.Logf("stock %v: %d evictions dropped again", stock, d.ctrl.Redrops())
 		m := d.mc.Spec
 		for k := range len(m.Layers) * m.Experts {
 			l, x := sim.Key(k).Split(m.Experts)

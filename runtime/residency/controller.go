@@ -27,6 +27,7 @@ type Controller struct {
 	// noPopulate is set when the kernel refused MADV_POPULATE_READ (before
 	// Linux 5.14): loaded pages are then mapped by the engine's minor faults.
 	noPopulate atomic.Bool
+	redrops    atomic.Int64 // evictions of a region repeated (Redrops)
 }
 
 // Open builds the layout of the GGUF file at path, finds this process's mapping of
@@ -121,11 +122,34 @@ func (c *Controller) Evict(e Expert) error {
 		return err
 	}
 	for _, r := range c.layout.Regions(e) {
-		if err := c.drop(r); err != nil {
+		if err := c.dropChecked(r); err != nil {
 			return fmt.Errorf("evict %v: %w", e, err)
 		}
 	}
 	return nil
+}
+
+// evictTries bounds how often an eviction is repeated while pages remain.
+const evictTries = 3
+
+// dropChecked drops r's whole pages and checks with mincore that they left,
+// dropping again while some remain (at most evictTries times in all).
+// NB: POSIX_FADV_DONTNEED skips pages it cannot take at that moment (one
+// another CPU has not yet added to the LRU lists, say, right after a lane's
+// read of its neighbour); under load that left part of an evicted expert
+// resident, which the books counted absent.
+func (c *Controller) dropChecked(r Region) error {
+	in := inward(r, c.page)
+	for try := 0; ; try++ {
+		if err := c.drop(r); err != nil {
+			return err
+		}
+		left, _, err := c.residentRange(in)
+		if err != nil || left == 0 || try+1 == evictTries {
+			return err
+		}
+		c.redrops.Add(1)
+	}
 }
 
 // drop evicts the pages wholly inside r.
@@ -182,6 +206,10 @@ func (c *Controller) populate(r Region) {
 		c.noPopulate.Store(true)
 	}
 }
+
+// Redrops is how many times an eviction had to drop a region again because
+// mincore still found some of its whole pages resident.
+func (c *Controller) Redrops() int64 { return c.redrops.Load() }
 
 // Populates reports whether loads map their pages into the engine's mapping
 // (false once the kernel refused MADV_POPULATE_READ).
