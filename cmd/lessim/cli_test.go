@@ -138,6 +138,32 @@ func TestImportAndReplay(t *testing.T) {
 	if got := runCLI(t, dir, "trace", "import", "--format", "csv", src, "--out", "x.parquet"); !strings.Contains(got, "valid: bmoe-route-csv") {
 		t.Errorf("unknown import format: %q", got)
 	}
+	// A built-in model that is not the trace's is refused with the differences.
+	golden(t, "trace-import-model-mismatch", runCLI(t, dir, "trace", "import", src, "--model", "qwen3-30b-a3b", "--out", "y.parquet"))
+	if got := runCLI(t, dir, "trace", "import", src, "--variant", "q4_k_m", "--out", "y.parquet"); !strings.Contains(got, "--variant applies only with --model") {
+		t.Errorf("--variant without --model: %q", got)
+	}
+}
+
+// TestImportAdoptModelAblate: the published Qwen3-30B-A3B route trace,
+// imported with --model qwen3-30b-a3b, runs every ablation step, including
+// the re-quantized experts that its own spec cannot give.
+func TestImportAdoptModelAblate(t *testing.T) {
+	src, err := filepath.Abs(filepath.Join("..", "..", "..", "shared", "reference", "traces", "qwen.route.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(src); err != nil {
+		t.Skip("reference trace absent")
+	}
+	dir := t.TempDir()
+	if out := runCLI(t, dir, "trace", "import", src, "--model", "qwen3-30b-a3b", "--quiet", "--out", "q.parquet"); !strings.Contains(out, "of qwen3-30b-a3b (qwen3moe)") {
+		t.Fatalf("import --model: %q", out)
+	}
+	out := runCLI(t, dir, "ablate", "--trace", "q.parquet", "--device", "ufs4-phone-12gb", "--cache", "4000MiB")
+	if !strings.Contains(out, "(4) + mixed precision (Q3_K experts)") || strings.Contains(out, "skipped") {
+		t.Errorf("ablate on the adopted trace:\n%s", out)
+	}
 }
 
 func TestSimulateDeterministic(t *testing.T) {

@@ -142,7 +142,7 @@ func writeStats(w io.Writer, st *traces.Stats, format string) error {
 var importFormats = []string{"bmoe-route-csv"}
 
 func newTraceImportCmd() *cobra.Command {
-	var format, out string
+	var format, out, model, variant string
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:   "import FILE",
@@ -152,9 +152,17 @@ BigMoeOnEdge engine (github.com/Helldez/BigMoeOnEdge, Apache-2.0), including its
 recorded cache residency, so replays can be checked against the recording. The
 input may be gzip-compressed (detected from its first bytes) and may start with a
 UTF-8 byte-order mark; a last line cut off without a newline is reported as a
-truncated file. --out must not name the input.`,
-		Example: "  lessim trace import --format bmoe-route-csv qwen.route.csv --out qwen.parquet",
-		Args:    cobra.ExactArgs(1),
+truncated file. --out must not name the input.
+
+A route trace records only each layer's expert and dense bytes. --model names the
+built-in model the trace ran (see: lessim models list) to adopt its full spec
+(tensors and their quant types, hidden and FFN sizes, FLOPs, head, KV cache) so
+that runs can charge compute and re-quantize its experts (ablate's step 4); the
+model must agree with the trace on architecture, layers, experts and every layer's
+expert and dense bytes, and the trace's top-k is kept.`,
+		Example: "  lessim trace import --format bmoe-route-csv qwen.route.csv --out qwen.parquet\n" +
+			"  lessim trace import qwen.route.csv --model qwen3-30b-a3b --out qwen-spec.parquet",
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "bmoe-route-csv" {
 				return fmt.Errorf("unknown import format %q (valid: %s)", format, strings.Join(importFormats, ", "))
@@ -165,9 +173,21 @@ truncated file. --out must not name the input.`,
 			if err := atomicfile.CheckDistinct(out, args[0]); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
+			if variant != "" && model == "" {
+				return fmt.Errorf("--variant applies only with --model")
+			}
 			meta, steps, err := traces.ImportBMoE(args[0])
 			if err != nil {
 				return err
+			}
+			if model != "" {
+				m, err := devices.LookupModel(model, variant)
+				if err != nil {
+					return fmt.Errorf("--model: %w", err)
+				}
+				if err := traces.AdoptModel(&meta, m); err != nil {
+					return fmt.Errorf("--model: %w", err)
+				}
 			}
 			setInfo(&meta, "lessim_version", version)
 			bar := progress.New(cmd.ErrOrStderr(), int64(len(steps)), "import", progress.Options{Quiet: quiet, Unit: "tok"})
@@ -181,6 +201,8 @@ truncated file. --out must not name the input.`,
 	}
 	cmd.Flags().StringVar(&format, "format", "bmoe-route-csv", "input format: "+strings.Join(importFormats, ", "))
 	cmd.Flags().StringVar(&out, "out", "", "output Parquet file")
+	cmd.Flags().StringVar(&model, "model", "", "built-in model the trace ran, whose full spec replaces the trace's (see: lessim models list)")
+	cmd.Flags().StringVar(&variant, "variant", "", "quant variant of --model (default: the model's default)")
 	cmd.Flags().BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	return cmd
 }
