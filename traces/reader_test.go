@@ -408,8 +408,10 @@ func TestReaderCloseMidway(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !r.Next() || !r.Next() {
-			t.Fatalf("no step: %v", r.Err())
+		for range 2 {
+			if !r.Next() {
+				t.Fatalf("no step: %v", r.Err())
+			}
 		}
 		if err := r.Close(); err != nil {
 			t.Fatal(err)
