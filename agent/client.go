@@ -81,13 +81,22 @@ func DialWith(ctx context.Context, target, token string, o Options) (*Client, er
 	defer cancel()
 	for v := ProtocolVersion; ; v-- {
 		c, err := dialVersion(ctx, t, token, o, v)
-		var re *RemoteError
-		if v > MinProtocolVersion && errors.As(err, &re) && re.Code == CodeVersion {
-			continue // an older agent: ask again in the previous version
+		var vr *versionRefused
+		if errors.As(err, &vr) {
+			if v > MinProtocolVersion {
+				continue // an older agent: ask again in the previous version
+			}
+			err = vr.err
 		}
 		return c, err
 	}
 }
+
+// versionRefused is an agent's error version answer to a hello (an agent
+// that speaks only older versions, to which the client may fall back).
+type versionRefused struct{ err error }
+
+func (v *versionRefused) Error() string { return v.err.Error() }
 
 // dialVersion connects to t and performs the handshake in protocol version v.
 func dialVersion(ctx context.Context, t Target, token string, o Options, v int) (*Client, error) {
@@ -123,7 +132,11 @@ func (c *Client) handshake(ctx context.Context, token string, v int) error {
 	}
 	switch m.Type {
 	case TypeError:
-		return remoteError(m)
+		err := remoteError(m)
+		if re := (*RemoteError)(nil); errors.As(err, &re) && re.Code == CodeVersion {
+			return &versionRefused{err}
+		}
+		return err
 	case TypeWelcome:
 	default:
 		return fmt.Errorf("%w: %s answered the hello with %s", ErrBadAgent, c.target, m.Type)
