@@ -62,8 +62,10 @@ type CheckResult struct {
 
 // Check runs the conformance checks against the agent at target: every
 // message type, the error paths (token, version, garbage, unknown type,
-// oversize frame, invalid spec), busy, cancel, disconnect mid-run, and the
-// units and sanity of the measurements. report (if set) gets each result as
+// oversize frame, invalid spec), the previous protocol version served,
+// busy, cancel, disconnect mid-run, the units and sanity of the
+// measurements, and a run's per-token series (or its refusal by an agent
+// without CapSeries). report (if set) gets each result as
 // it is known. A check that cannot decide says SKIP and why.
 func Check(ctx context.Context, target, token string, o CheckOptions, report func(CheckResult)) []CheckResult {
 	if len(o.Spec) == 0 {
