@@ -25,6 +25,9 @@ func TestRoundOrder(t *testing.T) {
 	if got := RoundOrder(3, 0); len(got) != 0 {
 		t.Errorf("no points: %v", got)
 	}
+	if got := RoundOrder(-1, 4); !slices.Equal(got, []int{3, 0, 1, 2}) {
+		t.Errorf("round -1: %v", got)
+	}
 	for n := 1; n <= 7; n++ {
 		first := make([]int, n)
 		for r := range n {

@@ -59,10 +59,16 @@ type fitRun struct {
 // RoundOrder is the order in which a round runs n points: round r (from 0)
 // starts at point r mod n and goes round, so that over n rounds every
 // point is run first once (the first run of a round measures slower).
+// A negative round counts back from round 0; no points (n ≤ 0) is an
+// empty order.
 func RoundOrder(r, n int) []int {
+	if n <= 0 {
+		return nil
+	}
+	first := (r%n + n) % n
 	out := make([]int, n)
 	for i := range out {
-		out[i] = (r + i) % n
+		out[i] = (first + i) % n
 	}
 	return out
 }
