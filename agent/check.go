@@ -9,6 +9,7 @@ import (
 	"math"
 	"net"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/lessim/lessim/devices"
@@ -61,8 +62,10 @@ type CheckResult struct {
 
 // Check runs the conformance checks against the agent at target: every
 // message type, the error paths (token, version, garbage, unknown type,
-// oversize frame, invalid spec), busy, cancel, disconnect mid-run, and the
-// units and sanity of the measurements. report (if set) gets each result as
+// oversize frame, invalid spec), the previous protocol version served,
+// busy, cancel, disconnect mid-run, the units and sanity of the
+// measurements, and a run's per-token series (or its refusal by an agent
+// without CapSeries). report (if set) gets each result as
 // it is known. A check that cannot decide says SKIP and why.
 func Check(ctx context.Context, target, token string, o CheckOptions, report func(CheckResult)) []CheckResult {
 	if len(o.Spec) == 0 {
@@ -98,6 +101,7 @@ func Check(ctx context.Context, target, token string, o CheckOptions, report fun
 	add("ping", k.ping)
 	add("wrong token refused", k.wrongToken)
 	add("version mismatch refused", k.versionMismatch)
+	add("previous version served", k.previousVersion)
 	add("garbage frame", k.fatalFrame(rawBody("this is not JSON"), CodeBadFrame))
 	add("unknown message type", k.fatalFrame(rawBody(`{"type":"frobnicate","id":1}`), CodeUnknownType))
 	add("oversize frame", k.oversize)
@@ -108,6 +112,7 @@ func Check(ctx context.Context, target, token string, o CheckOptions, report fun
 	add("load_model of an unknown model refused", k.loadUnknown)
 	add("invalid spec refused", k.invalidSpec)
 	add("run: stream and result", k.run)
+	add("run: per-token series", k.series)
 	add("busy: second connection", k.busyOther)
 	add("busy: same connection, then cancel", k.busySameAndCancel)
 	add("cancel of no running request", k.cancelUnknown)
@@ -332,6 +337,35 @@ func (k *checker) versionMismatch(ctx context.Context) (string, error) {
 	return w.fatal(0, CodeVersion)
 }
 
+// previousVersion: a hello in MinProtocolVersion is welcomed in that
+// version, without the capabilities it does not have.
+func (k *checker) previousVersion(ctx context.Context) (string, error) {
+	if MinProtocolVersion == ProtocolVersion {
+		return "", skipError("this client speaks one version")
+	}
+	w, err := k.raw(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer w.nc.Close()
+	if err := w.send(TypeHello, 0, Hello{ProtocolVersion: MinProtocolVersion, Token: k.token, Client: "check"}); err != nil {
+		return "", err
+	}
+	m, err := w.next()
+	if err != nil {
+		return "", err
+	}
+	var wl Welcome
+	if err := want(m, TypeWelcome, &wl); err != nil {
+		return "", fmt.Errorf("a version-%d hello: %w", MinProtocolVersion, err)
+	}
+	if wl.ProtocolVersion != MinProtocolVersion || slices.Contains(wl.Capabilities, CapSeries) {
+		return "", fmt.Errorf("a version-%d hello welcomed in version %d with capabilities %v (want version %d, no %s)",
+			MinProtocolVersion, wl.ProtocolVersion, wl.Capabilities, MinProtocolVersion, CapSeries)
+	}
+	return fmt.Sprintf("welcome in version %d, capabilities %v", wl.ProtocolVersion, wl.Capabilities), nil
+}
+
 func rawBody(body string) []byte {
 	b := make([]byte, headerBytes+len(body))
 	b[0], b[1], b[2], b[3] = byte(len(body)>>24), byte(len(body)>>16), byte(len(body)>>8), byte(len(body))
@@ -551,6 +585,55 @@ func ratio(a, b int64) float64 {
 
 // startRun starts the check's run on a raw connection and waits for its
 // first token.
+// series: an agent announcing CapSeries sends every series field on every
+// token of a run that asks, consistent with the result; one that does not
+// refuses such a run with invalid_spec and stays usable.
+func (k *checker) series(ctx context.Context) (string, error) {
+	c, err := k.dial(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	if !slices.Contains(k.welcome.Capabilities, CapSeries) {
+		err := k.whenFree(func() error { _, err := c.run(ctx, Run{Spec: k.o.Spec, Series: true}, nil); return err })
+		if !errors.Is(err, ErrRefused) {
+			return "", fmt.Errorf("a run asking for its series from an agent without %s: got %v, want error %s", CapSeries, err, CodeInvalidSpec)
+		}
+		if err := c.Ping(ctx); err != nil {
+			return "", fmt.Errorf("connection unusable after the refusal: %w", err)
+		}
+		return fmt.Sprintf("not announced: error %s, connection still usable", CodeInvalidSpec), nil
+	}
+	var res *sim.Result
+	var samples []TokenSample
+	err = k.whenFree(func() error {
+		var err error
+		res, samples, err = c.RunSeries(ctx, k.o.Spec)
+		return err
+	})
+	if err != nil {
+		return "", err
+	}
+	if err := CheckRun(samples, res); err != nil {
+		return "", err
+	}
+	var faults int64
+	for _, s := range samples {
+		faults += *s.MajorFaults
+	}
+	return fmt.Sprintf("%d passes, each with %s; %d major faults", len(samples), seriesNames, faults), nil
+}
+
+// seriesNames lists the series fields, for messages.
+var seriesNames = func() string {
+	var s TokenSample
+	var n []string
+	for _, f := range s.seriesFields() {
+		n = append(n, f.n)
+	}
+	return strings.Join(n, ", ")
+}()
+
 func (k *checker) startRun(ctx context.Context, id uint64) (*wire, error) {
 	var w *wire
 	err := k.whenFree(func() error {

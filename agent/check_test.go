@@ -16,8 +16,8 @@ func TestCheckPasses(t *testing.T) {
 	lim.HandshakeTimeout = 300 * time.Millisecond
 	a := startAgent(t, newTestEngine(t, 10), lim)
 	res := Check(context.Background(), a.target, a.token, CheckOptions{Model: "qwen3-30b-a3b", Calibrate: true, CancelWithin: 500 * time.Millisecond}, nil)
-	if len(res) != 20 {
-		t.Errorf("%d checks ran, want 20", len(res))
+	if len(res) != 22 {
+		t.Errorf("%d checks ran, want 22", len(res))
 	}
 	for _, r := range res {
 		if r.Outcome != CheckPass {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -78,25 +79,48 @@ func DialWith(ctx context.Context, target, token string, o Options) (*Client, er
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.DialTimeout)
 	defer cancel()
+	for v := ProtocolVersion; ; v-- {
+		c, err := dialVersion(ctx, t, token, o, v)
+		var vr *versionRefused
+		if errors.As(err, &vr) {
+			if v > MinProtocolVersion {
+				continue // an older agent: ask again in the previous version
+			}
+			err = vr.err
+		}
+		return c, err
+	}
+}
+
+// versionRefused is an agent's error version answer to a hello (an agent
+// that speaks only older versions, to which the client may fall back).
+type versionRefused struct{ err error }
+
+func (v *versionRefused) Error() string { return v.err.Error() }
+
+// dialVersion connects to t and performs the handshake in protocol version v.
+func dialVersion(ctx context.Context, t Target, token string, o Options, v int) (*Client, error) {
 	nc, err := t.dial(ctx, o.Usbmux)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, t, err)
 	}
 	c := &Client{nc: nc, o: o, target: t}
-	if err := c.handshake(ctx, token); err != nil {
+	if err := c.handshake(ctx, token, v); err != nil {
 		nc.Close()
 		return nil, err
 	}
 	return c, nil
 }
 
-func (c *Client) handshake(ctx context.Context, token string) error {
+// handshake sends hello in protocol version v and reads the welcome, which
+// must be in v too.
+func (c *Client) handshake(ctx context.Context, token string, v int) error {
 	dl, _ := ctx.Deadline()
 	c.nc.SetDeadline(dl)
 	defer c.nc.SetDeadline(time.Time{})
 	stop := context.AfterFunc(ctx, func() { c.nc.SetDeadline(time.Now()) })
 	defer stop()
-	if err := c.write(TypeHello, 0, Hello{ProtocolVersion: ProtocolVersion, Token: token, Client: c.o.Client}); err != nil {
+	if err := c.write(TypeHello, 0, Hello{ProtocolVersion: v, Token: token, Client: c.o.Client}); err != nil {
 		return fmt.Errorf("%w: %s: hello: %v", ErrUnreachable, c.target, err)
 	}
 	m, err := ReadFrame(c.nc, c.o.MaxFrameBytes)
@@ -108,7 +132,11 @@ func (c *Client) handshake(ctx context.Context, token string) error {
 	}
 	switch m.Type {
 	case TypeError:
-		return remoteError(m)
+		err := remoteError(m)
+		if re := (*RemoteError)(nil); errors.As(err, &re) && re.Code == CodeVersion {
+			return &versionRefused{err}
+		}
+		return err
 	case TypeWelcome:
 	default:
 		return fmt.Errorf("%w: %s answered the hello with %s", ErrBadAgent, c.target, m.Type)
@@ -116,14 +144,18 @@ func (c *Client) handshake(ctx context.Context, token string) error {
 	if err := decodeStrict(m.Payload, &c.welcome); err != nil {
 		return fmt.Errorf("%w: welcome: %v", ErrBadAgent, err)
 	}
-	if c.welcome.ProtocolVersion != ProtocolVersion {
-		return &RemoteError{Code: CodeVersion, Message: fmt.Sprintf("the agent speaks protocol version %d, this client %d", c.welcome.ProtocolVersion, ProtocolVersion)}
+	if c.welcome.ProtocolVersion != v {
+		return &RemoteError{Code: CodeVersion, Message: fmt.Sprintf("the agent answered in protocol version %d, this client asked for %d", c.welcome.ProtocolVersion, v)}
 	}
 	if err := c.welcome.Validate(); err != nil {
 		return fmt.Errorf("%w: welcome: %v", ErrBadAgent, err)
 	}
 	return nil
 }
+
+// Version is the protocol version of the connection: ProtocolVersion, or
+// an older one an older agent speaks.
+func (c *Client) Version() int { return c.welcome.ProtocolVersion }
 
 // Welcome is the agent's handshake answer.
 func (c *Client) Welcome() Welcome { return c.welcome }
@@ -307,6 +339,44 @@ func (c *Client) Calibrate(ctx context.Context, options json.RawMessage) ([]byte
 // sample to emit (which may be nil) and returning the agent's Result. An
 // error from emit cancels the run and is returned.
 func (c *Client) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
+	return c.run(ctx, Run{Spec: spec}, emit)
+}
+
+// RunSeries is Run asking for the run's per-token series (Run.Series): it
+// returns the samples too, each with every series field (a row of the
+// engine's per-token series, see runtime/live's TokenSample). It needs
+// protocol version 4 and an agent that announces CapSeries.
+func (c *Client) RunSeries(ctx context.Context, spec json.RawMessage) (*sim.Result, []TokenSample, error) {
+	if err := c.SeriesSupported(); err != nil {
+		return nil, nil, err
+	}
+	var samples []TokenSample
+	res, err := c.run(ctx, Run{Spec: spec, Series: true}, func(s TokenSample) error {
+		samples = append(samples, s)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, samples, nil
+}
+
+// SeriesSupported says why RunSeries cannot work on this connection (nil
+// when it can): the agent speaks an older protocol or does not announce
+// CapSeries.
+func (c *Client) SeriesSupported() error {
+	switch {
+	case c.Version() < 4:
+		return fmt.Errorf("%s speaks protocol version %d, which carries no per-token series (version 4 does): update the agent", c.target, c.Version())
+	case !slices.Contains(c.welcome.Capabilities, CapSeries):
+		return fmt.Errorf("%s measures no per-token series (capabilities %v, no %s; a live engine agent has it)", c.target, c.welcome.Capabilities, CapSeries)
+	}
+	return nil
+}
+
+// run sends req and checks the stream: samples valid, in pass order, with
+// the series fields exactly when req asked for them.
+func (c *Client) run(ctx context.Context, req Run, emit func(TokenSample) error) (*sim.Result, error) {
 	var next int64
 	onItem := func(m *Message) error {
 		var s TokenSample
@@ -319,13 +389,19 @@ func (c *Client) Run(ctx context.Context, spec json.RawMessage, emit func(TokenS
 		if s.Pass != next {
 			return fmt.Errorf("%w: token for pass %d, expected %d", ErrBadAgent, s.Pass, next)
 		}
+		switch missing := s.MissingSeries(); {
+		case req.Series && missing != "":
+			return fmt.Errorf("%w: token for pass %d: no %s in a run that asked for its series", ErrBadAgent, s.Pass, missing)
+		case !req.Series && s.HasSeries():
+			return fmt.Errorf("%w: token for pass %d: series fields in a run that did not ask for them", ErrBadAgent, s.Pass)
+		}
 		next++
 		if emit == nil {
 			return nil
 		}
 		return emit(s)
 	}
-	m, err := c.do(ctx, TypeRun, Run{Spec: spec}, onItem)
+	m, err := c.do(ctx, TypeRun, req, onItem)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 )
@@ -22,6 +23,7 @@ type conn struct {
 	ctx context.Context // cancelled when the connection ends or the agent stops
 	lim Limits
 	who string
+	ver int // the protocol version the handshake agreed
 
 	wmu   sync.Mutex
 	wdead bool // a write failed: the connection is closed
@@ -124,8 +126,12 @@ func (cc *conn) handshake() error {
 	if err := decodeStrict(m.Payload, &h); err != nil {
 		return cc.fail(m.ID, protoErr(CodeBadRequest, "hello: %v", err))
 	}
-	if h.ProtocolVersion != ProtocolVersion {
-		return cc.fail(m.ID, protoErr(CodeVersion, "this agent speaks protocol version %d, the client %d", ProtocolVersion, h.ProtocolVersion))
+	newest := ProtocolVersion
+	if cc.s.maxVersion > 0 {
+		newest = cc.s.maxVersion
+	}
+	if h.ProtocolVersion < MinProtocolVersion || h.ProtocolVersion > newest {
+		return cc.fail(m.ID, protoErr(CodeVersion, "this agent speaks protocol versions %d to %d, the client %d", MinProtocolVersion, newest, h.ProtocolVersion))
 	}
 	if !tokenEqual(h.Token, cc.s.Token) {
 		return cc.fail(m.ID, protoErr(CodeAuth, "wrong token (the agent prints its token when it starts)"))
@@ -133,9 +139,10 @@ func (cc *conn) handshake() error {
 	if err := validText("client", h.Client); err != nil {
 		return cc.fail(m.ID, protoErr(CodeBadRequest, "hello: %v", err))
 	}
+	cc.ver = h.ProtocolVersion
 	w := Welcome{
-		ProtocolVersion: ProtocolVersion, Agent: cc.s.Agent, Device: cc.s.Engine.Facts(), Limits: cc.lim.wire(),
-		Capabilities: capabilities(cc.s.Engine),
+		ProtocolVersion: cc.ver, Agent: cc.s.Agent, Device: cc.s.Engine.Facts(), Limits: cc.lim.wire(),
+		Capabilities: capabilitiesAt(cc.s.Engine, cc.ver),
 	}
 	if err := cc.send(TypeWelcome, m.ID, w); err != nil {
 		return err
@@ -247,7 +254,13 @@ func (cc *conn) dispatch(m *Message) error {
 		if !isObject(p.Spec) {
 			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: spec must be a JSON object"))
 		}
+		if p.Series && cc.ver < 4 {
+			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: series: not in protocol version %d", cc.ver))
+		}
 		return cc.start(m, "run", func(ctx context.Context) (string, any, error) {
+			if p.Series && !slices.Contains(capabilities(cc.s.Engine), CapSeries) {
+				return TypeResult, nil, errNoSeries
+			}
 			var pass int64
 			emit := func(ts TokenSample) error {
 				if err := ctx.Err(); err != nil {
@@ -257,6 +270,9 @@ func (cc *conn) dispatch(m *Message) error {
 					return fmt.Errorf("engine emitted pass %d, expected %d", ts.Pass, pass)
 				}
 				pass++
+				if !p.Series {
+					ts = ts.WithoutSeries()
+				}
 				return cc.send(TypeToken, m.ID, ts)
 			}
 			res, err := cc.s.Engine.Run(ctx, p.Spec, emit)

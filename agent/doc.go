@@ -19,7 +19,16 @@
 // answered with trace: a lessim trace file (Parquet bytes) of the routing the
 // engine's runs see, which the client reads back completely (CheckTrace). A run streams
 // one token frame per decode pass and ends with result (a sim.Result) or
-// error. While a request runs the agent sends heartbeat frames, so a client
+// error; a run that asks for its per-token series (version 4, an engine with
+// CapSeries: Client.RunSeries) gets every token with the series fields, a
+// row of the engine's series (runtime/live's TokenSample).
+//
+// # Versions
+//
+// A connection speaks the version of the client's hello: the agent serves
+// MinProtocolVersion (3) to ProtocolVersion (4) and answers in that version;
+// the client asks for ProtocolVersion and connects again in version 3 when
+// the agent refuses it (a version-3 agent). While a request runs the agent sends heartbeat frames, so a client
 // can tell a long step from a dead agent.
 //
 // # Units

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lessim/lessim/sim"
 )
@@ -25,7 +26,9 @@ type Engine interface {
 	Calibrate(ctx context.Context, options json.RawMessage) (profileYAML []byte, err error)
 	// Run runs the experiment spec (JSON, validated by the engine), calling
 	// emit once per decode pass in pass order, and returns the run's Result.
-	// An error from emit ends the run with that error.
+	// An error from emit ends the run with that error. An engine that
+	// announces CapSeries fills every sample's series fields (the server
+	// removes them from the frames of a run that did not ask for them).
 	Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error)
 }
 
@@ -56,6 +59,20 @@ func capabilities(e Engine) []string {
 	}
 	return caps
 }
+
+// capabilitiesAt are e's capabilities in protocol version v: version 3
+// has no series.
+func capabilitiesAt(e Engine, v int) []string {
+	caps := capabilities(e)
+	if v < 4 {
+		caps = slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return c == CapSeries })
+	}
+	return caps
+}
+
+// errNoSeries answers a run that asks for its series on an engine that
+// does not measure them.
+var errNoSeries = fmt.Errorf("%w: this agent's engine measures no per-token series (capability %s absent)", ErrInvalidSpec, CapSeries)
 
 // errNoRecord answers record on an engine that is not a Recorder.
 var errNoRecord = fmt.Errorf("%w: this agent's engine does not record routing (capability %s absent)", ErrInvalidSpec, CapRecord)

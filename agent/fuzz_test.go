@@ -19,7 +19,9 @@ import (
 func FuzzReadFrame(f *testing.F) {
 	for _, s := range []string{`{"type":"hello","id":0,"payload":{"protocol_version":1,"token":"x","client":"y"}}`,
 		`{"type":"run","id":9,"payload":{"spec":{"trace":{"synthetic":{"tokens":4}}}}}`, `{"type":"record","id":3,"payload":{"tokens":8}}`,
-		`{"type":"trace","id":3,"payload":{"parquet":"UEFSMQ=="}}`, `{"type":"ping","id":1}`, `[]`, ``, `{"type":"nope"}`} {
+		`{"type":"trace","id":3,"payload":{"parquet":"UEFSMQ=="}}`, `{"type":"ping","id":1}`, `[]`, ``, `{"type":"nope"}`,
+		`{"type":"run","id":4,"payload":{"spec":{"trace":{"synthetic":{"tokens":4}}},"series":true}}`,
+		`{"type":"token","id":4,"payload":{"pass":0,"tokens":1,"start_ns":0,"time_ns":90,"stall_ns":30,"compute_ns":60,"inflight_hits":0,"prefetch_loads":2,"major_faults":0,"stray_bytes":0}}`} {
 		f.Add(rawFrame(s))
 	}
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, '{'})
@@ -69,7 +71,11 @@ func FuzzServeConn(f *testing.F) {
 	f.Add(true, rawFrame(`{"type":"record","id":2,"payload":{"tokens":"x","more":1}}`))
 	f.Add(true, rawFrame(`{"type":"trace","id":2,"payload":{"parquet":"UEFSMQ=="}}`))
 	f.Add(true, []byte{0, 0, 0, 1, '{'})
-	e := newTestEngine(f, 0)
+	f.Add(true, rawFrame(`{"type":"run","id":2,"payload":{"spec":{"model":{"name":"qwen3-30b-a3b"},"trace":{"synthetic":{"tokens":1}}},"series":true}}`))
+	f.Add(true, rawFrame(`{"type":"run","id":2,"payload":{"spec":{},"series":"yes"}}`))
+	f.Add(false, append(rawFrame(`{"type":"hello","id":0,"payload":{"protocol_version":3,"token":"00000000000000000000000000000000","client":"v3"}}`),
+		rawFrame(`{"type":"run","id":2,"payload":{"spec":{},"series":true}}`)...))
+	e := seriesSim{newTestEngine(f, 0)}
 	tok, _ := NewToken()
 	f.Fuzz(func(t *testing.T, handshake bool, data []byte) {
 		lim := fastLimits()
@@ -90,6 +96,35 @@ func FuzzServeConn(f *testing.F) {
 		case <-done:
 		case <-time.After(10 * time.Second):
 			t.Fatal("connection handler still running 10 s after the client closed")
+		}
+	})
+}
+
+// FuzzTokenFrame: any token payload is refused or gives a sample whose
+// every field is in range (what the client does with each token frame):
+// counts and sizes non-negative, stall and compute within the pass's time.
+func FuzzTokenFrame(f *testing.F) {
+	f.Add(`{"pass":0,"tokens":1,"start_ns":0,"time_ns":90,"stall_ns":30}`)
+	f.Add(`{"pass":3,"tokens":1,"start_ns":500,"time_ns":90,"stall_ns":30,"read_bytes":4096,"reads":1,"hits":3,"misses":1,"resident_bytes":65536,` +
+		`"compute_ns":60,"inflight_hits":1,"prefetch_loads":2,"major_faults":0,"stray_bytes":0}`)
+	f.Add(`{"pass":0,"tokens":1,"start_ns":0,"time_ns":90,"stall_ns":30,"compute_ns":91}`)
+	f.Add(`{"pass":0,"tokens":1,"start_ns":0,"time_ns":90,"stall_ns":30,"major_faults":-1}`)
+	f.Add(`{"pass":0,"tokens":1,"time_ns":90,"compute_ns":null,"extra":1}`)
+	f.Fuzz(func(t *testing.T, payload string) {
+		var s TokenSample
+		if decodeStrict(json.RawMessage(payload), &s) != nil || s.Validate() != nil {
+			return
+		}
+		if s.StallNS > s.TimeNS || s.ComputeNS != nil && (*s.ComputeNS < 0 || *s.ComputeNS > s.TimeNS) {
+			t.Fatalf("accepted %s", payload)
+		}
+		for _, f := range append(s.seriesFields(), namedField{"read_bytes", s.ReadBytes}, namedField{"hits", s.Hits}) {
+			if f.v != nil && *f.v < 0 {
+				t.Fatalf("accepted %s: %s negative", payload, f.n)
+			}
+		}
+		if s.HasSeries() != (s.WithoutSeries() != s) {
+			t.Fatalf("HasSeries and WithoutSeries disagree on %s", payload)
 		}
 	})
 }

@@ -76,9 +76,10 @@ func hostFacts(version string) DeviceFacts {
 	}
 }
 
-// Capabilities are the requests the live engine serves: all of them.
+// Capabilities are the requests the live engine serves: all of them, and
+// per-token series (every sample carries runtime/live's TokenSample).
 func (e *LiveEngine) Capabilities() []string {
-	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel, CapRecord}
+	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel, CapRecord, CapSeries}
 }
 
 // Facts describes this machine.
@@ -105,7 +106,8 @@ func (e *LiveEngine) LoadModel(ctx context.Context, model string) (ModelInfo, er
 // Run decodes the spec's tokens (see liveOptions for what it reads), emits
 // one sample per decode token as it is measured (start_ns is the sum of the
 // tokens' times before it: the residency sweep between tokens is outside
-// them) and returns the measured Result.
+// them; every field of runtime/live's TokenSample, the series fields
+// included; in stock mode no reads) and returns the measured Result.
 func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
 	o, warn, err := e.liveOptions(spec)
 	if err != nil {
@@ -114,7 +116,9 @@ func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(To
 	var start int64
 	o.OnToken = func(s live.TokenSample) error {
 		t := TokenSample{Pass: int64(s.Token), Tokens: 1, StartNS: start, TimeNS: s.WallNS, StallNS: s.StallNS,
-			ReadBytes: ptr(s.BytesRead), Reads: ptr(s.Reads), Hits: ptr(s.Hits), Misses: ptr(s.Misses), ResidentBytes: ptr(s.ResidentBytes)}
+			ReadBytes: ptr(s.BytesRead), Reads: ptr(s.Reads), Hits: ptr(s.Hits), Misses: ptr(s.Misses), ResidentBytes: ptr(s.ResidentBytes),
+			ComputeNS: ptr(s.ComputeNS), InflightHits: ptr(s.InflightHits), PrefetchLoads: ptr(s.PrefetchLoads),
+			MajorFaults: ptr(s.MajorFaults), StrayBytes: ptr(s.StrayBytes)}
 		if o.Stock {
 			t.ReadBytes, t.Reads = nil, nil // page faults: no reads issued
 		}
@@ -169,5 +173,3 @@ func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, e
 	}
 	return o, append(warn, live.RoutingNote), nil
 }
-
-func ptr[T any](v T) *T { return &v }

@@ -10,8 +10,16 @@ import (
 )
 
 // ProtocolVersion is the version of docs/agent-protocol.md this package
-// speaks. Client and agent must agree exactly.
-const ProtocolVersion = 3
+// speaks. A connection speaks one version: the client's hello names it, and
+// the agent serves it when it lies in [MinProtocolVersion, ProtocolVersion]
+// and answers the welcome in it.
+const ProtocolVersion = 4
+
+// MinProtocolVersion is the oldest version this package still speaks: its
+// agent serves version-3 clients as a version-3 agent did, and its client
+// falls back to version 3 when an agent refuses version 4 (a version-3
+// agent), without per-token series (Client.RunSeries).
+const MinProtocolVersion = 3
 
 // Message types. docs/agent-protocol.md gives each one's payload and who
 // sends it.
@@ -69,6 +77,9 @@ const (
 	CapRun       = "run"
 	CapCancel    = "cancel"
 	CapRecord    = "record"
+	// CapSeries (version 4): the engine measures per-token series and
+	// sends them on a run that asks (Run.Series).
+	CapSeries = "series"
 )
 
 // Hello is the client's first frame.
@@ -147,9 +158,13 @@ type Calibration struct {
 }
 
 // Run asks for one experiment. Spec is the experiment spec as JSON, opaque
-// to the protocol and validated by the engine.
+// to the protocol and validated by the engine. Series (version 4, an
+// engine with CapSeries) asks for the run's per-token series: every token
+// frame then carries the series fields (TokenSample.ComputeNS and the
+// others after it).
 type Run struct {
-	Spec json.RawMessage `json:"spec"`
+	Spec   json.RawMessage `json:"spec"`
+	Series bool            `json:"series,omitempty"`
 }
 
 // TokenSample is one decode pass as measured (or simulated): streamed while
@@ -167,6 +182,59 @@ type TokenSample struct {
 	Hits          *int64 `json:"hits,omitempty"`           // expert uses resident at top-k
 	Misses        *int64 `json:"misses,omitempty"`         // expert uses demand-loaded
 	ResidentBytes *int64 `json:"resident_bytes,omitempty"` // expert bytes resident at the pass's end
+
+	// The series fields (version 4): present exactly when the run asked for
+	// its series (Run.Series), with the optional fields above they are a
+	// row of the engine's per-token series (runtime/live's TokenSample,
+	// the file lessim live --series writes).
+	ComputeNS     *int64 `json:"compute_ns,omitempty"`     // of time_ns, the part not stalled: time_ns − stall_ns
+	InflightHits  *int64 `json:"inflight_hits,omitempty"`  // expert uses found still loading (a prefetch in flight)
+	PrefetchLoads *int64 `json:"prefetch_loads,omitempty"` // loads the policy asked for ahead of use
+	MajorFaults   *int64 `json:"major_faults,omitempty"`   // the process's major page faults during the pass
+	StrayBytes    *int64 `json:"stray_bytes,omitempty"`    // expert bytes resident that the cache holds absent (stock page faults)
+}
+
+// seriesFields are the series fields of s, by JSON name, in field order.
+func (s *TokenSample) seriesFields() []namedField {
+	return []namedField{{"compute_ns", s.ComputeNS}, {"inflight_hits", s.InflightHits}, {"prefetch_loads", s.PrefetchLoads},
+		{"major_faults", s.MajorFaults}, {"stray_bytes", s.StrayBytes}}
+}
+
+// ptr returns a pointer to a copy of v (for the optional sample fields).
+func ptr[T any](v T) *T { return &v }
+
+// namedField is an optional sample field and its JSON name.
+type namedField struct {
+	n string
+	v *int64
+}
+
+// HasSeries reports whether any series field is present.
+func (s *TokenSample) HasSeries() bool {
+	for _, f := range s.seriesFields() {
+		if f.v != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// MissingSeries names the first series field s lacks ("" when it has all:
+// a row of a per-token series).
+func (s *TokenSample) MissingSeries() string {
+	for _, f := range s.seriesFields() {
+		if f.v == nil {
+			return f.n
+		}
+	}
+	return ""
+}
+
+// WithoutSeries is s with the series fields removed: what a run that did
+// not ask for its series streams.
+func (s TokenSample) WithoutSeries() TokenSample {
+	s.ComputeNS, s.InflightHits, s.PrefetchLoads, s.MajorFaults, s.StrayBytes = nil, nil, nil, nil, nil
+	return s
 }
 
 // MaxRecordTokens bounds a record request's decode tokens.
@@ -264,13 +332,15 @@ func (s *TokenSample) Validate() error {
 	if s.StartNS > math.MaxInt64-s.TimeNS {
 		return fmt.Errorf("pass %d: start_ns + time_ns overflows", s.Pass)
 	}
-	for _, f := range []struct {
-		n string
-		v *int64
-	}{{"read_bytes", s.ReadBytes}, {"reads", s.Reads}, {"hits", s.Hits}, {"misses", s.Misses}, {"resident_bytes", s.ResidentBytes}} {
+	fields := append([]namedField{{"read_bytes", s.ReadBytes}, {"reads", s.Reads}, {"hits", s.Hits}, {"misses", s.Misses},
+		{"resident_bytes", s.ResidentBytes}}, s.seriesFields()...)
+	for _, f := range fields {
 		if f.v != nil && *f.v < 0 {
 			return fmt.Errorf("pass %d: %s %d is negative", s.Pass, f.n, *f.v)
 		}
+	}
+	if s.ComputeNS != nil && *s.ComputeNS > s.TimeNS {
+		return fmt.Errorf("pass %d: compute_ns %d exceeds time_ns %d", s.Pass, *s.ComputeNS, s.TimeNS)
 	}
 	if s.Reads != nil && s.ReadBytes != nil && *s.Reads > 0 && *s.ReadBytes == 0 {
 		return fmt.Errorf("pass %d: %d reads of 0 bytes", s.Pass, *s.Reads)

@@ -30,6 +30,10 @@ type Server struct {
 	// Log, when set, gets one line per connection event.
 	Log io.Writer
 
+	// maxVersion, when set, is the newest protocol version served (tests
+	// play an older agent with it); 0 is ProtocolVersion.
+	maxVersion int
+
 	mu      sync.Mutex
 	running string // what holds the engine, "" when free
 	stats   Stats

@@ -2,6 +2,7 @@ package validation
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runs"
+	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
 )
@@ -27,11 +29,11 @@ type FitInfo struct {
 }
 
 // fitProfile fits the device profile's compute and load-cost parameters
-// and flash scale to the fit points' live runs (fitRuns[i] of fitPts[i mod
-// len(fitPts)], one per point per round), all at once (fit.FromRuns on the
-// recorded routing, replayed as the live engine runs: barrier order,
-// prompt prefilled), and writes the fitted profile.
-func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []*runs.Run) (*FitInfo, error) {
+// and flash scale to the fit runs (fit.FromRuns, all at once, in the order
+// given, on the recorded routing, replayed as the live engine runs:
+// barrier order, prompt prefilled), and writes the fitted profile. The
+// profile's sources name the runs as label says, followed by the points.
+func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (*FitInfo, error) {
 	base, err := devices.ParseProfileFile(o.DeviceFile)
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
@@ -47,16 +49,11 @@ func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []*runs.Run
 	}
 	meta := r.Meta()
 	var ms []fit.Measured
-	for i, run := range fitRuns {
-		p := fitPts[i%len(fitPts)]
-		ms = append(ms, fit.Measured{Run: run, Replay: fit.Replay{Model: &meta.Model, Steps: steps, Policy: p.Policy,
-			CacheBytes: p.CacheBytes, Layout: sim.LayoutPerExpert, Barrier: true, Prefill: true}})
+	for _, fr := range fitRuns {
+		ms = append(ms, fit.Measured{Run: fr.run, Replay: fit.Replay{Model: &meta.Model, Steps: steps, Policy: fr.p.Policy,
+			CacheBytes: fr.p.CacheBytes, Layout: sim.LayoutPerExpert, Barrier: true, Prefill: true}})
 	}
-	var names []string
-	for _, p := range fitPts {
-		names = append(names, p.String())
-	}
-	rf, err := fit.FromRuns(base, ms, "lessim live "+strings.Join(names, " and "))
+	rf, err := fit.FromRuns(base, ms, fitLabel(o, fitPts))
 	if err != nil {
 		return nil, fmt.Errorf("validate: fit: %w", err)
 	}
@@ -69,4 +66,38 @@ func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []*runs.Run
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	return &FitInfo{Points: fitPts, Profile: path, Fit: rf}, nil
+}
+
+// fitLabel names the fit runs in the fitted profile's sources: lessim
+// live on this machine, or the agent's live runs at Options.Target.
+func fitLabel(o *Options, fitPts []FitPoint) string {
+	var names []string
+	for _, p := range fitPts {
+		names = append(names, p.String())
+	}
+	if o.Target != "" {
+		return "live runs on the agent at " + o.Target + " of " + strings.Join(names, " and ")
+	}
+	return "lessim live " + strings.Join(names, " and ")
+}
+
+// fitSeriesPath is where the series of fit point p's run in round r (from
+// 0) is written: Out/fit/POLICY-CACHE-rN.parquet.
+func fitSeriesPath(out string, p FitPoint, r int) string {
+	name := strings.NewReplacer("%", "pct", "/", "_").Replace(fmt.Sprintf("%s-%s-r%d", p.Policy, p.Cache, r+1))
+	return filepath.Join(out, FitDir, name+".parquet")
+}
+
+// writeFitSeries writes a fit run's per-token series to its file (the file
+// lessim live --series writes, which calibrate --from-run reads) and reads
+// it back as the run the fit uses.
+func writeFitSeries(out string, p FitPoint, r int, series []live.TokenSample) (*runs.Run, error) {
+	path := fitSeriesPath(out, p, r)
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	if err := live.WriteSeries(path, series); err != nil {
+		return nil, err
+	}
+	return runs.ReadLiveSeries(path)
 }

@@ -38,11 +38,12 @@ type Options struct {
 	// Lanes is the live driver's I/O lanes (0 = its default).
 	Lanes int
 	// Fit lists points as "POLICY:CACHE" (e.g. "ondemand:25%", "les:25%"):
-	// each is first run live once more with its per-token series, and the
-	// device profile's compute and load-cost parameters and flash scale are
-	// fitted to all of them at once (calibrate --from-run); the points are
-	// then simulated with the fitted profile. None simulates with
-	// DeviceFile as it is.
+	// each is run live once more per round with its per-token series (on
+	// this machine, or on the agent with a target: the run asks for its
+	// series, protocol version 4), and the device profile's compute and
+	// load-cost parameters and flash scale are fitted to all of them at
+	// once (calibrate --from-run); the points are then simulated with the
+	// fitted profile. None simulates with DeviceFile as it is.
 	Fit []string
 	// Out is the output folder (created if missing).
 	Out string
@@ -81,7 +82,8 @@ type Checked struct {
 	Fit        []FitPoint
 }
 
-// FitPoint is one point of Options.Fit.
+// FitPoint is one point of Options.Fit. With a target, CacheBytes is
+// resolved once the agent's trace (and so its model) is known.
 type FitPoint struct {
 	Policy, Cache string
 	CacheBytes    int64
@@ -140,9 +142,6 @@ func (o *Options) Check() (*Checked, error) {
 		if o.Model != "" || o.Prompt != "" || o.Lanes != 0 {
 			bad("model, prompt and lanes: the agent's own with a target (leave them unset)")
 		}
-		if len(o.Fit) > 0 {
-			bad("fit: not with a target yet (a remote validation does not collect the fit runs' per-token series)")
-		}
 	case o.Model == "":
 		bad("model: missing (a GGUF Mixture-of-Experts file)")
 	default:
@@ -163,6 +162,8 @@ func (o *Options) Check() (*Checked, error) {
 			bad("fit %q: want POLICY:CACHE, e.g. ondemand:25%%", f)
 		case !slices.Contains(policies.Names(), pol):
 			bad("fit %q: unknown policy %q (valid: %s)", f, pol, strings.Join(policies.Names(), ", "))
+		case o.Target != "":
+			c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache}) // resolved against the recorded trace's model
 		case c.Model != nil:
 			b, err := sim.ResolveCache(cache, c.Model, nil, 0)
 			if err != nil {

@@ -23,7 +23,8 @@ func RunRemote(ctx context.Context, o Options) (*Report, error) {
 	if o.Target == "" {
 		return nil, fmt.Errorf("validate: no target")
 	}
-	if _, err := o.Check(); err != nil {
+	checked, err := o.Check()
+	if err != nil {
 		return nil, err
 	}
 	c, err := agent.DialWith(ctx, o.Target, o.Token, o.Client)
@@ -31,9 +32,14 @@ func RunRemote(ctx context.Context, o Options) (*Report, error) {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	defer c.Close()
+	if len(checked.Fit) > 0 {
+		if err := c.SeriesSupported(); err != nil {
+			return nil, fmt.Errorf("validate: --fit needs the fit runs' per-token series: %w", err)
+		}
+	}
 	facts := c.Facts()
-	r := &remoteRunner{c: c, target: o.Target, facts: facts}
-	rep, err := runPoints(ctx, o, r, r.caches(o.Caches), nil)
+	r := &remoteRunner{c: c, target: o.Target, facts: facts, out: o.Out}
+	rep, err := runPoints(ctx, o, r, r.caches, checked.Fit)
 	if err != nil {
 		return nil, err
 	}
@@ -46,6 +52,7 @@ type remoteRunner struct {
 	c      *agent.Client
 	target string
 	facts  agent.DeviceFacts
+	out    string // Options.Out: the fit runs' series go to its fit folder
 }
 
 // Record asks the agent for the trace and writes it to path atomically.
@@ -57,22 +64,20 @@ func (r *remoteRunner) Record(ctx context.Context, path string, tokens int) erro
 	return atomicfile.WriteFile(path, t.Parquet)
 }
 
-// caches resolves the caches against the model of the trace (the agent's
+// caches resolves caches against the model of the trace (the agent's
 // model, as recorded).
-func (r *remoteRunner) caches(caches []string) func(string) ([]int64, error) {
-	return func(trace string) ([]int64, error) {
-		tr, err := traces.Open(trace)
-		if err != nil {
-			return nil, err
-		}
-		m := tr.Meta().Model
-		tr.Close()
-		b, errs := resolveCaches(&m, caches)
-		if len(errs) > 0 {
-			return nil, fmt.Errorf("the trace's model %s: %v", m.Name, errs[0])
-		}
-		return b, nil
+func (r *remoteRunner) caches(trace string, caches []string) ([]int64, error) {
+	tr, err := traces.Open(trace)
+	if err != nil {
+		return nil, err
 	}
+	m := tr.Meta().Model
+	tr.Close()
+	b, errs := resolveCaches(&m, caches)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("the trace's model %s: %v", m.Name, errs[0])
+	}
+	return b, nil
 }
 
 // RemoteSpec is the run an agent is sent for point p: the agent's own
@@ -103,8 +108,7 @@ func RemoteSpec(p *Point, tokens int) (json.RawMessage, error) {
 }
 
 // Live runs p once on the agent and checks the result is the point asked
-// for: its tokens, its cache in bytes (the agent resolved it against the
-// trace's model) and the trace's model.
+// for (checked).
 func (r *remoteRunner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {
 	raw, err := RemoteSpec(p, tokens)
 	if err != nil {
@@ -114,6 +118,13 @@ func (r *remoteRunner) Live(ctx context.Context, p *Point, tokens int) (*sim.Res
 	if err != nil {
 		return nil, err
 	}
+	return r.checked(res, p, tokens)
+}
+
+// checked checks res is the run of p asked for: its tokens, its cache in
+// bytes (the agent resolved it against the trace's model) and the trace's
+// model; and marks it measured on the agent's device.
+func (r *remoteRunner) checked(res *sim.Result, p *Point, tokens int) (*sim.Result, error) {
 	switch {
 	case res.Tokens != int64(tokens):
 		return nil, fmt.Errorf("the agent decoded %d tokens, asked for %d", res.Tokens, tokens)

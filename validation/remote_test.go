@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -76,6 +77,9 @@ func TestRunRemoteSimAgent(t *testing.T) {
 	}
 	if len(steps) != 1+4+8 || steps[0] != "record" {
 		t.Errorf("steps %q", steps)
+	} else if got := steps[1:9]; !slices.Equal(got, []string{"live lru 25% 1/2", "live lru 40% 1/2", "live les 25% 1/2", "live les 40% 1/2",
+		"live lru 40% 2/2", "live les 25% 2/2", "live les 40% 2/2", "live lru 25% 2/2"}) {
+		t.Errorf("live runs in the order %q: round 2 must start at the second point", got)
 	}
 	if rep.Summary.MAPE != 0 || !rep.Summary.RankingPreserved {
 		t.Errorf("MAPE %g%%, ranking preserved %v: the agent simulates what the host simulates", rep.Summary.MAPE, rep.Summary.RankingPreserved)
@@ -143,6 +147,9 @@ func TestRunRemoteRefuses(t *testing.T) {
 		"wrong token": {func(o *Options) { o.Token = strings.Repeat("0", 32) }, agent.ErrAuth, ""},
 		"unreachable": {func(o *Options) { o.Target = "tcp://127.0.0.1:1" }, agent.ErrUnreachable, ""},
 		"tiny cache":  {func(o *Options) { o.Caches = []string{"1KiB"} }, nil, "smaller than one layer's top-8"},
+		"bad fit":     {func(o *Options) { o.Fit = []string{"lru"} }, nil, "want POLICY:CACHE"},
+		"fit, no series": {func(o *Options) { o.Fit = []string{"lru:25%"} }, nil,
+			"--fit needs the fit runs' per-token series: " + target + " measures no per-token series"},
 	} {
 		o := base
 		c.mut(&o)

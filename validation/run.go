@@ -4,6 +4,7 @@ package validation
 
 import (
 	"context"
+	"errors"
 
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
@@ -25,7 +26,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		prompt = live.DefaultPrompt
 	}
 	r := localRunner{o: o, prompt: prompt}
-	return runPoints(ctx, o, r, func(string) ([]int64, error) { return c.CacheBytes, nil }, c.Fit)
+	resolve := func(_ string, caches []string) ([]int64, error) {
+		b, errs := resolveCaches(c.Model, caches)
+		return b, errors.Join(errs...)
+	}
+	return runPoints(ctx, o, r, resolve, c.Fit)
 }
 
 // localRunner records and runs live with llama.cpp on this machine.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/lessim/lessim/agent"
@@ -41,20 +42,47 @@ type Runner interface {
 }
 
 // fitRunner is a Runner that can also run a fit point live with its
-// per-token series (the local runner; Options.Fit).
+// per-token series (Options.Fit): the local runner, and the remote one on
+// an agent that sends per-token series.
 type fitRunner interface {
-	FitRun(ctx context.Context, p FitPoint, round int) (*runs.Run, error)
+	// FitRun runs p live once in round r (from 0), decoding tokens tokens,
+	// and returns its per-token series as a run (written to Out/fit/).
+	FitRun(ctx context.Context, p FitPoint, r, tokens int) (*runs.Run, error)
+}
+
+// fitRun is one fit run: its point and its per-token series.
+type fitRun struct {
+	p   FitPoint
+	run *runs.Run
+}
+
+// RoundOrder is the order in which a round runs n points: round r (from 0)
+// starts at point r mod n and goes round, so that over n rounds every
+// point is run first once (the first run of a round measures slower).
+// A negative round counts back from round 0; no points (n ≤ 0) is an
+// empty order.
+func RoundOrder(r, n int) []int {
+	if n <= 0 {
+		return nil
+	}
+	first := (r%n + n) % n
+	out := make([]int, n)
+	for i := range out {
+		out[i] = (first + i) % n
+	}
+	return out
 }
 
 // runPoints records the trace into Out (unless Options.Trace is set) with
 // r, then runs every point live Options.Repeats times with r, in rounds
 // that go round all points (each round opening with the fit points' runs,
-// with Options.Fit), so that a slow phase of a shared machine spreads over
-// every point and the fit alike instead of hitting one; then fits the
-// profile (with Options.Fit) and simulates every point with it. caches
-// resolves Options.Caches in bytes once the trace (and so the model) is
-// known; fit are Options.Fit, checked.
-func runPoints(ctx context.Context, o Options, r Runner, caches func(trace string) ([]int64, error), fit []FitPoint) (*Report, error) {
+// with Options.Fit; within each, round k starts at point k mod n:
+// RoundOrder), so that a slow phase of a shared machine spreads over every
+// point and the fit alike instead of hitting one; then fits the profile
+// (with Options.Fit) and simulates every point with it. resolve turns
+// caches into bytes of the model of the trace (the model is known once the
+// trace is); fit are Options.Fit, checked, their bytes resolved here.
+func runPoints(ctx context.Context, o Options, r Runner, resolve func(trace string, caches []string) ([]int64, error), fit []FitPoint) (*Report, error) {
 	step := func(s string) {
 		if o.Progress != nil {
 			o.Progress(s)
@@ -71,9 +99,17 @@ func runPoints(ctx context.Context, o Options, r Runner, caches func(trace strin
 			return nil, fmt.Errorf("validate: record: %w", err)
 		}
 	}
-	bytes, err := caches(rep.Trace)
+	bytes, err := resolve(rep.Trace, o.Caches)
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
+	}
+	fit = slices.Clone(fit)
+	for i := range fit {
+		b, err := resolve(rep.Trace, []string{fit[i].Cache})
+		if err != nil {
+			return nil, fmt.Errorf("validate: fit %s: %w", fit[i], err)
+		}
+		fit[i].CacheBytes = b[0]
 	}
 	if err := checkTokens(o, rep.Trace); err != nil {
 		return nil, err
@@ -87,17 +123,18 @@ func runPoints(ctx context.Context, o Options, r Runner, caches func(trace strin
 			rep.Points = append(rep.Points, Point{Policy: pol, Cache: cache, CacheBytes: bytes[i]})
 		}
 	}
-	var fitRuns []*runs.Run
+	var fitRuns []fitRun
 	for k := range o.Repeats {
-		for _, p := range fit {
+		for _, i := range RoundOrder(k, len(fit)) {
+			p := fit[i]
 			step(fmt.Sprintf("fit run %s %d/%d", p, k+1, o.Repeats))
-			run, err := fr.FitRun(ctx, p, k)
+			run, err := fr.FitRun(ctx, p, k, o.Tokens)
 			if err != nil {
-				return nil, err
+				return nil, fmt.Errorf("validate: fit run %s: %w", p, err)
 			}
-			fitRuns = append(fitRuns, run)
+			fitRuns = append(fitRuns, fitRun{p, run})
 		}
-		for i := range rep.Points {
+		for _, i := range RoundOrder(k, len(rep.Points)) {
 			p := &rep.Points[i]
 			step(fmt.Sprintf("live %s %s %d/%d", p.Policy, p.Cache, k+1, o.Repeats))
 			res, err := r.Live(ctx, p, o.Tokens)

@@ -157,7 +157,7 @@ func TestAgentProcess(t *testing.T) {
 
 	check := func(t *testing.T, target string) {
 		out := runCLI(t, "", "agent", "check", target, "--token", p.token, "--model", "qwen3-30b-a3b", "--calibrate")
-		if !strings.Contains(out, "20 passed, 0 failed, 0 skipped") {
+		if !strings.Contains(out, "22 passed, 0 failed, 0 skipped") {
 			t.Errorf("agent check %s:\n%s", target, out)
 		}
 	}

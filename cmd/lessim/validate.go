@@ -29,8 +29,14 @@ With --target tcp://HOST:PORT or usb://UDID:PORT (and --token) a device agent do
 measuring: it records the routing of its own model's greedy decode (the record request of
 docs/agent-protocol.md) into --out's trace, this machine simulates that trace with
 --device-file (the agent's profile, e.g. from calibrate --target), and the agent runs
-every point live. The measured rows record the device facts the agent reported. A
-remote validation needs no llama.cpp in this build.`
+every point live. The measured rows record the device facts the agent reported. With
+--fit the agent's fit runs send their per-token series (protocol version 4; the agent
+must announce the series capability, as lessim agent --model does) and the profile is
+fitted here as in a local validation. A remote validation needs no llama.cpp in this
+build.
+
+Each round runs the points in turn, starting at point r mod n in round r (from 0), so
+that every point is first in a round as often as the others.`
 
 const validateExample = `  lessim calibrate --model tiny.gguf --out host.yaml
   lessim validate --model tiny.gguf --device-file host.yaml --policies ondemand,lru,les --caches 15%,25%,40% --out validation/
@@ -39,9 +45,6 @@ const validateExample = `  lessim calibrate --model tiny.gguf --out host.yaml
 
 // validateLocalOnly are flags a remote validation cannot carry.
 var validateLocalOnly = []string{"model", "prompt", "lanes"}
-
-// errFitRemote refuses --fit with --target.
-var errFitRemote = errors.New("--fit does not apply with --target yet: fitting needs each fit run's per-token series, which a remote validation does not collect (fit with calibrate --from-run on a live --series instead)")
 
 func newValidateCmd() *cobra.Command {
 	o := validation.Options{Tokens: 32, Repeats: 2, Version: version}
@@ -104,9 +107,6 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 		if cmd.Flags().Changed(name) {
 			return nil, fmt.Errorf("--%s does not apply with --target: the agent runs its own model and engine settings", name)
 		}
-	}
-	if len(o.Fit) > 0 {
-		return nil, errFitRemote
 	}
 	token, err := clientToken(o.Token)
 	if err != nil {

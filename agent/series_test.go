@@ -1,0 +1,193 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/sim"
+)
+
+// seriesSim is the simulator engine announcing per-token series: it fills
+// each sample's series fields from what the simulator knows (compute =
+// time − stall, no faults, no in-flight hits or prefetch counts, no stray
+// bytes). The live engine (build tag llamacpp) is the real one; this one
+// lets the protocol's series path run without llama.cpp.
+type seriesSim struct{ *SimEngine }
+
+func (e seriesSim) Capabilities() []string {
+	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel, CapRecord, CapSeries}
+}
+
+func (e seriesSim) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
+	return e.SimEngine.Run(ctx, spec, func(s TokenSample) error {
+		s.ComputeNS, s.InflightHits, s.PrefetchLoads, s.MajorFaults, s.StrayBytes = ptr(s.TimeNS-s.StallNS), ptr[int64](0), ptr[int64](0), ptr[int64](0), ptr[int64](0)
+		return emit(s)
+	})
+}
+
+// startServer serves srv (Engine and limits set, token and listener
+// filled in here) on a loopback port until the test ends.
+func startServer(t *testing.T, srv *Server) (target string) {
+	t.Helper()
+	tok, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Token = tok
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return "tcp://" + ln.Addr().String()
+}
+
+// TestRunSeries: a run that asks for its series gets every series field on
+// every token, consistent with the run's result; the same run without the
+// opt-in gets none of them (as in version 3); the samples are otherwise
+// identical (the simulator is deterministic).
+func TestRunSeries(t *testing.T) {
+	a := startAgent(t, seriesSim{newTestEngine(t, 0)}, fastLimits())
+	c, err := Dial(context.Background(), a.target, a.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.Version() != ProtocolVersion || c.SeriesSupported() != nil {
+		t.Fatalf("version %d, series: %v", c.Version(), c.SeriesSupported())
+	}
+	res, series, err := c.RunSeries(context.Background(), json.RawMessage(testSpec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckRun(series, res); err != nil {
+		t.Fatal(err)
+	}
+	var plain []TokenSample
+	if _, err := c.Run(context.Background(), json.RawMessage(testSpec), func(s TokenSample) error { plain = append(plain, s); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(plain) != len(series) || len(series) != 24 {
+		t.Fatalf("%d plain samples, %d with series, want 24", len(plain), len(series))
+	}
+	for i, s := range series {
+		if m := s.MissingSeries(); m != "" {
+			t.Fatalf("pass %d: no %s", i, m)
+		}
+		if *s.ComputeNS != s.TimeNS-s.StallNS {
+			t.Errorf("pass %d: compute_ns %d, time − stall %d", i, *s.ComputeNS, s.TimeNS-s.StallNS)
+		}
+		if plain[i].HasSeries() {
+			t.Errorf("pass %d: series fields in a run that did not ask", i)
+		}
+		a, _ := json.Marshal(s.WithoutSeries())
+		b, _ := json.Marshal(plain[i])
+		if string(a) != string(b) {
+			t.Errorf("pass %d: %s with series, %s without", i, a, b)
+		}
+	}
+}
+
+// TestRunSeriesNotAnnounced: an engine without CapSeries refuses a run that
+// asks for its series (invalid_spec, the connection stays usable), and the
+// client says so before asking.
+func TestRunSeriesNotAnnounced(t *testing.T) {
+	a := startAgent(t, newTestEngine(t, 0), fastLimits())
+	c, err := Dial(context.Background(), a.target, a.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, _, err := c.RunSeries(context.Background(), json.RawMessage(testSpec)); err == nil || !strings.Contains(err.Error(), "no series") {
+		t.Errorf("RunSeries on an agent without series: %v", err)
+	}
+	if _, err := c.run(context.Background(), Run{Spec: json.RawMessage(testSpec), Series: true}, nil); !errors.Is(err, ErrRefused) {
+		t.Errorf("a run asking for series: %v, want invalid_spec", err)
+	}
+	if err := c.Ping(context.Background()); err != nil {
+		t.Errorf("connection unusable after the refusal: %v", err)
+	}
+}
+
+// TestVersion3: a version-3 client is served as version 3 (no series
+// capability; a run asking for series is a bad request, as an unknown
+// field was in version 3), and this client falls back to version 3 with a
+// version-3 agent: everything works but the series, which it refuses
+// before asking with a message that names the versions.
+func TestVersion3(t *testing.T) {
+	t.Run("old client", func(t *testing.T) {
+		a := startAgent(t, seriesSim{newTestEngine(t, 0)}, fastLimits())
+		r := dialRaw(t, a)
+		r.send(TypeHello, 0, Hello{ProtocolVersion: 3, Token: a.token, Client: "v3"})
+		m := r.read()
+		var w Welcome
+		if err := want(m, TypeWelcome, &w); err != nil {
+			t.Fatal(err)
+		}
+		if w.ProtocolVersion != 3 || strings.Contains(strings.Join(w.Capabilities, ","), CapSeries) {
+			t.Fatalf("welcome version %d, capabilities %v", w.ProtocolVersion, w.Capabilities)
+		}
+		r.send(TypeRun, 1, Run{Spec: json.RawMessage(testSpec)})
+		for m := r.readSkipping(); m.Type == TypeToken; m = r.readSkipping() {
+			var s TokenSample
+			if err := decodeStrict(m.Payload, &s); err != nil || s.HasSeries() {
+				t.Fatalf("a version-3 token frame: %s (%v)", m.Payload, err)
+			}
+		}
+		r.send(TypeRun, 2, Run{Spec: json.RawMessage(testSpec), Series: true})
+		r.expectError(CodeBadRequest, true)
+	})
+	t.Run("old agent", func(t *testing.T) {
+		srv := &Server{Engine: seriesSim{newTestEngine(t, 0)}, Limits: fastLimits(), Agent: "a version-3 agent", maxVersion: 3}
+		target := startServer(t, srv)
+		c, err := Dial(context.Background(), target, srv.Token)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if c.Version() != 3 {
+			t.Fatalf("version %d, want 3", c.Version())
+		}
+		if _, err := c.Run(context.Background(), json.RawMessage(testSpec), nil); err != nil {
+			t.Errorf("run in version 3: %v", err)
+		}
+		if _, _, err := c.RunSeries(context.Background(), json.RawMessage(testSpec)); err == nil || !strings.Contains(err.Error(), "version 3") {
+			t.Errorf("RunSeries in version 3: %v", err)
+		}
+	})
+	t.Run("too old", func(t *testing.T) {
+		a := startAgent(t, newTestEngine(t, 0), fastLimits())
+		r := dialRaw(t, a)
+		r.send(TypeHello, 0, Hello{ProtocolVersion: MinProtocolVersion - 1, Token: a.token, Client: "v2"})
+		r.expectError(CodeVersion, true)
+	})
+}
+
+// TestTokenSampleSeriesValidate: series fields are checked like the
+// others (no negatives, compute within the pass's time).
+func TestTokenSampleSeriesValidate(t *testing.T) {
+	ok := TokenSample{Pass: 0, Tokens: 1, TimeNS: 100, StallNS: 40, ComputeNS: ptr[int64](60), MajorFaults: ptr[int64](2)}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []TokenSample{
+		{Pass: 0, Tokens: 1, TimeNS: 100, ComputeNS: ptr[int64](101)},
+		{Pass: 0, Tokens: 1, TimeNS: 100, MajorFaults: ptr[int64](-1)},
+		{Pass: 0, Tokens: 1, TimeNS: 100, StrayBytes: ptr[int64](-5)},
+	} {
+		if err := bad.Validate(); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
