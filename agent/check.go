@@ -659,12 +659,8 @@ func (k *checker) whenFree(f func() error) error {
 
 // tryRun starts the check's run on a new raw connection.
 func (k *checker) tryRun(ctx context.Context, id uint64) (*wire, error) {
-	w, err := k.raw(ctx)
+	w, err := k.greeted(ctx)
 	if err != nil {
-		return nil, err
-	}
-	if err := w.hello(k.token); err != nil {
-		w.nc.Close()
 		return nil, err
 	}
 	if err := w.send(TypeRun, id, Run{Spec: k.o.Spec}); err != nil {
