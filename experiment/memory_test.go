@@ -61,7 +61,7 @@ func TestEstimateMemory(t *testing.T) {
 		t.Errorf("logits and router inputs add %d bytes, want %d", d, steps*L*(E+int64(m.Hidden))*4)
 	}
 	or := EstimateMemory(meta, steps, none, "oracle", 0)
-	if or.PolicyBytes != 6*steps*L*K+steps+(steps*L/8)*33/32 || lru.PolicyBytes != 0 {
+	if or.PolicyBytes != 6*steps*L*K+steps+steps*L+(steps*L/8)*33/32 || lru.PolicyBytes != 0 {
 		t.Errorf("policy bytes: oracle %d, lru %d", or.PolicyBytes, lru.PolicyBytes)
 	}
 	if lru.Total() != lru.TraceBytes+lru.StateBytes || lru.TraceBytes <= 0 {

@@ -38,7 +38,10 @@ const never = math.MaxInt64
 // cached keys are members of a bitset over positions with summary levels
 // (levelBits), so a victim is the highest position's lowest evictable key,
 // found in a few word operations rather than a scan or a heap's log n moves;
-// the keys at a position are the trace's selections there.
+// the keys at a position are the trace's selections there. A count per
+// position of the cached keys whose next use it is keeps the bitset exact:
+// a position leaves it when its last such key is evicted or used, so the
+// victim search never visits a position no cached key holds.
 type Oracle struct {
 	name       string
 	demandOnly bool // belady: no prefetch, demand admission only (MIN)
@@ -50,10 +53,12 @@ type Oracle struct {
 	uses *nextUses // the trace's, shared and read-only
 	keys []oracleKey
 
-	// byUse holds every position that is the next use of a cached key, and
-	// neverUsed the cached keys with no use left; both are lazy: a member
-	// whose key has since moved on is dropped when Victim meets it.
+	// byUse holds exactly the positions that are the next use of a cached
+	// key, held counts those keys per position; neverUsed holds the cached
+	// keys with no use left, lazily: a member whose key has since been
+	// evicted or moved back is dropped when Victim meets it.
 	byUse     levelBits
+	held      []uint8 // NB: at most top-k keys share a position
 	neverUsed levelBits
 
 	passFirst, passLast int64 // steps of the current pass (from PassStart and Prefetch)
@@ -69,17 +74,21 @@ type Oracle struct {
 type oracleKey struct {
 	cursor int32  // index in at of the key's next use
 	next   uint32 // at[cursor], or noUse past the last use
+	after  uint32 // at[cursor+1], or noUse (NB: loaded ahead, off the path that compares it)
 	cached bool
 }
 
 // noUse is oracleKey.next past a key's last use.
 const noUse = math.MaxUint32
 
-// setNext refreshes next from the cursor.
+// setNext refreshes next and after from the cursor.
 func (ok *oracleKey) setNext(u *nextUses, k int) {
-	ok.next = noUse
-	if ok.cursor < u.start[k+1] {
+	ok.next, ok.after = noUse, noUse
+	if end := u.start[k+1]; ok.cursor < end {
 		ok.next = u.at[ok.cursor]
+		if ok.cursor+1 < end {
+			ok.after = u.at[ok.cursor+1]
+		}
 	}
 }
 
@@ -105,6 +114,9 @@ func newOracle(name string, p Params) (*Oracle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
+	if p.Model.TopK > math.MaxUint8 {
+		return nil, fmt.Errorf("policy %s: top-k %d above %d (its per-position counts are bytes)", name, p.Model.TopK, math.MaxUint8)
+	}
 	o := &Oracle{name: name, demandOnly: name == "belady", fut: fut, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
 	n := numKeys(p.Model)
 	o.uses = u
@@ -114,6 +126,7 @@ func newOracle(name string, p Params) (*Oracle, error) {
 		o.keys[k].setNext(u, k)
 	}
 	o.byUse = newLevelBits(fut.Len() * o.layers)
+	o.held = make([]uint8, fut.Len()*o.layers)
 	o.neverUsed = newLevelBits(n)
 	o.mark = make([]uint32, n)
 	return o, nil
@@ -225,23 +238,47 @@ func (o *Oracle) startPass(first int64) {
 				c--
 			}
 			if c != ks.cursor {
-				ks.cursor = c
-				ks.setNext(o.uses, int(k))
-				if ks.cached {
-					o.index(k)
-				}
+				o.moveCursor(k, c)
 			}
 		}
 	}
 	o.touched = o.touched[:0]
 }
 
-// index records cached key k's next use (the old one is dropped lazily).
+// index records cached key k's next use.
 func (o *Oracle) index(k sim.Key) {
-	if n := o.keys[k].next; n != noUse {
-		o.byUse.set(int(n))
-	} else {
+	n := o.keys[k].next
+	if n == noUse {
 		o.neverUsed.set(int(k))
+		return
+	}
+	if o.held[n]++; o.held[n] == 1 {
+		o.byUse.set(int(n))
+	}
+}
+
+// unindex forgets cached key k's next use (neverUsed forgets lazily).
+func (o *Oracle) unindex(k sim.Key) {
+	n := o.keys[k].next
+	if n == noUse {
+		return
+	}
+	if o.held[n]--; o.held[n] == 0 {
+		o.byUse.clear(int(n))
+	}
+}
+
+// moveCursor points k's cursor at index c of its uses, keeping the index of
+// a cached key exact.
+func (o *Oracle) moveCursor(k sim.Key, c int32) {
+	ks := &o.keys[k]
+	if ks.cached {
+		o.unindex(k)
+	}
+	ks.cursor = c
+	ks.setNext(o.uses, int(k))
+	if ks.cached {
+		o.index(k)
 	}
 }
 
@@ -260,10 +297,15 @@ func (o *Oracle) Observe(ev sim.Event) {
 	case sim.Used:
 		o.used(k, int(k)/o.experts, ev.Step)
 	case sim.Admitted:
-		o.keys[k].cached = true
-		o.index(k)
+		if !o.keys[k].cached {
+			o.keys[k].cached = true
+			o.index(k)
+		}
 	case sim.Evicted:
-		o.keys[k].cached = false
+		if o.keys[k].cached {
+			o.unindex(k)
+			o.keys[k].cached = false
+		}
 	}
 }
 
@@ -284,15 +326,27 @@ func (o *Oracle) used(k sim.Key, layer int, step int64) {
 	if ks.next == noUse || uint64(ks.next) > limit {
 		return
 	}
+	// NB: after spares reading at for a key used once in the pass (the
+	// common case): the next use is known and the one after loads ahead.
+	if ks.after == noUse || uint64(ks.after) > limit {
+		if ks.cached {
+			o.unindex(k)
+		}
+		ks.cursor++
+		ks.next, ks.after = ks.after, noUse
+		if c := ks.cursor + 1; c < o.uses.start[k+1] {
+			ks.after = o.uses.at[c]
+		}
+		if ks.cached {
+			o.index(k)
+		}
+		return
+	}
 	c, end := ks.cursor+1, o.uses.start[k+1]
 	for c < end && uint64(o.uses.at[c]) <= limit {
 		c++
 	}
-	ks.cursor = c
-	ks.setNext(o.uses, int(k))
-	if ks.cached {
-		o.index(k)
-	}
+	o.moveCursor(k, c)
 }
 
 // Victim names the evictable key used farthest in the future (Belady; ties
@@ -312,8 +366,8 @@ func (o *Oracle) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key,
 }
 
 // farthest is the evictable cached key whose next use is latest (never
-// first), ties to the lower key, with that use; members of the lazy sets
-// that no cached key holds any more are dropped on the way.
+// first), ties to the lower key, with that use; members of neverUsed that no
+// cached key holds any more are dropped on the way.
 func (o *Oracle) farthest(view sim.CacheView) (sim.Key, int64, bool) {
 	for i := o.neverUsed.next(0); i >= 0; i = o.neverUsed.next(i + 1) {
 		k := sim.Key(i)
@@ -327,20 +381,15 @@ func (o *Oracle) farthest(view sim.CacheView) (sim.Key, int64, bool) {
 	}
 	for p := o.byUse.prev(o.fut.Len()*o.layers - 1); p >= 0; p = o.byUse.prev(p - 1) {
 		step, layer := p/o.layers, p%o.layers
-		best, held := sim.Key(-1), false
+		best := sim.Key(-1)
 		for _, e := range o.fut.Experts(step, layer) {
 			k := sim.MakeKey(layer, int(e), o.experts)
 			if ks := &o.keys[k]; !ks.cached || ks.next != uint32(p) {
 				continue
 			}
-			held = true
 			if (best < 0 || k < best) && evictable(view, k) {
 				best = k
 			}
-		}
-		if !held {
-			o.byUse.clear(p)
-			continue
 		}
 		if best >= 0 {
 			return best, int64(p), true
