@@ -14,7 +14,7 @@ LLAMA_ENV = OD=$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama) && \
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-sweep bench-long bench-runtime lint fmt deps clean
+.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-sweep bench-long bench-runtime pgo lint fmt deps clean
 
 all: build
 
@@ -70,13 +70,18 @@ tidy-check:
 test-runtime: deps
 	$(LLAMA_ENV) && $(GO) test -count=1 -tags llamacpp ./runtime/... ./cmd/... ./agent/... ./validation/...
 
+# bench: simulator throughput at steady state (20 runs each: the first runs
+# of a process are slower, cold caches and page faults), and trace I/O, built
+# with the profile lessim's binary is built with (PGO=off: without it).
+PGO ?= $(CURDIR)/cmd/lessim/default.pgo
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./sim/ ./policies/ ./traces/
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 20x ./sim/ ./policies/
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 3x ./traces/
 
 # bench-sweep: the 27-point replay sweep (needs ../shared/reference; skipped
 # without it) and the 1,000-point synthetic sweep (several minutes).
 bench-sweep: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 60m ./sweep/
+	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 1x -timeout 60m ./sweep/
 
 # bench-long: a LONG_TOKENS-token trace (default 1,000,000) of the 40-layer,
 # 256-expert, top-8 shape with depth-1 lookahead stored compactly, written by
@@ -87,6 +92,10 @@ bench-sweep: deps
 LONG_TOKENS ?= 1000000
 bench-long: deps
 	GO=$(GO) bash scripts/bench-long.sh $(LONG_TOKENS)
+
+# pgo: regenerate cmd/lessim/default.pgo from the benchmarks (scripts/pgo.sh).
+pgo: deps
+	GO=$(GO) bash scripts/pgo.sh
 
 bench-runtime: deps
 	$(LLAMA_ENV) && $(GO) test -tags llamacpp -run '^$$' -bench . -benchtime 1x ./runtime/...
