@@ -211,8 +211,9 @@ func (r *Reader) init(batchRows int64, cols Columns) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.name, err)
 	}
+	// NB: decoding starts at the first Next (nextBatch), not here: a reader
+	// opened for its Meta or row count alone decodes nothing.
 	r.rr = rr
-	r.ahead = startReadAhead(rr)
 
 	r.bufs = make([]pqLayerBuf, layers)
 	for i := range r.bufs {
@@ -294,6 +295,9 @@ func (r *Reader) nextBatch() error {
 		r.base += r.rec.NumRows()
 		r.rec.Release()
 		r.rec = nil
+	}
+	if r.ahead == nil {
+		r.ahead = startReadAhead(r.rr)
 	}
 	rec, err := r.ahead.next()
 	if err == io.EOF {

@@ -424,3 +424,22 @@ func TestReaderCloseMidway(t *testing.T) {
 		t.Errorf("%d goroutines after closing 20 readers midway, %d before", after, before)
 	}
 }
+
+// TestReaderDecodesOnDemand: a reader opened for its Meta and row count alone
+// (as the memory checks do before every run) starts no decoding; the first
+// Next does.
+func TestReaderDecodesOnDemand(t *testing.T) {
+	m := ioTestMeta(ioShape{layers: 4, experts: 16, topK: 2, hidden: 4, depth: 1})
+	data := ioWrite(t, m, ioTestSteps(rand.New(rand.NewPCG(5, 6)), m, 50, false), 0)
+	r, err := newReader(bytes.NewReader(data), "meta.parquet", 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if r.NumSteps() != 50 || r.ahead != nil {
+		t.Fatalf("after open: %d steps, read-ahead started %v", r.NumSteps(), r.ahead != nil)
+	}
+	if !r.Next() || r.ahead == nil {
+		t.Fatalf("first Next: %v, read-ahead started %v", r.Err(), r.ahead != nil)
+	}
+}
