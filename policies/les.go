@@ -225,38 +225,42 @@ func (s *LES) selectCandidates(scores []float32, ci *traces.CandidateIndex, laye
 		n = s.p.MaxCandidates
 	}
 	indexed := ci != nil && (len(ci.Top) >= n || ci.Complete)
+	// NB: an indexed vector's candidates are read in place, not copied.
+	var top []int32
+	var topScore []float32
 	if indexed {
 		k := min(n, len(ci.Top))
-		s.top = append(s.top[:0], ci.Top[:k]...)
-		s.topScore = append(s.topScore[:0], ci.Score[:k]...)
+		top, topScore = ci.Top[:k], ci.Score[:k]
 	} else {
 		s.top = traces.TopIndices(s.top[:0], scores, n)
 		s.topScore = s.topScore[:0]
 		for _, e := range s.top {
 			s.topScore = append(s.topScore, scores[e])
 		}
+		top, topScore = s.top, s.topScore
 	}
-	if len(s.top) == 0 {
+	if len(top) == 0 {
 		return
 	}
+	base := layer * s.experts
 	if s.p.Threshold <= 0 {
-		for i, e := range s.top {
-			s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), s.topScore[i]})
+		for i, e := range top {
+			s.cands = append(s.cands, candidate{sim.Key(base + int(e)), topScore[i]})
 		}
 		return
 	}
 	// NB: top scores are never NaN (TopIndices skips them), so they need no ScoreOf.
-	best := float64(s.topScore[0])
+	best := float64(topScore[0])
 	sum := 0.0
 	if indexed && ci.HasSum {
 		sum = ci.ExpSum
 	} else {
-		sum = traces.SoftmaxSum(scores, s.topScore[0])
+		sum = traces.SoftmaxSum(scores, topScore[0])
 	}
 	var cum float64
-	for i, e := range s.top {
-		s.cands = append(s.cands, candidate{sim.MakeKey(layer, int(e), s.experts), s.topScore[i]})
-		cum += traces.ExpNaN0(float64(s.topScore[i])-best) / sum
+	for i, e := range top {
+		s.cands = append(s.cands, candidate{sim.Key(base + int(e)), topScore[i]})
+		cum += traces.ExpNaN0(float64(topScore[i])-best) / sum
 		if cum >= s.p.Threshold {
 			break
 		}

@@ -95,6 +95,7 @@ type Books struct {
 	capacity     int64
 	used         int64 // resident + loading
 	loadingBytes int64
+	landed       int64 // loads finished so far (Loading became Resident)
 
 	passNo int64
 	first  int64 // trace step of the pass's first token
@@ -366,6 +367,7 @@ func (b *Books) Loaded(k Key) {
 	}
 	b.keys[k].state = Resident
 	b.loadingBytes -= b.KeyBytes(k)
+	b.landed++
 }
 
 // Arrived makes Absent key k Resident at once: its bytes came in with another

@@ -37,7 +37,8 @@ type flash struct {
 	nextT  Time  // earliest pending event (kept by rerate)
 	nextID int32 // its read, -1 when idle
 
-	rates []sizeRate // read size → (single, aggregate) bytes/ns
+	rates []sizeRate // read size → (single, aggregate) bytes/ns; a read's class indexes it
+	cur   []float64  // scratch: each class's rate at the current k (rerate)
 
 	thermalFloor float64 // fraction of cold bandwidth left when hot (0: no derating)
 	thermalBytes float64 // bytes read over which ~63% of the drop happens
@@ -53,11 +54,11 @@ type flash struct {
 
 type flashReq struct {
 	// Hot: read at every event (kept within the first cache line).
-	eta       Time       // next event: latency end, or completion at the current rate
-	seq       uint64     // submission order, the tie-break
-	remaining float64    // bytes left to transfer
-	rate      float64    // current bytes/ns
-	curve     [2]float64 // (single-lane, aggregate) bytes/ns for this read's size
+	eta       Time    // next event: latency end, or completion at the current rate
+	seq       uint64  // submission order, the tie-break
+	remaining float64 // bytes left to transfer
+	rate      float64 // current bytes/ns
+	class     int32   // index of this read's size in flash.rates
 	inXfer    bool
 	sync      bool // the caller waits on this id and releases it itself
 	finished  bool
@@ -112,18 +113,20 @@ func (f *flash) heat() float64 {
 	return f.thermalFloor + (1-f.thermalFloor)*math.Exp(-float64(f.bytesRead)/f.thermalBytes)
 }
 
-// rateFor returns (single-lane, aggregate) bytes per ns for reads of size b.
-// A run reads only a few distinct sizes (one per layer size or region), so a
-// short slice searched linearly beats a map.
-func (f *flash) rateFor(b int64) [2]float64 {
+// classOf returns the class of reads of size b: its index in f.rates, which
+// holds the size's (single-lane, aggregate) bytes per ns. A run reads only a
+// few distinct sizes (one per layer size or region), so a short slice
+// searched linearly beats a map.
+func (f *flash) classOf(b int64) int32 {
 	for i := range f.rates {
 		if f.rates[i].size == b {
-			return f.rates[i].rate
+			return int32(i)
 		}
 	}
 	r := [2]float64{devices.Interp(f.single, b) / 1e9, devices.Interp(f.agg, b) / 1e9}
 	f.rates = append(f.rates, sizeRate{b, r})
-	return r
+	f.cur = append(f.cur, 0)
+	return int32(len(f.rates) - 1)
 }
 
 // sizeRate caches one read size's curve rates.
@@ -147,7 +150,7 @@ func (f *flash) submit(key Key, bytes int64, demand bool) int32 {
 	f.seq++
 	f.bytesRead += bytes
 	r := &f.reqs[id]
-	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, remaining: float64(bytes), curve: f.rateFor(bytes)}
+	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, remaining: float64(bytes), class: f.classOf(bytes)}
 	if len(f.active) < f.lanes {
 		f.startReq(id)
 		if f.latency == 0 {
@@ -208,25 +211,24 @@ func (f *flash) startReq(id int32) {
 // changed, and the next event; f.now must be the current time. Every change
 // to the set of reads in service ends with a rerate.
 func (f *flash) rerate() {
-	k := float64(f.xfers)
 	elapsed := float64(f.now - f.mark)
-	h := f.heat()
+	if f.xfers > 0 {
+		// NB: reads of one size share a class, hence a rate, computed once.
+		k, h := float64(f.xfers), f.heat()
+		for i := range f.rates {
+			c := &f.rates[i].rate
+			f.cur[i] = min(c[0], float64(c[1]/k)) * h
+		}
+	}
 	best, bestID := Time(math.MaxInt64), int32(-1)
 	var bestSeq uint64
-	// NB: reads of one size share a curve, hence a rate: it is computed once
-	// per curve met in a row (the same arithmetic, so the same bits).
-	var curve [2]float64
-	rate := -1.0
 	for _, id := range f.active {
 		r := &f.reqs[id]
 		if r.inXfer {
 			// Bring remaining up to date at the old rate (0 for a transfer
 			// that has just begun), then set the new rate.
 			r.remaining -= float64(r.rate * elapsed)
-			if rate < 0 || r.curve != curve {
-				curve, rate = r.curve, min(r.curve[0], float64(r.curve[1]/k))*h
-			}
-			r.rate = rate
+			r.rate = f.cur[r.class]
 			r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
 		}
 		if t := r.eta; t < best || t == best && r.seq < bestSeq {

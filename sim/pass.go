@@ -190,8 +190,12 @@ func (e *engine) computeExperts(l int) error {
 				continue
 			}
 		}
-		if !e.waitAnyRead() {
-			return fmt.Errorf("internal: %d experts of layer %d never became resident", len(e.pend), l)
+		// NB: until some load lands, no pending expert can become resident,
+		// so the thread waits through flash events without rescanning.
+		for landed := e.bk.landed; e.bk.landed == landed; {
+			if !e.waitAnyRead() {
+				return fmt.Errorf("internal: %d experts of layer %d never became resident", len(e.pend), l)
+			}
 		}
 	}
 	return nil
