@@ -190,12 +190,16 @@ func (e *engine) computeExperts(l int) error {
 				continue
 			}
 		}
-		// NB: until some load lands, no pending expert can become resident,
-		// so the thread waits through flash events without rescanning.
+		// NB: until some load lands, no pending expert can become resident
+		// (nor a synchronous one appear: only Classify admits those), so the
+		// thread waits through flash events without rescanning. After each
+		// event it takes the others due at the same time, as the rescan's
+		// advance would: one of them may land a load.
 		for landed := e.bk.landed; e.bk.landed == landed; {
 			if !e.waitAnyRead() {
 				return fmt.Errorf("internal: %d experts of layer %d never became resident", len(e.pend), l)
 			}
+			e.fl.advance(e.now)
 		}
 	}
 	return nil

@@ -1,0 +1,151 @@
+package sim_test
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
+)
+
+var rewrite = flag.Bool("rewrite", false, "rewrite testdata/fingerprint.txt from the current results")
+
+// TestResultFingerprint pins every field of the Result of a grid of runs
+// (devices, one with thermal derating × every policy × both layouts × two
+// caches × rank order and cached-first, and speculative decoding at one of them; with
+// prefill, on a short two-sequence trace with depth-2 lookahead) by a hash of
+// its JSON. It is what keeps a speed-up honest: a change meant to give
+// identical results must leave testdata/fingerprint.txt as it is (the lines
+// that differ name the runs). A change that is meant to alter results
+// rewrites it with go test ./sim -run Fingerprint -rewrite, and says why.
+func TestResultFingerprint(t *testing.T) {
+	if raceEnabled {
+		t.Skip("single-threaded and deterministic: the plain run checks it (too slow under -race)")
+	}
+	got := fingerprint(t)
+	path := filepath.Join("testdata", "fingerprint.txt")
+	if *rewrite {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./sim -run Fingerprint -rewrite creates it)", err)
+	}
+	want := strings.Split(strings.TrimSpace(string(b)), "\n")
+	have := strings.Split(strings.TrimSpace(got), "\n")
+	if len(want) != len(have) {
+		t.Fatalf("%d runs, %s has %d", len(have), path, len(want))
+	}
+	bad := 0
+	for i := range want {
+		if want[i] != have[i] {
+			bad++
+			if bad <= 10 {
+				t.Errorf("result changed:\n got %s\nwant %s", have[i], want[i])
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d runs changed (rewrite with -rewrite only for a change meant to alter results)", bad, len(want))
+	}
+}
+
+// fingerprint runs the grid and returns a line per run: its settings and the
+// first 16 bytes of the SHA-256 of its Result's JSON (or of its error).
+func fingerprint(t *testing.T) string {
+	t.Helper()
+	m, err := devices.LookupModel("minicpm-v-4.7-35b-a3b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := traces.DefaultSynthOptions()
+	o.Tokens, o.PromptTokens, o.Sequences, o.LookaheadDepth = 40, 12, 2, 2
+	_, steps, err := traces.Synth(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces.IndexLookahead(steps, m.TopK, false)
+	fut, err := policies.FutureOf(m, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	for _, dev := range []string{"iphone-17-pro-max", "ufs4-phone-12gb", "thermal"} {
+		d := fingerprintDevice(t, dev)
+		for _, pol := range policies.Names() {
+			for _, layout := range []sim.Layout{sim.LayoutPerExpert, sim.LayoutGGUFMmap} {
+				for _, cache := range []int64{600 << 20, 3 << 30} {
+					for _, cf := range []bool{false, true} {
+						for _, spec := range fingerprintSpecs(cache, cf) {
+							cfg := sim.Config{Model: m, Device: d, CacheBytes: cache, Layout: layout, CachedFirst: cf,
+								SpecBlock: spec, SpecAccept: 0.6, Prefill: true, Seed: 7}
+							p := policies.DefaultParams(m)
+							p.Trace, p.Future, p.Depth = steps, fut, 1+boolInt(cf)
+							pl, err := policies.New(pol, p)
+							if err != nil {
+								t.Fatal(err)
+							}
+							var b []byte
+							if r, err := sim.Run(cfg, steps, pl); err != nil {
+								b = []byte(err.Error())
+							} else if b, err = json.Marshal(r); err != nil {
+								t.Fatal(err)
+							}
+							sum := sha256.Sum256(b)
+							fmt.Fprintf(&out, "%s %s %s %dMiB cached-first=%v spec=%d %x\n", dev, pol, layout, cache>>20, cf, spec, sum[:16])
+						}
+					}
+				}
+			}
+		}
+	}
+	return out.String()
+}
+
+// fingerprintSpecs are the speculative blocks run: speculative decoding
+// (whose draft router is costly to build) at one cache and order only.
+func fingerprintSpecs(cache int64, cachedFirst bool) []int {
+	if cache == 3<<30 && cachedFirst {
+		return []int{1, 3}
+	}
+	return []int{1}
+}
+
+// fingerprintDevice loads a shipped profile; "thermal" is the iPhone 17 Pro
+// Max with thermal derating (no shipped profile states it).
+func fingerprintDevice(t *testing.T, name string) *devices.Device {
+	t.Helper()
+	thermal := name == "thermal"
+	if thermal {
+		name = "iphone-17-pro-max"
+	}
+	d, err := devices.LoadDevice(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if thermal {
+		d.Flash.ThermalFloor, d.Flash.ThermalBytes = 0.6, 2<<30
+	}
+	return d
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
