@@ -57,16 +57,28 @@ type Counts struct {
 // keyState is one expert's bookkeeping, kept together so that classifying,
 // admitting and evicting a key touches one cache line. pending and syncLoad
 // belong to the simulator's Loader (same package); the Books never read them.
+//
+// NB: 16 bytes, four keys to a cache line: the union, classification and
+// eviction touch keys at random, so the array's size is the hot paths' cost.
+// Hence the narrow fields: stamps and pass numbers wrap at 2^32 (stamps are
+// renewed when they do, see nextStamp; a pass number would alias only for a
+// key named and not used for 2^32 passes, over four billion tokens), and
+// union positions and layers fit 16 bits (Config.Validate keeps experts and
+// layers at most maxKeyDim).
 type keyState struct {
-	seen       uint64 // == Books.stamp: in the current layer's union (in use)
-	requested  int64  // pass whose use of the key a policy's latest naming predicts
-	pos        int32  // index in the current union
-	layer      int32  // the key's MoE layer (NB: kept to spare a division per use)
+	seen       uint32 // == Books.stamp: in the current layer's union (in use)
+	requested  uint32 // pass (mod 2^32) whose use of the key a policy's latest naming predicts
+	pos        uint16 // index in the current union
+	layer      uint16 // the key's MoE layer (NB: kept to spare a division per use)
 	state      Residency
 	pending    int8 // simulator: reads outstanding
 	syncLoad   bool // simulator: admitted, to be faulted in on the compute thread (gguf-mmap)
 	prefUnused bool // loaded by prefetch, not used since
 }
+
+// maxKeyDim is the most experts per layer and MoE layers the books hold
+// (keyState's 16-bit fields).
+const maxKeyDim = 1<<16 - 1
 
 // Books are the expert cache's books, shared by the simulator and the live
 // driver: capacity, residency, admission and eviction (through the policy),
@@ -99,7 +111,7 @@ type Books struct {
 
 	passNo int64
 	first  int64 // trace step of the pass's first token
-	stamp  uint64
+	stamp  uint32
 	layer  int
 
 	// Measure turns the counters on (decode) or off (prefill, warm-up).
@@ -143,7 +155,7 @@ func (b *Books) init(m *devices.ModelSpec, capacity int64, pol Policy, io Loader
 		b.layerBytes[i] = l.ExpertBytes
 	}
 	for k := range b.keys {
-		b.keys[k].layer = int32(k / m.Experts)
+		b.keys[k].layer = uint16(k / m.Experts)
 	}
 }
 
@@ -185,7 +197,7 @@ func (b *Books) BeginPass(first int64, tokens int) {
 // la and the keys it names are admitted in its order, each read started at
 // once, until it declines to make room.
 func (b *Books) Prefetch(la *Lookahead) error {
-	b.stamp++
+	b.nextStamp()
 	l := la.Layer
 	b.pfBuf = b.pol.Prefetch(la, b.view, b.pfBuf[:0])
 	for _, k := range b.pfBuf {
@@ -194,7 +206,7 @@ func (b *Books) Prefetch(la *Lookahead) error {
 		}
 		// A naming predicts the key's next use: later in this pass, or in the
 		// next pass when it names a layer at or before this one.
-		target := b.passNo
+		target := uint32(b.passNo)
 		ks := &b.keys[k]
 		if int(ks.layer) <= l {
 			target++
@@ -225,9 +237,22 @@ func (b *Books) Prefetch(la *Lookahead) error {
 	return nil
 }
 
+// nextStamp starts a new in-use generation: no key is InUse after it. When
+// the 32-bit stamp wraps every key's mark is cleared, so an old mark never
+// matches a new stamp.
+func (b *Books) nextStamp() {
+	b.stamp++
+	if b.stamp == 0 {
+		for k := range b.keys {
+			b.keys[k].seen = 0
+		}
+		b.stamp = 1
+	}
+}
+
 // BeginLayer starts moment 2 of MoE layer l: the previous union is dropped.
 func (b *Books) BeginLayer(l int) {
-	b.stamp++
+	b.nextStamp()
 	b.layer = l
 	b.union, b.cnt, b.last = b.union[:0], b.cnt[:0], b.last[:0]
 	b.rows = 0
@@ -247,7 +272,7 @@ func (b *Books) Select(experts []int32) {
 			continue
 		}
 		ks.seen = b.stamp
-		ks.pos = int32(len(b.union))
+		ks.pos = uint16(len(b.union))
 		b.union = append(b.union, k)
 		b.cnt = append(b.cnt, 1)
 		b.last = append(b.last, b.rows)
@@ -267,7 +292,7 @@ func (b *Books) Classify() error {
 		}
 		if b.Measure {
 			b.c.Uses++
-			if ks.requested == b.passNo {
+			if ks.requested == uint32(b.passNo) {
 				b.c.PrefetchCovered++
 			}
 			switch st {

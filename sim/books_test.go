@@ -3,6 +3,7 @@ package sim
 import (
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/lessim/lessim/devices"
 )
@@ -71,5 +72,54 @@ func TestBooksEvictAndCheck(t *testing.T) {
 	b.used += 10
 	if err := b.Check(); err == nil || !strings.Contains(err.Error(), "used") {
 		t.Fatalf("Check on corrupted books: %v", err)
+	}
+}
+
+// TestKeyStateSize pins keyState at 16 bytes (four keys per cache line): the
+// books' hot paths touch keys at random, so its size is their cost.
+func TestKeyStateSize(t *testing.T) {
+	if n := unsafe.Sizeof(keyState{}); n != 16 {
+		t.Fatalf("keyState is %d bytes, want 16", n)
+	}
+}
+
+// TestStampWraps: when the 32-bit in-use stamp wraps, no key stays InUse
+// from a mark of 2^32 generations ago, and the union still builds.
+func TestStampWraps(t *testing.T) {
+	m := &devices.ModelSpec{Experts: 4, Layers: []devices.LayerSpec{{ExpertBytes: 10}}}
+	b := NewBooks(m, 40, nil, &instantLoader{})
+	b.stamp = 1<<32 - 3
+	b.BeginLayer(0)
+	b.Select([]int32{1, 2})
+	if !b.InUse(1) || !b.InUse(2) || b.InUse(3) {
+		t.Fatal("keys 1 and 2 should be in use before the wrap")
+	}
+	// The next generation is stamp 2^32-1; the one after wraps to 1, the
+	// stamp a mark of long ago could hold.
+	b.keys[3].seen = 1
+	b.BeginLayer(0)
+	b.BeginLayer(0)
+	if b.stamp != 1 {
+		t.Fatalf("stamp %d after the wrap, want 1", b.stamp)
+	}
+	for k := range Key(4) {
+		if b.InUse(k) {
+			t.Errorf("key %d in use after the wrap", k)
+		}
+	}
+	b.Select([]int32{3, 3, 0})
+	if u, c := b.Union(); len(u) != 2 || u[0] != 3 || c[0] != 2 || u[1] != 0 {
+		t.Fatalf("union after the wrap %v %v, want [3 0] [2 1]", u, c)
+	}
+}
+
+// TestConfigRefusesTooManyKeys: a model past the books' 16-bit key fields
+// is refused with the limit, not run with wrapped positions.
+func TestConfigRefusesTooManyKeys(t *testing.T) {
+	m := &devices.ModelSpec{Name: "wide", Experts: maxKeyDim + 1, TopK: 1, Layers: []devices.LayerSpec{{ExpertBytes: 10}}}
+	c := Config{Model: m}
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "at most 65535 MoE layers and 65535 experts per layer (got 1 and 65536)") {
+		t.Fatalf("Validate: %v", err)
 	}
 }

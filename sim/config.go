@@ -116,6 +116,8 @@ func (c *Config) Validate() error {
 		add("model: missing")
 	} else if len(c.Model.Layers) == 0 || c.Model.Experts <= 0 || c.Model.TopK <= 0 {
 		add("model %s: needs layers, experts and top_k", c.Model.Name)
+	} else if len(c.Model.Layers) > maxKeyDim || c.Model.Experts > maxKeyDim {
+		add("model %s: at most %d MoE layers and %d experts per layer (got %d and %d)", c.Model.Name, maxKeyDim, maxKeyDim, len(c.Model.Layers), c.Model.Experts)
 	}
 	if c.Device == nil {
 		add("device: missing")
