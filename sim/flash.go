@@ -38,7 +38,10 @@ type flash struct {
 	nextID int32 // its read, -1 when idle
 
 	rates []sizeRate // read size → (single, aggregate) bytes/ns; a read's class indexes it
-	cur   []float64  // scratch: each class's rate at the current k (rerate)
+	cur   []float64  // scratch: each class's rate at the current k (rerate, with derating)
+	// byK[c*lanes+k-1] is class c's rate with k transfers in progress and no
+	// thermal derating: min(single, aggregate/k), computed once per class.
+	byK []float64
 
 	thermalFloor float64 // fraction of cold bandwidth left when hot (0: no derating)
 	thermalBytes float64 // bytes read over which ~63% of the drop happens
@@ -126,7 +129,16 @@ func (f *flash) classOf(b int64) int32 {
 	r := [2]float64{devices.Interp(f.single, b) / 1e9, devices.Interp(f.agg, b) / 1e9}
 	f.rates = append(f.rates, sizeRate{b, r})
 	f.cur = append(f.cur, 0)
+	for k := 1; k <= f.lanes; k++ {
+		f.byK = append(f.byK, shareRate(r, float64(k)))
+	}
 	return int32(len(f.rates) - 1)
+}
+
+// shareRate is one transfer's bytes/ns with k transfers in progress, for a
+// read size's (single-lane, aggregate) rates: min(single, aggregate/k).
+func shareRate(c [2]float64, k float64) float64 {
+	return min(c[0], float64(c[1]/k))
 }
 
 // sizeRate caches one read size's curve rates.
@@ -212,13 +224,16 @@ func (f *flash) startReq(id int32) {
 // to the set of reads in service ends with a rerate.
 func (f *flash) rerate() {
 	elapsed := float64(f.now - f.mark)
-	if f.xfers > 0 {
-		// NB: reads of one size share a class, hence a rate, computed once.
+	// NB: reads of one size share a class, hence a rate: without derating
+	// it comes from the class's table (the same arithmetic, so the same
+	// bits); with it, it is computed once per class at the current heat.
+	rates, stride, base := f.byK, f.lanes, f.xfers-1
+	if f.thermalBytes > 0 && f.xfers > 0 {
 		k, h := float64(f.xfers), f.heat()
 		for i := range f.rates {
-			c := &f.rates[i].rate
-			f.cur[i] = min(c[0], float64(c[1]/k)) * h
+			f.cur[i] = shareRate(f.rates[i].rate, k) * h
 		}
+		rates, stride, base = f.cur, 1, 0
 	}
 	best, bestID := Time(math.MaxInt64), int32(-1)
 	var bestSeq uint64
@@ -228,7 +243,7 @@ func (f *flash) rerate() {
 			// Bring remaining up to date at the old rate (0 for a transfer
 			// that has just begun), then set the new rate.
 			r.remaining -= float64(r.rate * elapsed)
-			r.rate = f.cur[r.class]
+			r.rate = rates[int(r.class)*stride+base]
 			r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
 		}
 		if t := r.eta; t < best || t == best && r.seq < bestSeq {
