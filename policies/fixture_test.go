@@ -30,6 +30,7 @@ func newFixtureView(m *devices.ModelSpec, capacity int64) *fixtureView {
 
 func (v *fixtureView) State(k sim.Key) sim.Residency { return v.state[k] }
 func (v *fixtureView) InUse(k sim.Key) bool          { return v.inUse[k] }
+func (v *fixtureView) Evictable(k sim.Key) bool      { return v.state[k] == sim.Resident && !v.inUse[k] }
 func (v *fixtureView) FreeBytes() int64              { return v.capacity - v.used }
 func (v *fixtureView) LoadingBytes() int64           { return v.loading }
 func (v *fixtureView) CapacityBytes() int64          { return v.capacity }

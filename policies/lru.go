@@ -65,6 +65,4 @@ func (p *LRU) Victim(view sim.CacheView, _ int64, _ bool) (sim.Key, bool) {
 }
 
 // evictable reports whether the engine may evict k now.
-func evictable(view sim.CacheView, k sim.Key) bool {
-	return view.State(k) == sim.Resident && !view.InUse(k)
-}
+func evictable(view sim.CacheView, k sim.Key) bool { return view.Evictable(k) }

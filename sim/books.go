@@ -284,15 +284,20 @@ func (b *Books) Select(experts []int32) {
 // victims) and their reads started as demand reads, then the policy is told
 // of the uses. The caller then waits for the union to be Resident.
 func (b *Books) Classify() error {
+	// NB: the loop's invariants in locals: admit's calls would make the
+	// compiler reload them from b for every key.
+	measure, onUse, pass := b.Measure, b.OnUse, uint32(b.passNo)
+	if measure {
+		b.c.Uses += int64(len(b.union))
+	}
 	for _, k := range b.union {
 		ks := &b.keys[k]
 		st := ks.state
-		if b.OnUse != nil {
-			b.OnUse(k, st)
+		if onUse != nil {
+			onUse(k, st)
 		}
-		if b.Measure {
-			b.c.Uses++
-			if ks.requested == uint32(b.passNo) {
+		if measure {
+			if ks.requested == pass {
 				b.c.PrefetchCovered++
 			}
 			switch st {
@@ -306,7 +311,7 @@ func (b *Books) Classify() error {
 		}
 		if ks.prefUnused {
 			ks.prefUnused = false
-			if b.Measure {
+			if measure {
 				b.c.PrefetchUseful++
 			}
 		}
@@ -529,8 +534,12 @@ func (b *Books) cancelled(k Key) {
 // booksView is the read-only face of the Books shown to policies.
 type booksView struct{ b *Books }
 
-func (v booksView) State(k Key) Residency       { return v.b.keys[k].state }
-func (v booksView) InUse(k Key) bool            { return v.b.keys[k].seen == v.b.stamp }
+func (v booksView) State(k Key) Residency { return v.b.keys[k].state }
+func (v booksView) InUse(k Key) bool      { return v.b.keys[k].seen == v.b.stamp }
+func (v booksView) Evictable(k Key) bool {
+	ks := &v.b.keys[k]
+	return ks.state == Resident && ks.seen != v.b.stamp
+}
 func (v booksView) FreeBytes() int64            { return v.b.capacity - v.b.used }
 func (v booksView) LoadingBytes() int64         { return v.b.loadingBytes }
 func (v booksView) CapacityBytes() int64        { return v.b.capacity }

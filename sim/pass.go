@@ -152,55 +152,65 @@ func (e *engine) computeExperts(l int) error {
 		}
 		return nil
 	}
-	// Pending experts in union order; each round computes those resident now
-	// and drops them, so later rounds scan only what is still loading.
+	// Each round computes the experts resident now, in union order, and keeps
+	// the others pending, so later rounds scan only what is still loading.
+	// NB: no flash advance between experts: the compute order of resident
+	// experts does not change when the thread idles.
+	e.fl.advance(e.now)
 	e.pend = e.pend[:0]
-	for idx := range union {
-		e.pend = append(e.pend, int32(idx))
+	for idx, k := range union {
+		if e.bk.keys[k].state == Resident {
+			run(idx)
+		} else {
+			e.pend = append(e.pend, int32(idx))
+		}
 	}
+	progressed := len(e.pend) < len(union)
 	for len(e.pend) > 0 {
+		if !progressed {
+			// Nothing resident: fault in the first synchronous miss, or wait
+			// for a load to land.
+			if err := e.faultOrWait(union, l); err != nil {
+				return err
+			}
+		}
 		e.fl.advance(e.now)
 		kept := e.pend[:0]
 		for _, idx := range e.pend {
-			// NB: no flash advance between experts: the compute order of
-			// resident experts does not change when the thread idles.
 			if e.bk.keys[union[idx]].state == Resident {
 				run(int(idx))
 			} else {
 				kept = append(kept, idx)
 			}
 		}
-		progressed := len(kept) < len(e.pend)
+		progressed = len(kept) < len(e.pend)
 		e.pend = kept
-		if progressed || len(e.pend) == 0 {
-			continue
-		}
-		// Nothing resident: fault in the first synchronous miss, or wait for
-		// the next read to finish.
-		if e.cfg.Layout == LayoutGGUFMmap {
-			faulted := false
-			for _, idx := range e.pend {
-				if k := union[idx]; e.bk.keys[k].syncLoad {
-					e.faultIn(k)
-					faulted = true
-					break
-				}
-			}
-			if faulted {
-				continue
+	}
+	return nil
+}
+
+// faultOrWait is what the compute thread does when none of its pending
+// experts (e.pend, indices into union) is resident: with gguf-mmap it faults
+// in the first synchronous miss; otherwise it stalls until a load lands.
+func (e *engine) faultOrWait(union []Key, l int) error {
+	if e.cfg.Layout == LayoutGGUFMmap {
+		for _, idx := range e.pend {
+			if k := union[idx]; e.bk.keys[k].syncLoad {
+				e.faultIn(k)
+				return nil
 			}
 		}
-		// NB: until some load lands, no pending expert can become resident
-		// (nor a synchronous one appear: only Classify admits those), so the
-		// thread waits through flash events without rescanning. After each
-		// event it takes the others due at the same time, as the rescan's
-		// advance would: one of them may land a load.
-		for landed := e.bk.landed; e.bk.landed == landed; {
-			if !e.waitAnyRead() {
-				return fmt.Errorf("internal: %d experts of layer %d never became resident", len(e.pend), l)
-			}
-			e.fl.advance(e.now)
+	}
+	// NB: until some load lands, no pending expert can become resident (nor
+	// a synchronous one appear: only Classify admits those), so the thread
+	// waits through flash events without rescanning. After each event it
+	// takes the others due at the same time, as a rescan's advance would:
+	// one of them may land a load.
+	for landed := e.bk.landed; e.bk.landed == landed; {
+		if !e.waitAnyRead() {
+			return fmt.Errorf("internal: %d experts of layer %d never became resident", len(e.pend), l)
 		}
+		e.fl.advance(e.now)
 	}
 	return nil
 }

@@ -30,6 +30,9 @@ type CacheView interface {
 	State(k Key) Residency
 	// InUse reports whether k is needed by the layer being computed (it cannot be evicted).
 	InUse(k Key) bool
+	// Evictable reports whether the engine may evict k now: Resident and not
+	// InUse (one call where a victim search would make two).
+	Evictable(k Key) bool
 	// FreeBytes is capacity minus resident and loading bytes.
 	FreeBytes() int64
 	// LoadingBytes is the bytes of loads queued or in flight.
