@@ -14,7 +14,7 @@ LLAMA_ENV = OD=$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama) && \
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-sweep bench-long bench-runtime pgo lint fmt deps clean
+.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-instr bench-sweep bench-long bench-runtime pgo lint fmt deps clean
 
 all: build
 
@@ -77,6 +77,14 @@ PGO ?= $(CURDIR)/cmd/lessim/default.pgo
 bench: deps
 	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 20x ./sim/ ./policies/
 	$(GO) test -pgo=$(PGO) -run '^$$' -bench . -benchtime 3x ./traces/
+
+# bench-instr: instructions per simulator run and per expert selection for
+# lru, les and oracle on the reference shape, counted by Valgrind's
+# cachegrind (installed from Debian when missing): unlike wall time on a
+# shared host, the count repeats, so it judges a speed-up
+# (scripts/bench-instr.sh; about a minute per policy).
+bench-instr: deps
+	GO=$(GO) bash scripts/bench-instr.sh
 
 # bench-sweep: the 27-point replay sweep (needs ../shared/reference; skipped
 # without it) and the 1,000-point synthetic sweep (several minutes).

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# bench-instr.sh [POLICY...]: instructions per simulator run (make bench-instr).
+#
+# Wall time on this project's shared 2-core hosts drifts by 10-15% within an
+# hour and by 2x or more between hosts, so a speed-up is judged here by
+# counting: Valgrind's cachegrind counts the instructions the process runs
+# (a simulation is deterministic, so the count repeats to within a few
+# thousandths). For each policy it runs BenchmarkSimulateReference (the
+# reference shape: 40 layers x 256 experts, top-8, 2,000 tokens, 3 GiB cache)
+# for 2 and for 6 iterations and reports the difference divided by 4: the
+# instructions of one run without the set-up (trace synthesis, indexes),
+# and that per expert selection (2,000 x 40 x 8 = 640,000), with the first
+# level's data cache misses. GOGC=off and GOMAXPROCS=1 keep the garbage
+# collector and the scheduler out of the difference.
+#
+# Valgrind is Debian's package: installed with apt-get when missing. The
+# test binary is built with the profile lessim's binary uses (PGO, as make
+# bench). A run takes about a minute per policy (cachegrind is ~50x slower).
+set -euo pipefail
+GO=${GO:-go}
+PGO=${PGO:-$(pwd)/cmd/lessim/default.pgo}
+policies=("$@")
+[ ${#policies[@]} -gt 0 ] || policies=(lru les oracle)
+
+if ! command -v valgrind >/dev/null; then
+	echo "installing valgrind (Debian package)" >&2
+	apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null
+fi
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+"$GO" test -pgo="$PGO" -c -o "$dir/sim.test" ./sim/
+
+# count N POLICY: "instructions D1-misses" of N iterations (and the set-up).
+count() {
+	(cd sim && GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=yes \
+		--cachegrind-out-file=/dev/null "$dir/sim.test" -test.run '^$' \
+		-test.bench "Reference/$2\$" -test.benchtime "$1x" 2>&1) |
+		awk '/I *refs:/ {gsub(",", "", $4); i=$4} /D1  misses:/ {gsub(",", "", $4); d=$4} END {print i, d}'
+}
+
+for p in "${policies[@]}"; do
+	read -r i2 d2 < <(count 2 "$p")
+	read -r i6 d6 < <(count 6 "$p")
+	awk -v p="$p" -v i2="$i2" -v i6="$i6" -v d2="$d2" -v d6="$d6" 'BEGIN {
+		i = (i6 - i2) / 4; d = (d6 - d2) / 4
+		printf "%-8s %8.1f M instructions per run  %6.0f per selection  %6.2f M D1 misses per run\n", p, i / 1e6, i / 640000, d / 1e6
+	}'
+done
