@@ -175,17 +175,13 @@ func (s *LES) Observe(ev sim.Event) {
 
 // ObserveUses is Observe for a layer's Used events, in order.
 func (s *LES) ObserveUses(keys []sim.Key, layer int, _ int64) {
-	used := false
 	for _, k := range keys {
 		if !s.list.valid(k) {
 			continue
 		}
-		used = true
+		s.usedLayer = max(s.usedLayer, layer)
 		s.usedPass[k] = s.pass
 		s.list.touch(k)
-	}
-	if used {
-		s.usedLayer = max(s.usedLayer, layer)
 	}
 }
 
