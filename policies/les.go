@@ -195,7 +195,7 @@ func (s *LES) guarded(k sim.Key) bool {
 // guarded prefetches and declines at the first key used in the current pass.
 func (s *LES) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key, bool) {
 	for k := s.list.oldest(); k >= 0; k = s.list.newer(k) {
-		if !evictable(view, k) {
+		if !view.Evictable(k) {
 			continue
 		}
 		if forPrefetch {

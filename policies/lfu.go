@@ -97,7 +97,7 @@ func (f *LFU) Victim(view sim.CacheView, _ int64, _ bool) (sim.Key, bool) {
 	for len(f.walk) > 0 {
 		i := f.popWalk()
 		k := sim.Key(f.heap[i])
-		if evictable(view, k) {
+		if view.Evictable(k) {
 			return k, true
 		}
 		for _, c := range [2]int32{2*i + 1, 2*i + 2} {

@@ -57,12 +57,9 @@ func (p *LRU) ObserveUses(keys []sim.Key, _ int, _ int64) {
 // (loading keys cannot be evicted), or declines when there is none.
 func (p *LRU) Victim(view sim.CacheView, _ int64, _ bool) (sim.Key, bool) {
 	for k := p.list.oldest(); k >= 0; k = p.list.newer(k) {
-		if evictable(view, k) {
+		if view.Evictable(k) {
 			return k, true
 		}
 	}
 	return 0, false
 }
-
-// evictable reports whether the engine may evict k now.
-func evictable(view sim.CacheView, k sim.Key) bool { return view.Evictable(k) }

@@ -375,7 +375,7 @@ func (o *Oracle) farthest(view sim.CacheView) (sim.Key, int64, bool) {
 			o.neverUsed.clear(i)
 			continue
 		}
-		if evictable(view, k) {
+		if view.Evictable(k) {
 			return k, never, true
 		}
 	}
@@ -387,7 +387,7 @@ func (o *Oracle) farthest(view sim.CacheView) (sim.Key, int64, bool) {
 			if ks := &o.keys[k]; !ks.cached || ks.next != uint32(p) {
 				continue
 			}
-			if (best < 0 || k < best) && evictable(view, k) {
+			if (best < 0 || k < best) && view.Evictable(k) {
 				best = k
 			}
 		}

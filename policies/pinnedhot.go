@@ -128,7 +128,7 @@ func (h *PinnedHot) Observe(ev sim.Event) {
 func (h *PinnedHot) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key, bool) {
 	h.ensure(view)
 	for k := h.list.oldest(); k >= 0; k = h.list.newer(k) {
-		if evictable(view, k) {
+		if view.Evictable(k) {
 			return k, true
 		}
 	}
@@ -136,7 +136,7 @@ func (h *PinnedHot) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.K
 		return 0, false
 	}
 	for i := h.nPinned - 1; i >= 0; i-- {
-		if k := h.order[i]; evictable(view, k) {
+		if k := h.order[i]; view.Evictable(k) {
 			return k, true
 		}
 	}
