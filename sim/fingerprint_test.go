@@ -94,7 +94,10 @@ func fingerprint(t *testing.T) string {
 							cfg := sim.Config{Model: m, Device: d, CacheBytes: cache, Layout: layout, CachedFirst: cf,
 								SpecBlock: spec, SpecAccept: 0.6, Prefill: true, Seed: 7}
 							p := policies.DefaultParams(m)
-							p.Trace, p.Future, p.Depth = steps, fut, 1+boolInt(cf)
+							p.Trace, p.Future = steps, fut
+							if cf {
+								p.Depth = 2
+							}
 							pl, err := policies.New(pol, p)
 							if err != nil {
 								t.Fatal(err)
@@ -141,11 +144,4 @@ func fingerprintDevice(t *testing.T, name string) *devices.Device {
 		d.Flash.ThermalFloor, d.Flash.ThermalBytes = 0.6, 2<<30
 	}
 	return d
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
