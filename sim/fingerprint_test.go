@@ -30,7 +30,7 @@ func TestResultFingerprint(t *testing.T) {
 	if raceEnabled {
 		t.Skip("single-threaded and deterministic: the plain run checks it (too slow under -race)")
 	}
-	got := fingerprint(t)
+	got := fingerprint(t) + referenceFingerprint(t)
 	path := filepath.Join("testdata", "fingerprint.txt")
 	if *rewrite {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -115,6 +115,50 @@ func fingerprint(t *testing.T) string {
 				}
 			}
 		}
+	}
+	return out.String()
+}
+
+// referenceFingerprint adds the runs make bench times: every policy on the
+// reference shape's embedded default trace (2,000 tokens, lookahead indexed)
+// on the iPhone 17 Pro Max with a 3 GiB cache, per-expert, cached-first: long
+// enough for the flash queues, the stamps and the policies' books to reach
+// their steady state, which the short grid above never does.
+func referenceFingerprint(t *testing.T) string {
+	t.Helper()
+	m, err := devices.LookupModel("minicpm-v-4.7-35b-a3b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, steps, err := traces.Synth(m, traces.DefaultSynthOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces.IndexLookahead(steps, m.TopK, false)
+	fut, err := policies.FutureOf(m, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := fingerprintDevice(t, "iphone-17-pro-max")
+	var out strings.Builder
+	for _, pol := range policies.Names() {
+		cfg := sim.Config{Model: m, Device: d, CacheBytes: 3 << 30, Layout: sim.LayoutPerExpert, CachedFirst: true, SpecBlock: 1}
+		p := policies.DefaultParams(m)
+		p.Trace, p.Future = steps, fut
+		pl, err := policies.New(pol, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := sim.Run(cfg, steps, pl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := json.Marshal(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		fmt.Fprintf(&out, "reference %s per-expert 3072MiB cached-first=true spec=1 %x\n", pol, sum[:16])
 	}
 	return out.String()
 }
