@@ -59,14 +59,14 @@ func (e *engine) startAsync(k Key, demand bool) {
 	e.fl.advance(e.now)
 	l := e.bk.keys[k].layer
 	if e.cfg.Layout == LayoutPerExpert {
-		e.keyReqs[k][0] = e.fl.submit(k, e.layerBytes[l], demand)
+		e.keyReqs[k][0] = e.fl.submitClass(k, e.layerBytes[l], e.layerClass[l], demand)
 		e.bk.keys[k].pending = 1
 		return
 	}
 	rs := e.regions[l]
 	e.bk.keys[k].pending = int8(len(rs))
 	for i, b := range rs {
-		e.keyReqs[k][i] = e.fl.submit(k, b, demand)
+		e.keyReqs[k][i] = e.fl.submitClass(k, b, e.regionClass[l][i], demand)
 	}
 }
 
@@ -120,11 +120,11 @@ func (e *engine) Cancel() (Key, bool) {
 // waitAnyRead stalls the compute thread until the next flash event; false when idle.
 func (e *engine) waitAnyRead() bool {
 	e.fl.advance(e.now)
-	ev, id := e.fl.nextEvent()
-	if id < 0 || ev == math.MaxInt64 {
+	ev, h := e.fl.nextEvent()
+	if h < 0 || ev == math.MaxInt64 {
 		return false
 	}
-	e.fl.step(ev, id)
+	e.fl.step(ev, h)
 	e.stallTo(e.fl.now)
 	return true
 }
@@ -149,12 +149,12 @@ func (e *engine) waitResident(k Key) error {
 	}
 	e.fl.advance(e.now)
 	for e.bk.keys[k].state != Resident {
-		ev, id := e.fl.nextEvent()
-		if id < 0 {
+		ev, h := e.fl.nextEvent()
+		if h < 0 {
 			l, x := k.Split(e.nE)
 			return fmt.Errorf("internal: layer %d expert %d is loading but no read is in flight", l, x)
 		}
-		e.fl.step(ev, id)
+		e.fl.step(ev, h)
 	}
 	e.stallTo(e.fl.now)
 	return nil

@@ -35,6 +35,10 @@ type engine struct {
 
 	layerBytes []int64 // bytes of one expert per layer
 	regions    [][]int64
+	// layerClass and regionClass are the flash's read classes (flash.classOf)
+	// of an expert's read and of its regions' reads, per layer.
+	layerClass  []int32
+	regionClass [][]int32
 
 	keyReqs [][3]int32 // async read ids per key (for cancelling queued prefetches)
 
@@ -151,6 +155,12 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 		if len(e.regions[i]) == 0 {
 			e.regions[i] = []int64{l.ExpertBytes}
 		}
+		e.layerClass = append(e.layerClass, e.fl.classOf(l.ExpertBytes))
+		cs := make([]int32, len(e.regions[i]))
+		for j, b := range e.regions[i] {
+			cs[j] = e.fl.classOf(b)
+		}
+		e.regionClass = append(e.regionClass, cs)
 	}
 	e.res = Result{
 		Policy: pol.Name(), Model: m.Name, Device: cfg.Device.Name, Layout: string(cfg.Layout),

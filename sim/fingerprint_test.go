@@ -19,7 +19,8 @@ import (
 var rewrite = flag.Bool("rewrite", false, "rewrite testdata/fingerprint.txt from the current results")
 
 // TestResultFingerprint pins every field of the Result of a grid of runs
-// (devices, one with thermal derating × every policy × both layouts × two
+// (devices, one with thermal derating and one on the detailed gguf-mmap
+// fault path × every policy × both layouts × two
 // caches × rank order and cached-first, and speculative decoding at one of them; with
 // prefill, on a short two-sequence trace with depth-2 lookahead) by a hash of
 // its JSON. It is what keeps a speed-up honest: a change meant to give
@@ -84,7 +85,7 @@ func fingerprint(t *testing.T) string {
 		t.Fatal(err)
 	}
 	var out strings.Builder
-	for _, dev := range []string{"iphone-17-pro-max", "ufs4-phone-12gb", "thermal"} {
+	for _, dev := range []string{"iphone-17-pro-max", "ufs4-phone-12gb", "thermal", "mmap-detailed"} {
 		d := fingerprintDevice(t, dev)
 		for _, pol := range policies.Names() {
 			for _, layout := range []sim.Layout{sim.LayoutPerExpert, sim.LayoutGGUFMmap} {
@@ -92,7 +93,7 @@ func fingerprint(t *testing.T) string {
 					for _, cf := range []bool{false, true} {
 						for _, spec := range fingerprintSpecs(cache, cf) {
 							cfg := sim.Config{Model: m, Device: d, CacheBytes: cache, Layout: layout, CachedFirst: cf,
-								SpecBlock: spec, SpecAccept: 0.6, Prefill: true, Seed: 7}
+								SpecBlock: spec, SpecAccept: 0.6, Prefill: true, Seed: 7, MmapNeighbours: dev == "mmap-detailed"}
 							p := policies.DefaultParams(m)
 							p.Trace, p.Future = steps, fut
 							if cf {
@@ -173,19 +174,25 @@ func fingerprintSpecs(cache int64, cachedFirst bool) []int {
 }
 
 // fingerprintDevice loads a shipped profile; "thermal" is the iPhone 17 Pro
-// Max with thermal derating (no shipped profile states it).
+// Max with thermal derating (no shipped profile states it), "mmap-detailed"
+// the same phone with 4 compute threads and a 256 KiB asynchronous
+// read-ahead, which (with neighbours, set by the grid) drive gguf-mmap's
+// detailed fault path.
 func fingerprintDevice(t *testing.T, name string) *devices.Device {
 	t.Helper()
-	thermal := name == "thermal"
-	if thermal {
-		name = "iphone-17-pro-max"
+	base := name
+	if name == "thermal" || name == "mmap-detailed" {
+		base = "iphone-17-pro-max"
 	}
-	d, err := devices.LoadDevice(name)
+	d, err := devices.LoadDevice(base)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if thermal {
+	switch name {
+	case "thermal":
 		d.Flash.ThermalFloor, d.Flash.ThermalBytes = 0.6, 2<<30
+	case "mmap-detailed":
+		d.ComputeThreads, d.Flash.ReadAheadAsyncBytes = 4, 256<<10
 	}
 	return d
 }

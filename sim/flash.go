@@ -23,24 +23,28 @@ type flash struct {
 	single  []devices.CurvePoint
 	agg     []devices.CurvePoint
 
-	now    Time
-	reqs   []flashReq // request table; ids index it
-	free   []int32    // recycled ids
-	active []int32    // ids in service, in start order
-	demQ   fifo       // waiting demand reads
-	preQ   fifo       // waiting prefetch reads
+	now  Time
+	reqs []flashReq // request table; ids index it
+	free []int32    // recycled ids
+	// svc holds the reads in service (at most lanes), in no particular
+	// order: their hot state, kept dense so that rerate walks contiguous
+	// memory instead of the request table.
+	svc  []inService
+	demQ fifo // waiting demand reads
+	preQ fifo // waiting prefetch reads
 
-	xfers int    // active requests past their latency
+	xfers int    // reads in service past their latency
 	seq   uint64 // submissions so far
 
-	mark   Time  // time of the last rate change: remaining bytes are as of then
-	nextT  Time  // earliest pending event (kept by rerate)
-	nextID int32 // its read, -1 when idle
+	mark  Time  // time of the last rate change: remaining bytes are as of then
+	nextT Time  // earliest pending event (kept by rerate)
+	nextI int32 // its read's index in svc, -1 when idle
 
 	rates []sizeRate // read size → (single, aggregate) bytes/ns; a read's class indexes it
 	cur   []float64  // scratch: each class's rate at the current k (rerate, with derating)
-	// byK[c*lanes+k-1] is class c's rate with k transfers in progress and no
-	// thermal derating: min(single, aggregate/k), computed once per class.
+	// byK[(k-1)*len(rates)+c] is class c's rate with k transfers in
+	// progress and no thermal derating: min(single, aggregate/k), computed
+	// once per class (so the classes' rates at one k are one row).
 	byK []float64
 
 	thermalFloor float64 // fraction of cold bandwidth left when hot (0: no derating)
@@ -55,17 +59,13 @@ type flash struct {
 	busyNS    Time // time with at least one transfer in progress
 }
 
+// flashReq is one read's record: what it is and when each phase began.
 type flashReq struct {
-	// Hot: read at every event (kept within the first cache line).
-	eta       Time    // next event: latency end, or completion at the current rate
-	seq       uint64  // submission order, the tie-break
-	remaining float64 // bytes left to transfer
-	rate      float64 // current bytes/ns
-	class     int32   // index of this read's size in flash.rates
-	inXfer    bool
-	sync      bool // the caller waits on this id and releases it itself
-	finished  bool
-	demand    bool
+	seq      uint64 // submission order, the tie-break
+	class    int32  // index of this read's size in flash.rates
+	sync     bool   // the caller waits on this id and releases it itself
+	finished bool
+	demand   bool
 
 	key       Key // expert the read belongs to, or -1
 	bytes     int64
@@ -73,6 +73,17 @@ type flashReq struct {
 	start     Time // lane acquired
 	xferStart Time // latency over, transfer begins
 	finish    Time
+}
+
+// inService is the hot state of a read holding a lane.
+type inService struct {
+	eta       Time    // next event: latency end, or completion at the current rate
+	seq       uint64  // the read's submission order
+	remaining float64 // bytes left to transfer
+	rate      float64 // current bytes/ns (0 until the transfer begins)
+	class     int32
+	id        int32
+	inXfer    bool
 }
 
 type fifo struct {
@@ -98,7 +109,7 @@ func newFlash(f devices.Flash) *flash {
 		single:  f.SingleLane,
 		agg:     f.Aggregate,
 		nextT:   math.MaxInt64,
-		nextID:  -1,
+		nextI:   -1,
 
 		thermalFloor: f.ThermalFloor,
 		thermalBytes: float64(f.ThermalBytes),
@@ -129,10 +140,15 @@ func (f *flash) classOf(b int64) int32 {
 	r := [2]float64{devices.Interp(f.single, b) / 1e9, devices.Interp(f.agg, b) / 1e9}
 	f.rates = append(f.rates, sizeRate{b, r})
 	f.cur = append(f.cur, 0)
+	// NB: rows are per k, so a new class rebuilds the table (a few times per run).
+	nc := len(f.rates)
+	f.byK = f.byK[:0]
 	for k := 1; k <= f.lanes; k++ {
-		f.byK = append(f.byK, shareRate(r, float64(k)))
+		for c := 0; c < nc; c++ {
+			f.byK = append(f.byK, shareRate(f.rates[c].rate, float64(k)))
+		}
 	}
-	return int32(len(f.rates) - 1)
+	return int32(nc - 1)
 }
 
 // shareRate is one transfer's bytes/ns with k transfers in progress, for a
@@ -150,6 +166,12 @@ type sizeRate struct {
 // submit queues a read at time f.now and returns its id. The caller must have
 // advanced the device to the submission time.
 func (f *flash) submit(key Key, bytes int64, demand bool) int32 {
+	return f.submitClass(key, bytes, f.classOf(bytes), demand)
+}
+
+// submitClass is submit for a read whose class (classOf(bytes)) the caller
+// looked up once beforehand (NB: the engine's expert reads, one per miss).
+func (f *flash) submitClass(key Key, bytes int64, class int32, demand bool) int32 {
 	var id int32
 	if n := len(f.free); n > 0 {
 		id = f.free[n-1]
@@ -162,19 +184,20 @@ func (f *flash) submit(key Key, bytes int64, demand bool) int32 {
 	f.seq++
 	f.bytesRead += bytes
 	r := &f.reqs[id]
-	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, remaining: float64(bytes), class: f.classOf(bytes)}
-	if len(f.active) < f.lanes {
+	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, class: class}
+	switch {
+	case len(f.svc) < f.lanes:
 		f.startReq(id)
 		if f.latency == 0 {
 			f.rerate() // a transfer began: every rate changes
-		} else if r.eta < f.nextT {
+		} else if i := len(f.svc) - 1; f.svc[i].eta < f.nextT {
 			// NB: only the latency phase began, so no rate changed; ties keep
 			// the earlier read, which has the lower seq.
-			f.nextT, f.nextID = r.eta, id
+			f.nextT, f.nextI = f.svc[i].eta, int32(i)
 		}
-	} else if demand {
+	case demand:
 		f.demQ.push(id)
-	} else {
+	default:
 		f.preQ.push(id)
 	}
 	return id
@@ -199,24 +222,43 @@ func (f *flash) cancelQueued(id int32) bool {
 }
 
 func (f *flash) started(id int32) bool {
-	for _, a := range f.active {
-		if a == id {
+	for i := range f.svc {
+		if f.svc[i].id == id {
 			return true
 		}
 	}
 	return f.reqs[id].finished
 }
 
+// startReq gives read id a lane: its latency begins now.
 func (f *flash) startReq(id int32) {
 	r := &f.reqs[id]
 	r.start = f.now
 	r.xferStart = f.now + f.latency
-	r.eta = r.xferStart
-	f.active = append(f.active, id)
+	f.svc = append(f.svc, inService{eta: r.xferStart, seq: r.seq, remaining: float64(r.bytes), class: r.class, id: id, inXfer: f.latency == 0})
 	if f.latency == 0 {
-		r.inXfer = true
 		f.xfers++
 	}
+}
+
+// rateRow is each class's rate per transfer with the current number of
+// transfers in progress (nil when there are none).
+func (f *flash) rateRow() []float64 {
+	k := f.xfers
+	if k == 0 {
+		return nil
+	}
+	if f.thermalBytes > 0 {
+		// NB: with derating the rates move with the heat: computed once per
+		// class at each rerate.
+		h := f.heat()
+		for i := range f.rates {
+			f.cur[i] = shareRate(f.rates[i].rate, float64(k)) * h
+		}
+		return f.cur
+	}
+	nc := len(f.rates)
+	return f.byK[(k-1)*nc : k*nc]
 }
 
 // rerate recomputes every transfer's rate and completion time after k
@@ -224,39 +266,29 @@ func (f *flash) startReq(id int32) {
 // to the set of reads in service ends with a rerate.
 func (f *flash) rerate() {
 	elapsed := float64(f.now - f.mark)
-	// NB: reads of one size share a class, hence a rate: without derating
-	// it comes from the class's table (the same arithmetic, so the same
-	// bits); with it, it is computed once per class at the current heat.
-	rates, stride, base := f.byK, f.lanes, f.xfers-1
-	if f.thermalBytes > 0 && f.xfers > 0 {
-		k, h := float64(f.xfers), f.heat()
-		for i := range f.rates {
-			f.cur[i] = shareRate(f.rates[i].rate, k) * h
-		}
-		rates, stride, base = f.cur, 1, 0
-	}
-	best, bestID := Time(math.MaxInt64), int32(-1)
+	rates := f.rateRow()
+	best, bestI := Time(math.MaxInt64), int32(-1)
 	var bestSeq uint64
-	for _, id := range f.active {
-		r := &f.reqs[id]
-		if r.inXfer {
+	for i := range f.svc {
+		a := &f.svc[i]
+		if a.inXfer {
 			// Bring remaining up to date at the old rate (0 for a transfer
 			// that has just begun), then set the new rate.
-			r.remaining -= float64(r.rate * elapsed)
-			r.rate = rates[int(r.class)*stride+base]
-			r.eta = f.now + Time(math.Ceil(float64(r.remaining/r.rate)))
+			a.remaining -= float64(a.rate * elapsed)
+			a.rate = rates[a.class]
+			a.eta = f.now + Time(math.Ceil(float64(a.remaining/a.rate)))
 		}
-		if t := r.eta; t < best || t == best && r.seq < bestSeq {
-			best, bestID, bestSeq = t, id, r.seq
+		if t := a.eta; t < best || t == best && a.seq < bestSeq {
+			best, bestI, bestSeq = t, int32(i), a.seq
 		}
 	}
-	f.nextT, f.nextID = best, bestID
+	f.nextT, f.nextI = best, bestI
 	f.mark = f.now
 }
 
-// nextEvent is the time and read of the earliest pending event (ties: the
-// read submitted first), or (MaxInt64, -1) when idle.
-func (f *flash) nextEvent() (Time, int32) { return f.nextT, f.nextID }
+// nextEvent is the time of the earliest pending event (ties: the read
+// submitted first) and a handle for step, or (MaxInt64, -1) when idle.
+func (f *flash) nextEvent() (Time, int32) { return f.nextT, f.nextI }
 
 // progress moves the clock to t (no event lies in between), counting busy
 // time. Transfers need no update: their completion times stay valid until the
@@ -272,40 +304,35 @@ func (f *flash) progress(t Time) {
 
 // advance processes every event at or before t, then moves the clock to t.
 func (f *flash) advance(t Time) {
-	for {
-		ev, id := f.nextEvent()
-		if id < 0 || ev > t {
-			break
-		}
-		f.step(ev, id)
+	for f.nextI >= 0 && f.nextT <= t {
+		f.step(f.nextT, f.nextI)
 	}
 	f.progress(t)
 }
 
-// step fires one event: id's latency end or completion at time ev.
-func (f *flash) step(ev Time, id int32) {
+// step fires one event at time ev, the one nextEvent named (i): a latency
+// end or a completion. It returns the request id of the read concerned.
+func (f *flash) step(ev Time, i int32) int32 {
 	f.progress(ev)
-	r := &f.reqs[id]
-	if !r.inXfer {
-		r.inXfer = true
+	a := &f.svc[i]
+	if !a.inXfer {
+		a.inXfer = true
 		f.xfers++
 		f.rerate()
-		return
+		return a.id
 	}
 	// Completion. NB: remaining may be a hair above zero from rounding; the
 	// event time already rounded up, so the transfer is done.
-	r.remaining = 0
-	r.inXfer = false
+	id := a.id
+	r := &f.reqs[id]
 	r.finished = true
 	r.finish = ev
 	f.xfers--
-	for i, a := range f.active {
-		if a == id {
-			copy(f.active[i:], f.active[i+1:])
-			f.active = f.active[:len(f.active)-1]
-			break
-		}
-	}
+	// NB: the order of svc is immaterial (rerate's tie-break is seq), so the
+	// last read takes the finished one's place.
+	last := len(f.svc) - 1
+	f.svc[i] = f.svc[last]
+	f.svc = f.svc[:last]
 	switch {
 	case f.demQ.len() > 0:
 		f.startReq(f.demQ.pop())
@@ -316,6 +343,7 @@ func (f *flash) step(ev Time, id int32) {
 	if f.done != nil {
 		f.done(id, r)
 	}
+	return id
 }
 
 // release recycles a finished request id once the caller has read it.

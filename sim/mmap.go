@@ -262,13 +262,13 @@ func (e *engine) faultRegion(l, t, x int) int64 {
 				best = i
 			}
 		}
-		ev, id := e.fl.nextEvent()
-		if best < 0 || id >= 0 && ev <= ths[best].ready {
+		ev, h := e.fl.nextEvent()
+		if best < 0 || h >= 0 && ev <= ths[best].ready {
 			// NB: flash events at a time fire before a thread acts at it.
-			if !waiting && best < 0 || id < 0 {
+			if !waiting && best < 0 || h < 0 {
 				break // every thread is done (read-aheads may still be in flight)
 			}
-			e.fl.step(ev, id)
+			id := e.fl.step(ev, h)
 			for i := range ths {
 				if ths[i].wait == id {
 					ths[i].wait, ths[i].ready = -1, max(ths[i].ready, e.fl.now)

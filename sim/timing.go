@@ -78,6 +78,14 @@ func (e *engine) denseTime(l, n int) Time {
 	if n == 1 {
 		return e.times.dense[l]
 	}
+	return e.denseTimeN(l, n)
+}
+
+// denseTimeN is denseTime off its table (NB: apart and not inlined, so
+// that denseTime inlines).
+//
+//go:noinline
+func (e *engine) denseTimeN(l, n int) Time {
 	ls := &e.m.Layers[l]
 	return e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, n) + e.cm.over
 }
@@ -87,6 +95,14 @@ func (e *engine) expertTime(l, n int) Time {
 	if n == 1 {
 		return e.times.expert[l]
 	}
+	return e.expertTimeN(l, n)
+}
+
+// expertTimeN is expertTime off its table (NB: apart and not inlined, so
+// that expertTime inlines: it runs once per expert use).
+//
+//go:noinline
+func (e *engine) expertTimeN(l, n int) Time {
 	ls := &e.m.Layers[l]
 	return e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, n)
 }
