@@ -303,7 +303,16 @@ func (f *flash) progress(t Time) {
 }
 
 // advance processes every event at or before t, then moves the clock to t.
+// NB: small enough to inline: most calls find the clock at t already and no
+// event due (nextT is MaxInt64 when idle).
 func (f *flash) advance(t Time) {
+	if f.nextT <= t || t > f.now {
+		f.advanceTo(t)
+	}
+}
+
+// advanceTo is advance's work, when there is some.
+func (f *flash) advanceTo(t Time) {
 	for f.nextI >= 0 && f.nextT <= t {
 		f.step(f.nextT, f.nextI)
 	}
@@ -316,8 +325,18 @@ func (f *flash) step(ev Time, i int32) int32 {
 	f.progress(ev)
 	a := &f.svc[i]
 	if !a.inXfer {
-		a.inXfer = true
-		f.xfers++
+		// NB: every read whose latency ends now begins its transfer now, under
+		// one rerate. One rerate per read would give the same state: a rerate
+		// at an instant already rerated has zero elapsed time, so it leaves
+		// every remaining byte count as it was, and the last one sets the
+		// rates and completion times these do. (Completions are not batched
+		// so: each re-evaluates the others' remaining bytes.)
+		for j := range f.svc {
+			if b := &f.svc[j]; !b.inXfer && b.eta == ev {
+				b.inXfer = true
+				f.xfers++
+			}
+		}
 		f.rerate()
 		return a.id
 	}
