@@ -42,9 +42,9 @@ type flash struct {
 
 	rates []sizeRate // read size → (single, aggregate) bytes/ns; a read's class indexes it
 	cur   []float64  // scratch: each class's rate at the current k (rerate, with derating)
-	// byK[(k-1)*len(rates)+c] is class c's rate with k transfers in
-	// progress and no thermal derating: min(single, aggregate/k), computed
-	// once per class (so the classes' rates at one k are one row).
+	// byK[k*len(rates)+c] is class c's rate with k transfers in progress
+	// and no thermal derating: min(single, aggregate/k), computed once per
+	// class (so the classes' rates at one k are one row).
 	byK []float64
 
 	thermalFloor float64 // fraction of cold bandwidth left when hot (0: no derating)
@@ -140,9 +140,10 @@ func (f *flash) classOf(b int64) int32 {
 	r := [2]float64{devices.Interp(f.single, b) / 1e9, devices.Interp(f.agg, b) / 1e9}
 	f.rates = append(f.rates, sizeRate{b, r})
 	f.cur = append(f.cur, 0)
-	// NB: rows are per k, so a new class rebuilds the table (a few times per run).
+	// NB: rows are per k, so a new class rebuilds the table (a few times
+	// per run); row 0, for no transfer, is zeros and never read.
 	nc := len(f.rates)
-	f.byK = f.byK[:0]
+	f.byK = append(f.byK[:0], make([]float64, nc)...)
 	for k := 1; k <= f.lanes; k++ {
 		for c := 0; c < nc; c++ {
 			f.byK = append(f.byK, shareRate(f.rates[c].rate, float64(k)))
@@ -242,48 +243,53 @@ func (f *flash) startReq(id int32) {
 }
 
 // rateRow is each class's rate per transfer with the current number of
-// transfers in progress (nil when there are none).
+// transfers in progress (row 0, for none, is never read).
 func (f *flash) rateRow() []float64 {
-	k := f.xfers
-	if k == 0 {
-		return nil
-	}
 	if f.thermalBytes > 0 {
-		// NB: with derating the rates move with the heat: computed once per
-		// class at each rerate.
-		h := f.heat()
-		for i := range f.rates {
-			f.cur[i] = shareRate(f.rates[i].rate, float64(k)) * h
-		}
-		return f.cur
+		return f.heatRow()
 	}
 	nc := len(f.rates)
-	return f.byK[(k-1)*nc : k*nc]
+	return f.byK[f.xfers*nc : (f.xfers+1)*nc]
+}
+
+// heatRow is rateRow with thermal derating: the rates move with the heat,
+// so they are computed once per class at each rerate.
+func (f *flash) heatRow() []float64 {
+	if f.xfers == 0 {
+		return nil
+	}
+	k, h := float64(f.xfers), f.heat()
+	for i := range f.rates {
+		f.cur[i] = shareRate(f.rates[i].rate, k) * h
+	}
+	return f.cur
 }
 
 // rerate recomputes every transfer's rate and completion time after k
 // changed, and the next event; f.now must be the current time. Every change
 // to the set of reads in service ends with a rerate.
 func (f *flash) rerate() {
-	elapsed := float64(f.now - f.mark)
-	rates := f.rateRow()
-	best, bestI := Time(math.MaxInt64), int32(-1)
+	// NB: the fields the loop reads in locals: its stores through a could
+	// alias them, so the compiler would reload each one every iteration.
+	svc, now, rates := f.svc, f.now, f.rateRow()
+	elapsed := float64(now - f.mark)
+	best, bestI := Time(math.MaxInt64), -1
 	var bestSeq uint64
-	for i := range f.svc {
-		a := &f.svc[i]
+	for i := range svc {
+		a := &svc[i]
 		if a.inXfer {
 			// Bring remaining up to date at the old rate (0 for a transfer
 			// that has just begun), then set the new rate.
 			a.remaining -= float64(a.rate * elapsed)
 			a.rate = rates[a.class]
-			a.eta = f.now + Time(math.Ceil(float64(a.remaining/a.rate)))
+			a.eta = now + Time(math.Ceil(float64(a.remaining/a.rate)))
 		}
 		if t := a.eta; t < best || t == best && a.seq < bestSeq {
-			best, bestI, bestSeq = t, int32(i), a.seq
+			best, bestI, bestSeq = t, i, a.seq
 		}
 	}
-	f.nextT, f.nextI = best, bestI
-	f.mark = f.now
+	f.nextT, f.nextI = best, int32(bestI)
+	f.mark = now
 }
 
 // nextEvent is the time of the earliest pending event (ties: the read
