@@ -368,8 +368,12 @@ func (b *Books) start(k Key, demand bool) {
 }
 
 func (b *Books) wait(block bool) bool {
-	if b.eng != nil {
-		return b.eng.Wait(block)
+	if e := b.eng; e != nil {
+		if !block {
+			e.fl.advance(e.now) // NB: Wait(false), inline: mostly nothing is due
+			return true
+		}
+		return e.waitAnyRead()
 	}
 	return b.io.Wait(block)
 }
@@ -495,17 +499,23 @@ func (b *Books) overBudget(need int64) (bool, error) {
 }
 
 func (b *Books) checkVictim(v Key) error {
+	// NB: the valid case inlines; the messages are built apart.
+	if v >= 0 && int(v) < len(b.keys) && b.keys[v].state == Resident && b.keys[v].seen != b.stamp {
+		return nil
+	}
+	return b.badVictim(v)
+}
+
+// badVictim says why v cannot be evicted.
+func (b *Books) badVictim(v Key) error {
 	if v < 0 || int(v) >= len(b.keys) {
 		return fmt.Errorf("policy %s chose victim %d: no such expert", b.pol.Name(), v)
 	}
 	l, x := v.Split(b.nE)
-	switch {
-	case b.keys[v].state != Resident:
+	if b.keys[v].state != Resident {
 		return fmt.Errorf("policy %s chose victim layer %d expert %d: not resident", b.pol.Name(), l, x)
-	case b.keys[v].seen == b.stamp:
-		return fmt.Errorf("policy %s chose victim layer %d expert %d: in use by the current layer", b.pol.Name(), l, x)
 	}
-	return nil
+	return fmt.Errorf("policy %s chose victim layer %d expert %d: in use by the current layer", b.pol.Name(), l, x)
 }
 
 func (b *Books) evict(k Key) {
