@@ -11,7 +11,10 @@
 # instructions of one run without the set-up (trace synthesis, indexes),
 # and that per expert selection (2,000 x 40 x 8 = 640,000), with the first
 # level's data cache misses. GOGC=off and GOMAXPROCS=1 keep the garbage
-# collector and the scheduler out of the difference.
+# collector and the scheduler out of the difference. GODEBUG=cpu.rdtscp=off:
+# Debian's valgrind (3.19) cannot decode RDTSCP, which Go's runtime runs when
+# a thread sleeps on a contended lock; without it runs died now and then with
+# SIGILL (more often on a loaded host).
 #
 # Valgrind is Debian's package: installed with apt-get when missing. The
 # test binary is built with the profile lessim's binary uses (PGO, as make
@@ -32,7 +35,7 @@ trap 'rm -rf "$dir"' EXIT
 
 # count N POLICY: "instructions D1-misses" of N iterations (and the set-up).
 count() {
-	(cd sim && GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=yes \
+	(cd sim && GODEBUG=cpu.rdtscp=off GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=yes \
 		--cachegrind-out-file=/dev/null "$dir/sim.test" -test.run '^$' \
 		-test.bench "Reference/$2\$" -test.benchtime "$1x" 2>&1) |
 		awk '/I *refs:/ {gsub(",", "", $4); i=$4} /D1  misses:/ {gsub(",", "", $4); d=$4} END {print i, d}'
