@@ -28,6 +28,10 @@
 // completes first). Flash events at time t are processed before the compute
 // thread acts at t, so a read that finishes exactly when the compute thread
 // looks is a hit on it. TestEqualTimesFireInSubmissionOrder pins this.
+// Reads whose latency ends at one instant begin their transfers together,
+// under one recomputation of the shared rates: the same state as one at a
+// time, since a recomputation at an instant already recomputed has no
+// elapsed time to charge.
 //
 // # Resources
 //
