@@ -243,24 +243,32 @@ func (o *Oracle) startPass(first int64) {
 }
 
 // index records cached key k's next use.
-func (o *Oracle) index(k sim.Key) {
-	n := o.keys[k].next
+func (o *Oracle) index(k sim.Key) { o.hold(k, o.keys[k].next) }
+
+// unindex forgets cached key k's next use (neverUsed forgets lazily).
+func (o *Oracle) unindex(k sim.Key) { o.release(o.keys[k].next) }
+
+// hold records that n is the next use of cached key k (noUse: k has none).
+func (o *Oracle) hold(k sim.Key, n uint32) {
 	if n == noUse {
 		o.neverUsed.set(int(k))
 		return
 	}
-	if o.held[n]++; o.held[n] == 1 {
+	h := o.held[n] + 1
+	o.held[n] = h
+	if h == 1 {
 		o.byUse.set(int(n))
 	}
 }
 
-// unindex forgets cached key k's next use (neverUsed forgets lazily).
-func (o *Oracle) unindex(k sim.Key) {
-	n := o.keys[k].next
+// release forgets one cached key whose next use is n.
+func (o *Oracle) release(n uint32) {
 	if n == noUse {
 		return
 	}
-	if o.held[n]--; o.held[n] == 0 {
+	h := o.held[n] - 1
+	o.held[n] = h
+	if h == 0 {
 		o.byUse.clear(int(n))
 	}
 }
@@ -337,16 +345,15 @@ func (o *Oracle) used(k sim.Key, limit uint64) {
 	// NB: after spares reading at for a key used once in the pass (the
 	// common case): the next use is known and the one after loads ahead.
 	if uint64(ks.after) > limit {
-		if ks.cached {
-			o.unindex(k)
-		}
+		old := ks.next
 		ks.cursor++
 		ks.next, ks.after = ks.after, noUse
 		if ks.next != noUse {
 			ks.after = o.uses.at[ks.cursor+1] // at most the key's noUse
 		}
 		if ks.cached {
-			o.index(k)
+			o.release(old)
+			o.hold(k, ks.next)
 		}
 		return
 	}
