@@ -22,7 +22,7 @@ import (
 // token, plus 8 bytes per (token, layer) only when the trace's selections are
 // not all of one length. Oracle's next-use index, built from it once and
 // shared by every run over the trace, adds 4 bytes per distinct selection
-// (uint32 positions) and 4 bytes per (layer, expert) key; each oracle run
+// (uint32 positions) and 8 bytes per (layer, expert) key; each oracle run
 // adds 12 bytes per key and a bit per (token, layer): about 6 bytes per
 // selection in all, 1.9 KB per token of the 40-layer, top-8 shape (the steps
 // themselves take about 10 KB).
@@ -148,10 +148,11 @@ func (f *Future) Bytes() int64 {
 
 // nextUses is a Future's next-use index, shared by every run over the trace:
 // the distinct use positions (step×layers + layer) of each (layer, expert)
-// key in trace order, CSR-style. It is read-only once built.
+// key in trace order, CSR-style, each key's run ended by noUse. It is
+// read-only once built.
 type nextUses struct {
-	start []int32  // uses of key k are at[start[k]:start[k+1]]
-	at    []uint32 // use positions, ascending per key
+	start []int32  // uses of key k are at[start[k]:start[k+1]-1]
+	at    []uint32 // use positions, ascending per key; at[start[k+1]-1] == noUse
 }
 
 // NextUses builds (once, safe for concurrent runs) and returns the index.
@@ -169,7 +170,7 @@ func buildNextUses(f *Future) (*nextUses, error) {
 	u := &nextUses{start: make([]int32, n+1)}
 	f.forEachUse(func(k int, _ uint32) { u.start[k+1]++ })
 	for k := range n {
-		u.start[k+1] += u.start[k]
+		u.start[k+1] += u.start[k] + 1 // NB: + 1 for the key's noUse
 	}
 	u.at = make([]uint32, u.start[n])
 	fill := slices.Clone(u.start[:n])
@@ -177,6 +178,9 @@ func buildNextUses(f *Future) (*nextUses, error) {
 		u.at[fill[k]] = pos
 		fill[k]++
 	})
+	for k := range n {
+		u.at[fill[k]] = noUse
+	}
 	return u, nil
 }
 

@@ -31,33 +31,45 @@ var (
 // With no scores, Prefetch=false or Depth=0 it never prefetches, so it is
 // never asked for prefetch room and behaves exactly like OnDemand.
 //
-// Candidate selection is a partial selection (a bounded heap over one score
-// vector, then an insertion sort of the few survivors) in reused buffers: no
-// allocation per layer once the buffers have grown.
+// Candidates come from the trace's precomputed index when it covers what is
+// asked for, else from a partial selection over the score vector
+// (traces.TopIndices) in reused buffers: no allocation per layer once the
+// buffers have grown. A single token's candidates are named in place; only a
+// union of several is gathered and sorted.
 type LES struct {
 	p       Params
 	layers  int
 	experts int
-	list    recency
+	list    recency[lesKey] // recency, each key's pass state beside its links
 
 	// Pass tracking: passes are numbered from 1 (0 marks "never"); each
 	// PassStart event starts the next.
 	pass      uint32
-	usedLayer int      // latest layer with Used events in this pass (-1: none)
-	usedPass  []uint32 // pass of each key's latest Used event
-	guard     []uint32 // pass in which each key was admitted by a prefetch (0: not)
+	usedLayer int // latest layer with Used events in this pass (-1: none)
 
-	mark     []uint32 // mark[k] == gen: k already considered in this Prefetch call
-	gen      uint32
-	top      []int32   // scratch: selected experts of one score vector
+	mark     []uint32  // per expert of a layer: mark[e] == gen: e already named
+	gen      uint32    // one generation per (Prefetch call, depth)
+	top      []int32   // scratch: selected experts of one score vector, or of a union
 	topScore []float32 // scratch: their scores
 	cands    []candidate
 }
 
-// candidate is one key a token's lookahead wants, with its score.
+// lesKey is one key's pass state, kept in its recency node.
+type lesKey struct {
+	usedPass uint32 // pass of the key's latest Used event
+	guard    uint32 // pass in which the key was admitted by a prefetch (0: not)
+}
+
+// candidate is one expert a token's lookahead wants, with its score.
 type candidate struct {
-	key   sim.Key
-	score float32
+	expert int32
+	score  float32
+}
+
+// budget is a Prefetch call's in-flight cap: with limit > 0, the bytes of
+// the absent keys asked for may not exceed room.
+type budget struct {
+	limit, room, asked int64
 }
 
 // NewLES builds a lookahead policy for p.Model from p.TopN, p.Threshold,
@@ -67,11 +79,10 @@ func NewLES(p Params) (*LES, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := numKeys(p.Model)
 	return &LES{
-		p: p, layers: len(p.Model.Layers), experts: p.Model.Experts, list: newRecency(n),
-		pass: 1, usedLayer: -1,
-		usedPass: make([]uint32, n), guard: make([]uint32, n), mark: make([]uint32, n),
+		p: p, layers: len(p.Model.Layers), experts: p.Model.Experts,
+		list: newRecency[lesKey](numKeys(p.Model)),
+		pass: 1, usedLayer: -1, mark: make([]uint32, p.Model.Experts),
 	}, nil
 }
 
@@ -88,62 +99,103 @@ func (s *LES) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) []s
 	if !s.p.Prefetch || s.p.Depth == 0 || la.Scores == nil {
 		return dst
 	}
+	b := budget{limit: s.p.MaxInflightBytes}
+	if b.limit > 0 {
+		b.room = b.limit - view.LoadingBytes()
+	}
+	for d := 1; d <= s.p.Depth; d++ {
+		if la.Layer+d >= s.layers {
+			break
+		}
+		var full bool
+		if dst, full = s.prefetchLayer(la, d, view, &b, dst); full {
+			break
+		}
+	}
+	return dst
+}
+
+// prefetchLayer names the depth-d candidates (of layer la.Layer+d): the
+// union of every token's, best first; full reports that the in-flight cap
+// stopped it.
+func (s *LES) prefetchLayer(la *sim.Lookahead, d int, view sim.CacheView, b *budget, dst []sim.Key) (_ []sim.Key, full bool) {
+	tokens, last := 0, 0
+	for t, tok := range la.Scores {
+		if len(tok) >= d {
+			tokens, last = tokens+1, t
+		}
+	}
+	var top []int32
+	switch {
+	case tokens == 1:
+		// NB: one vector's candidates are already best first, ties lower
+		// expert first: only a union of several needs sorting.
+		top, _ = s.candidates(la, last, d)
+	case tokens > 1:
+		top = s.union(la, d)
+	}
+	return s.name(top, la.Layer+d, view, b, dst)
+}
+
+// union is the depth-d candidates of every token, best first: higher score,
+// then lower expert. An expert wanted by several tokens appears once per
+// token; its first (best) place is the one named.
+func (s *LES) union(la *sim.Lookahead, d int) []int32 {
+	s.cands = s.cands[:0]
+	for t, tok := range la.Scores {
+		if len(tok) < d {
+			continue
+		}
+		top, score := s.candidates(la, t, d)
+		for i, e := range top {
+			s.cands = append(s.cands, candidate{e, score[i]})
+		}
+	}
+	slices.SortFunc(s.cands, func(a, b candidate) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.expert, b.expert)
+	})
+	s.top = s.top[:0]
+	for _, c := range s.cands {
+		s.top = append(s.top, c.expert)
+	}
+	return s.top
+}
+
+// name appends to dst the keys of layer's experts top, in order, each once,
+// until the in-flight cap b stops it (full).
+func (s *LES) name(top []int32, layer int, view sim.CacheView, b *budget, dst []sim.Key) (_ []sim.Key, full bool) {
 	s.gen++
 	if s.gen == 0 { // wrapped: forget old marks
 		clear(s.mark)
 		s.gen = 1
 	}
-	limit := s.p.MaxInflightBytes
-	var room, asked int64
-	if limit > 0 {
-		room = limit - view.LoadingBytes()
+	gen, mark := s.gen, s.mark
+	base := sim.Key(layer * s.experts)
+	var eb int64
+	if b.limit > 0 {
+		eb = view.ExpertBytes(layer)
 	}
-	for d := 1; d <= s.p.Depth; d++ {
-		layer := la.Layer + d
-		if layer >= s.layers {
-			break
+	for _, e := range top {
+		if mark[e] == gen {
+			continue
 		}
-		s.cands = s.cands[:0]
-		vectors := 0
-		for t, tok := range la.Scores {
-			if len(tok) >= d {
-				var ci *traces.CandidateIndex
-				if t < len(la.Index) && len(la.Index[t]) >= d {
-					ci = &la.Index[t][d-1]
-				}
-				s.selectCandidates(tok[d-1], ci, layer)
-				vectors++
+		mark[e] = gen
+		k := base + sim.Key(e)
+		// NB: resident and loading candidates are named too (the engine
+		// skips them and they cost no bytes), so the engine's prefetch
+		// recall and precision measure the prediction itself.
+		if b.limit > 0 && view.State(k) == sim.Absent {
+			if b.asked+eb > b.room {
+				return dst, true
 			}
+			b.asked += eb
 		}
-		// NB: one vector's candidates are already best first, ties lower
-		// expert (= lower key) first: only a union of several needs sorting.
-		if vectors > 1 {
-			slices.SortFunc(s.cands, func(a, b candidate) int {
-				if c := cmp.Compare(b.score, a.score); c != 0 {
-					return c
-				}
-				return cmp.Compare(a.key, b.key)
-			})
-		}
-		eb := view.ExpertBytes(layer)
-		for _, c := range s.cands {
-			if s.mark[c.key] == s.gen {
-				continue
-			}
-			s.mark[c.key] = s.gen
-			// NB: resident and loading candidates are named too (the engine
-			// skips them and they cost no bytes), so the engine's prefetch
-			// recall and precision measure the prediction itself.
-			if limit > 0 && view.State(c.key) == sim.Absent {
-				if asked+eb > room {
-					return dst
-				}
-				asked += eb
-			}
-			dst = append(dst, c.key)
-		}
+		dst = append(dst, k)
 	}
-	return dst
+	return dst, false
 }
 
 // Observe keeps passes, recency, the pass's used keys and the guarded prefetches.
@@ -156,39 +208,47 @@ func (s *LES) Observe(ev sim.Event) {
 	if !s.list.valid(k) {
 		return
 	}
+	ks := s.list.at(k)
 	switch ev.Kind {
 	case sim.Used:
 		s.usedLayer = max(s.usedLayer, ev.Layer)
-		s.usedPass[k] = s.pass
+		ks.usedPass = s.pass
 		s.list.touch(k)
 	case sim.Admitted:
 		s.list.touch(k)
-		s.guard[k] = 0
+		ks.guard = 0
 		if ev.Prefetch {
-			s.guard[k] = s.pass
+			ks.guard = s.pass
 		}
 	case sim.Evicted:
 		s.list.remove(k)
-		s.guard[k] = 0
+		ks.guard = 0
 	}
 }
 
 // ObserveUses is Observe for a layer's Used events, in order.
 func (s *LES) ObserveUses(keys []sim.Key, layer int, _ int64) {
+	// NB: a local copy of the list (its slice header) and pass, so that the
+	// stores through the nodes do not force them to be reloaded.
+	list, pass, used := s.list, s.pass, false
 	for _, k := range keys {
-		if !s.list.valid(k) {
+		if !list.valid(k) {
 			continue
 		}
+		used = true
+		list.at(k).usedPass = pass
+		list.touch(k)
+	}
+	// NB: every key is of layer, so the pass's latest used layer moves once.
+	if used {
 		s.usedLayer = max(s.usedLayer, layer)
-		s.usedPass[k] = s.pass
-		s.list.touch(k)
 	}
 }
 
 // guarded reports whether k was prefetched in this pass for a layer not yet computed.
 func (s *LES) guarded(k sim.Key) bool {
 	// NB: k/experts > usedLayer, without the division (k >= 0).
-	return s.guard[k] == s.pass && int(k) >= (s.usedLayer+1)*s.experts
+	return s.list.at(k).guard == s.pass && int(k) >= (s.usedLayer+1)*s.experts
 }
 
 // Victim names the least recently used evictable key. For a prefetch it skips
@@ -202,7 +262,7 @@ func (s *LES) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key, bo
 			if s.guarded(k) {
 				continue
 			}
-			if s.usedPass[k] == s.pass {
+			if s.list.at(k).usedPass == s.pass {
 				return 0, false
 			}
 		}
@@ -211,12 +271,18 @@ func (s *LES) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key, bo
 	return 0, false
 }
 
-// selectCandidates appends to s.cands the candidates of one token's score
-// vector for layer: its TopN best experts, or the smallest prefix (best first,
-// at most MaxCandidates) whose softmax probability reaches Threshold. ci,
-// when not nil, is the vector's precomputed index: used when it covers the n
-// candidates asked for (same results, no scan of every score).
-func (s *LES) selectCandidates(scores []float32, ci *traces.CandidateIndex, layer int) {
+// candidates are token t's candidates at depth d, best first, with their
+// scores: its TopN best experts, or the smallest prefix (at most
+// MaxCandidates) whose softmax probability reaches Threshold. The vector's
+// precomputed index, when it covers the n candidates asked for, is read in
+// place (same results, no scan of every score); otherwise they are selected
+// into the scratch buffers, valid until the next call.
+func (s *LES) candidates(la *sim.Lookahead, t, d int) (top []int32, score []float32) {
+	scores := la.Scores[t][d-1]
+	var ci *traces.CandidateIndex
+	if t < len(la.Index) && len(la.Index[t]) >= d {
+		ci = &la.Index[t][d-1]
+	}
 	if len(scores) > s.experts {
 		scores, ci = scores[:s.experts], nil
 	}
@@ -225,46 +291,36 @@ func (s *LES) selectCandidates(scores []float32, ci *traces.CandidateIndex, laye
 		n = s.p.MaxCandidates
 	}
 	indexed := ci != nil && (len(ci.Top) >= n || ci.Complete)
-	// NB: an indexed vector's candidates are read in place, not copied.
-	var top []int32
-	var topScore []float32
 	if indexed {
 		k := min(n, len(ci.Top))
-		top, topScore = ci.Top[:k], ci.Score[:k]
+		top, score = ci.Top[:k], ci.Score[:k]
 	} else {
 		s.top = traces.TopIndices(s.top[:0], scores, n)
 		s.topScore = s.topScore[:0]
 		for _, e := range s.top {
 			s.topScore = append(s.topScore, scores[e])
 		}
-		top, topScore = s.top, s.topScore
+		top, score = s.top, s.topScore
 	}
-	if len(top) == 0 {
-		return
-	}
-	base := layer * s.experts
-	if s.p.Threshold <= 0 {
-		for i, e := range top {
-			s.cands = append(s.cands, candidate{sim.Key(base + int(e)), topScore[i]})
-		}
-		return
+	if len(top) == 0 || s.p.Threshold <= 0 {
+		return top, score
 	}
 	// NB: top scores are never NaN (TopIndices skips them), so they need no ScoreOf.
-	best := float64(topScore[0])
+	best := float64(score[0])
 	sum := 0.0
 	if indexed && ci.HasSum {
 		sum = ci.ExpSum
 	} else {
-		sum = traces.SoftmaxSum(scores, topScore[0])
+		sum = traces.SoftmaxSum(scores, score[0])
 	}
 	var cum float64
-	for i, e := range top {
-		s.cands = append(s.cands, candidate{sim.Key(base + int(e)), topScore[i]})
-		cum += traces.ExpNaN0(float64(topScore[i])-best) / sum
+	for i := range top {
+		cum += traces.ExpNaN0(float64(score[i])-best) / sum
 		if cum >= s.p.Threshold {
-			break
+			return top[:i+1], score[:i+1]
 		}
 	}
+	return top, score
 }
 
 // UsesLookahead reports whether les runs the next layer's router on the

@@ -98,3 +98,31 @@ func (b *levelBits) next(i int) int {
 	}
 	return i
 }
+
+// first is the smallest member, or -1 when there is none: next(0) from the
+// top level down, without climbing from the bottom.
+func (b *levelBits) first() int {
+	top := len(b.lv) - 1
+	if b.lv[top][0] == 0 {
+		return -1
+	}
+	i := 0
+	for l := top; l >= 0; l-- {
+		i = i<<6 | bits.TrailingZeros64(b.lv[l][i])
+	}
+	return i
+}
+
+// last is the largest member, or -1 when there is none: prev(n-1) from the
+// top level down, without climbing from the bottom.
+func (b *levelBits) last() int {
+	top := len(b.lv) - 1
+	if b.lv[top][0] == 0 {
+		return -1
+	}
+	i := 0
+	for l := top; l >= 0; l-- {
+		i = i<<6 | (63 - bits.LeadingZeros64(b.lv[l][i]))
+	}
+	return i
+}

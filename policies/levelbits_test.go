@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestLevelBitsAgainstMap checks set, clear, prev and next against a plain
+// TestLevelBitsAgainstMap checks set, clear, prev, next, first and last against a plain
 // set on random operations over sizes that need one to four levels.
 func TestLevelBitsAgainstMap(t *testing.T) {
 	for _, n := range []int{1, 63, 64, 65, 4096, 4097, 300_000} {
@@ -41,6 +41,12 @@ func TestLevelBitsAgainstMap(t *testing.T) {
 			}
 			if got := b.next(q); got != want {
 				t.Fatalf("n=%d next(%d) = %d, want %d", n, q, got, want)
+			}
+			if got, want := b.first(), b.next(0); got != want {
+				t.Fatalf("n=%d first() = %d, want next(0) = %d", n, got, want)
+			}
+			if got, want := b.last(), b.prev(n-1); got != want {
+				t.Fatalf("n=%d last() = %d, want prev(n-1) = %d", n, got, want)
 			}
 		}
 	}

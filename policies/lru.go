@@ -16,7 +16,7 @@ var (
 // Layers×Experts keys, no map, no allocation after construction.
 type LRU struct {
 	name string
-	list recency
+	list recency[struct{}]
 }
 
 // NewLRU builds an LRU policy for p.Model.
@@ -29,7 +29,7 @@ func NewLRU(p Params) (*LRU, error) {
 }
 
 func newLRU(name string, m *devices.ModelSpec) *LRU {
-	return &LRU{name: name, list: newRecency(numKeys(m))}
+	return &LRU{name: name, list: newRecency[struct{}](numKeys(m))}
 }
 
 // numKeys is the number of distinct keys of m: MoE layers × experts.
@@ -48,8 +48,11 @@ func (p *LRU) Observe(ev sim.Event) {
 
 // ObserveUses is Observe for a layer's Used events, in order.
 func (p *LRU) ObserveUses(keys []sim.Key, _ int, _ int64) {
+	list := p.list // NB: a local copy: stores through its nodes force no reloads
 	for _, k := range keys {
-		p.list.touch(k)
+		if list.valid(k) {
+			list.touch(k)
+		}
 	}
 }
 

@@ -82,13 +82,10 @@ type oracleKey struct {
 const noUse = math.MaxUint32
 
 // setNext refreshes next and after from the cursor.
-func (ok *oracleKey) setNext(u *nextUses, k int) {
-	ok.next, ok.after = noUse, noUse
-	if end := u.start[k+1]; ok.cursor < end {
-		ok.next = u.at[ok.cursor]
-		if ok.cursor+1 < end {
-			ok.after = u.at[ok.cursor+1]
-		}
+func (ok *oracleKey) setNext(u *nextUses) {
+	ok.next, ok.after = u.at[ok.cursor], noUse
+	if ok.next != noUse {
+		ok.after = u.at[ok.cursor+1] // NB: at most the key's noUse
 	}
 }
 
@@ -123,7 +120,7 @@ func newOracle(name string, p Params) (*Oracle, error) {
 	o.keys = make([]oracleKey, n)
 	for k := range o.keys {
 		o.keys[k].cursor = u.start[k]
-		o.keys[k].setNext(u, k)
+		o.keys[k].setNext(u)
 	}
 	o.byUse = newLevelBits(fut.Len() * o.layers)
 	o.held = make([]uint8, fut.Len()*o.layers)
@@ -246,24 +243,32 @@ func (o *Oracle) startPass(first int64) {
 }
 
 // index records cached key k's next use.
-func (o *Oracle) index(k sim.Key) {
-	n := o.keys[k].next
+func (o *Oracle) index(k sim.Key) { o.hold(k, o.keys[k].next) }
+
+// unindex forgets cached key k's next use (neverUsed forgets lazily).
+func (o *Oracle) unindex(k sim.Key) { o.release(o.keys[k].next) }
+
+// hold records that n is the next use of cached key k (noUse: k has none).
+func (o *Oracle) hold(k sim.Key, n uint32) {
 	if n == noUse {
 		o.neverUsed.set(int(k))
 		return
 	}
-	if o.held[n]++; o.held[n] == 1 {
+	h := o.held[n] + 1
+	o.held[n] = h
+	if h == 1 {
 		o.byUse.set(int(n))
 	}
 }
 
-// unindex forgets cached key k's next use (neverUsed forgets lazily).
-func (o *Oracle) unindex(k sim.Key) {
-	n := o.keys[k].next
+// release forgets one cached key whose next use is n.
+func (o *Oracle) release(n uint32) {
 	if n == noUse {
 		return
 	}
-	if o.held[n]--; o.held[n] == 0 {
+	h := o.held[n] - 1
+	o.held[n] = h
+	if h == 0 {
 		o.byUse.clear(int(n))
 	}
 }
@@ -276,7 +281,7 @@ func (o *Oracle) moveCursor(k sim.Key, c int32) {
 		o.unindex(k)
 	}
 	ks.cursor = c
-	ks.setNext(o.uses, int(k))
+	ks.setNext(o.uses)
 	if ks.cached {
 		o.index(k)
 	}
@@ -295,7 +300,8 @@ func (o *Oracle) Observe(ev sim.Event) {
 	}
 	switch ev.Kind {
 	case sim.Used:
-		o.used(k, int(k)/o.experts, ev.Step)
+		o.touched = append(o.touched, k)
+		o.used(k, o.limit(int(k)/o.experts, ev.Step))
 	case sim.Admitted:
 		if !o.keys[k].cached {
 			o.keys[k].cached = true
@@ -311,39 +317,48 @@ func (o *Oracle) Observe(ev sim.Event) {
 
 // ObserveUses is Observe for a layer's Used events.
 func (o *Oracle) ObserveUses(keys []sim.Key, layer int, step int64) {
+	// NB: one limit for every key (they share layer and step), and a local
+	// touched kept in registers.
+	limit, touched := o.limit(layer, step), o.touched
 	for _, k := range keys {
-		if k >= 0 && int(k) < len(o.keys) {
-			o.used(k, layer, step)
+		if uint(k) < uint(len(o.keys)) {
+			touched = append(touched, k)
+			o.used(k, limit)
 		}
 	}
+	o.touched = touched
 }
 
-// used consumes every use of k by this pass's tokens (same layer).
-func (o *Oracle) used(k sim.Key, layer int, step int64) {
-	limit := uint64(max(o.passLast, step)*int64(o.layers)) + uint64(layer)
+// limit is the last position a use of layer by step's token consumes: every
+// use of that layer by the pass's tokens (same layer, steps up to passLast).
+func (o *Oracle) limit(layer int, step int64) uint64 {
+	return uint64(max(o.passLast, step)*int64(o.layers)) + uint64(layer)
+}
+
+// used consumes every use of k up to limit; the caller records k in touched.
+func (o *Oracle) used(k sim.Key, limit uint64) {
 	ks := &o.keys[k]
-	o.touched = append(o.touched, k)
-	if ks.next == noUse || uint64(ks.next) > limit {
+	// NB: noUse is above every limit (limit < Len×layers <= noUse).
+	if uint64(ks.next) > limit {
 		return
 	}
 	// NB: after spares reading at for a key used once in the pass (the
 	// common case): the next use is known and the one after loads ahead.
-	if ks.after == noUse || uint64(ks.after) > limit {
-		if ks.cached {
-			o.unindex(k)
-		}
+	if uint64(ks.after) > limit {
+		old := ks.next
 		ks.cursor++
 		ks.next, ks.after = ks.after, noUse
-		if c := ks.cursor + 1; c < o.uses.start[k+1] {
-			ks.after = o.uses.at[c]
+		if ks.next != noUse {
+			ks.after = o.uses.at[ks.cursor+1] // at most the key's noUse
 		}
 		if ks.cached {
-			o.index(k)
+			o.release(old)
+			o.hold(k, ks.next)
 		}
 		return
 	}
-	c, end := ks.cursor+1, o.uses.start[k+1]
-	for c < end && uint64(o.uses.at[c]) <= limit {
+	c := ks.cursor + 1
+	for uint64(o.uses.at[c]) <= limit { // stops at the key's noUse
 		c++
 	}
 	o.moveCursor(k, c)
@@ -369,7 +384,7 @@ func (o *Oracle) Victim(view sim.CacheView, _ int64, forPrefetch bool) (sim.Key,
 // first), ties to the lower key, with that use; members of neverUsed that no
 // cached key holds any more are dropped on the way.
 func (o *Oracle) farthest(view sim.CacheView) (sim.Key, int64, bool) {
-	for i := o.neverUsed.next(0); i >= 0; i = o.neverUsed.next(i + 1) {
+	for i := o.neverUsed.first(); i >= 0; i = o.neverUsed.next(i + 1) {
 		k := sim.Key(i)
 		if ks := &o.keys[k]; !ks.cached || ks.next != noUse {
 			o.neverUsed.clear(i)
@@ -379,7 +394,7 @@ func (o *Oracle) farthest(view sim.CacheView) (sim.Key, int64, bool) {
 			return k, never, true
 		}
 	}
-	for p := o.byUse.prev(o.fut.Len()*o.layers - 1); p >= 0; p = o.byUse.prev(p - 1) {
+	for p := o.byUse.last(); p >= 0; p = o.byUse.prev(p - 1) {
 		step, layer := p/o.layers, p%o.layers
 		best := sim.Key(-1)
 		for _, e := range o.fut.Experts(step, layer) {

@@ -25,9 +25,9 @@ var _ sim.Policy = (*PinnedHot)(nil)
 type PinnedHot struct {
 	model   *devices.ModelSpec
 	frac    float64
-	order   []sim.Key // keys used in the trace, most popular first
-	uses    []int64   // trace uses per key
-	list    recency   // unpinned keys
+	order   []sim.Key         // keys used in the trace, most popular first
+	uses    []int64           // trace uses per key
+	list    recency[struct{}] // unpinned keys
 	ready   bool
 	pinned  []bool
 	byLayer [][]sim.Key // pinned keys per layer, most popular first
@@ -43,7 +43,7 @@ func NewPinnedHot(p Params) (*PinnedHot, error) {
 		return nil, err
 	}
 	n := numKeys(p.Model)
-	h := &PinnedHot{model: p.Model, frac: p.PinFraction, uses: make([]int64, n), list: newRecency(n),
+	h := &PinnedHot{model: p.Model, frac: p.PinFraction, uses: make([]int64, n), list: newRecency[struct{}](n),
 		pinned: make([]bool, n), byLayer: make([][]sim.Key, len(p.Model.Layers))}
 	fut, err := p.future()
 	if err != nil {
