@@ -69,21 +69,9 @@ func TestResultFingerprint(t *testing.T) {
 // first 16 bytes of the SHA-256 of its Result's JSON (or of its error).
 func fingerprint(t *testing.T) string {
 	t.Helper()
-	m, err := devices.LookupModel("minicpm-v-4.7-35b-a3b", "")
-	if err != nil {
-		t.Fatal(err)
-	}
 	o := traces.DefaultSynthOptions()
 	o.Tokens, o.PromptTokens, o.Sequences, o.LookaheadDepth = 40, 12, 2, 2
-	_, steps, err := traces.Synth(m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	traces.IndexLookahead(steps, m.TopK, false)
-	fut, err := policies.FutureOf(m, steps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, steps, fut := fingerprintTrace(t, o)
 	var out strings.Builder
 	for _, dev := range []string{"iphone-17-pro-max", "ufs4-phone-12gb", "thermal", "mmap-detailed"} {
 		d := fingerprintDevice(t, dev)
@@ -127,19 +115,7 @@ func fingerprint(t *testing.T) string {
 // their steady state, which the short grid above never does.
 func referenceFingerprint(t *testing.T) string {
 	t.Helper()
-	m, err := devices.LookupModel("minicpm-v-4.7-35b-a3b", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, steps, err := traces.Synth(m, traces.DefaultSynthOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	traces.IndexLookahead(steps, m.TopK, false)
-	fut, err := policies.FutureOf(m, steps)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m, steps, fut := fingerprintTrace(t, traces.DefaultSynthOptions())
 	d := fingerprintDevice(t, "iphone-17-pro-max")
 	var out strings.Builder
 	for _, pol := range policies.Names() {
@@ -162,6 +138,26 @@ func referenceFingerprint(t *testing.T) string {
 		fmt.Fprintf(&out, "reference %s per-expert 3072MiB cached-first=true spec=1 %x\n", pol, sum[:16])
 	}
 	return out.String()
+}
+
+// fingerprintTrace is the reference model's synthetic trace for o, its
+// lookahead indexed as simulate does, and its Future.
+func fingerprintTrace(t *testing.T, o traces.SynthOptions) (*devices.ModelSpec, []traces.Step, *policies.Future) {
+	t.Helper()
+	m, err := devices.LookupModel("minicpm-v-4.7-35b-a3b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, steps, err := traces.Synth(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	traces.IndexLookahead(steps, m.TopK, false)
+	fut, err := policies.FutureOf(m, steps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, steps, fut
 }
 
 // fingerprintSpecs are the speculative blocks run: speculative decoding
