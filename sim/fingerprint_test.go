@@ -16,7 +16,13 @@ import (
 	"github.com/lessim/lessim/traces"
 )
 
-var rewrite = flag.Bool("rewrite", false, "rewrite testdata/fingerprint.txt from the current results")
+var (
+	rewrite = flag.Bool("rewrite", false, "rewrite testdata/fingerprint.txt from the current results")
+	dump    = flag.String("dump", "", "also write every run's name and Result JSON, a line each, to this file (to compare two versions' results field by field)")
+)
+
+// dumped collects the -dump lines.
+var dumped strings.Builder
 
 // TestResultFingerprint pins every field of the Result of a grid of runs
 // (devices, one with thermal derating and one on the detailed gguf-mmap
@@ -32,6 +38,11 @@ func TestResultFingerprint(t *testing.T) {
 		t.Skip("single-threaded and deterministic: the plain run checks it (too slow under -race)")
 	}
 	got := fingerprint(t) + referenceFingerprint(t)
+	if *dump != "" {
+		if err := os.WriteFile(*dump, []byte(dumped.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	path := filepath.Join("testdata", "fingerprint.txt")
 	if *rewrite {
 		if err := os.MkdirAll("testdata", 0o755); err != nil {
@@ -97,8 +108,8 @@ func fingerprint(t *testing.T) string {
 							} else if b, err = json.Marshal(r); err != nil {
 								t.Fatal(err)
 							}
-							sum := sha256.Sum256(b)
-							fmt.Fprintf(&out, "%s %s %s %dMiB cached-first=%v spec=%d %x\n", dev, pol, layout, cache>>20, cf, spec, sum[:16])
+							name := fmt.Sprintf("%s %s %s %dMiB cached-first=%v spec=%d", dev, pol, layout, cache>>20, cf, spec)
+							fmt.Fprintf(&out, "%s %s\n", name, digest(name, b))
 						}
 					}
 				}
@@ -134,10 +145,20 @@ func referenceFingerprint(t *testing.T) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sum := sha256.Sum256(b)
-		fmt.Fprintf(&out, "reference %s per-expert 3072MiB cached-first=true spec=1 %x\n", pol, sum[:16])
+		name := fmt.Sprintf("reference %s per-expert 3072MiB cached-first=true spec=1", pol)
+		fmt.Fprintf(&out, "%s %s\n", name, digest(name, b))
 	}
 	return out.String()
+}
+
+// digest is the first 16 bytes of the SHA-256 of a run's Result JSON (or
+// error), in hex; with -dump it also keeps the JSON.
+func digest(name string, b []byte) string {
+	if *dump != "" {
+		fmt.Fprintf(&dumped, "%s\t%s\n", name, b)
+	}
+	sum := sha256.Sum256(b)
+	return fmt.Sprintf("%x", sum[:16])
 }
 
 // fingerprintTrace is the reference model's synthetic trace for o, its
