@@ -293,14 +293,30 @@ func (e *engine) checkStep(i int, s *traces.Step) error {
 	if len(s.Layers) != e.nL {
 		return fmt.Errorf("step %d (seq %d, pos %d): %d layers, model %s has %d", i, s.Seq, s.Pos, len(s.Layers), e.m.Name, e.nL)
 	}
+	nE := uint32(e.nE)
 	for l := range s.Layers {
-		if len(s.Layers[l].Experts) > e.nE {
-			return fmt.Errorf("step %d layer %d: %d experts selected, model has %d", i, l, len(s.Layers[l].Experts), e.nE)
+		xs := s.Layers[l].Experts
+		if len(xs) > e.nE {
+			return fmt.Errorf("step %d layer %d: %d experts selected, model has %d", i, l, len(xs), e.nE)
 		}
-		for _, x := range s.Layers[l].Experts {
-			if x < 0 || int(x) >= e.nE {
-				return fmt.Errorf("step %d layer %d: expert %d out of range [0,%d)", i, l, x, e.nE)
-			}
+		// NB: the largest index as unsigned (a negative one is huge), one
+		// branch per layer: every selection passes here.
+		var hi uint32
+		for _, x := range xs {
+			hi = max(hi, uint32(x))
+		}
+		if hi >= nE {
+			return e.badExpert(i, l, xs)
+		}
+	}
+	return nil
+}
+
+// badExpert names the first out-of-range expert of step i's layer l.
+func (e *engine) badExpert(i, l int, xs []int32) error {
+	for _, x := range xs {
+		if x < 0 || int(x) >= e.nE {
+			return fmt.Errorf("step %d layer %d: expert %d out of range [0,%d)", i, l, x, e.nE)
 		}
 	}
 	return nil

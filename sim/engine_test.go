@@ -3,6 +3,7 @@ package sim_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -187,6 +188,27 @@ func TestCacheTooSmallIsRefused(t *testing.T) {
 	_, err := sim.Run(baseConfig(3*mib), randomSteps(tinyModel(), 10, 1), mustPolicy(t, "lru"))
 	if err == nil || !strings.Contains(err.Error(), "too small") || !strings.Contains(err.Error(), "4.00 MiB") {
 		t.Fatalf("want a too-small error naming the 4.00 MiB minimum, got %v", err)
+	}
+}
+
+// TestBadStepsAreRefused: a step whose experts the model does not have is
+// refused with its step, layer and expert, never simulated.
+func TestBadStepsAreRefused(t *testing.T) {
+	m := tinyModel()
+	for _, c := range []struct {
+		experts []int32
+		want    string
+	}{
+		{[]int32{0, -1}, "step 3 layer 1: expert -1 out of range [0,"},
+		{[]int32{int32(m.Experts), 0}, fmt.Sprintf("step 3 layer 1: expert %d out of range [0,%d)", m.Experts, m.Experts)},
+		{make([]int32, m.Experts+1), fmt.Sprintf("step 3 layer 1: %d experts selected, model has %d", m.Experts+1, m.Experts)},
+	} {
+		steps := randomSteps(m, 10, 1)
+		steps[3].Layers[1].Experts = c.experts
+		_, err := sim.Run(baseConfig(m.TotalExpertBytes()), steps, mustPolicy(t, "lru"))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("experts %v: error %v, want %q", c.experts, err, c.want)
+		}
 	}
 }
 
