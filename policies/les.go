@@ -12,6 +12,7 @@ var (
 	_ sim.Policy          = (*LES)(nil)
 	_ sim.UsesObserver    = (*LES)(nil)
 	_ sim.LookaheadRouter = (*LES)(nil)
+	_ sim.LoadObserver    = (*LES)(nil)
 )
 
 // LES is Lookahead Expert Scheduling. At moment 1 of layer l it reads the
@@ -204,26 +205,41 @@ func (s *LES) Observe(ev sim.Event) {
 		s.newPass()
 		return
 	}
-	k := ev.Key
+	switch ev.Kind {
+	case sim.Used:
+		if s.list.valid(ev.Key) {
+			s.usedLayer = max(s.usedLayer, ev.Layer)
+			s.list.at(ev.Key).usedPass = s.pass
+			s.list.touch(ev.Key)
+		}
+	case sim.Admitted:
+		s.Admitted(ev.Key, ev.Prefetch)
+	case sim.Evicted:
+		s.Evicted(ev.Key)
+	}
+}
+
+// Admitted is Observe for an admission: k becomes the most recent, guarded
+// for this pass when a prefetch brought it.
+func (s *LES) Admitted(k sim.Key, prefetch bool) {
 	if !s.list.valid(k) {
 		return
 	}
+	s.list.touch(k)
 	ks := s.list.at(k)
-	switch ev.Kind {
-	case sim.Used:
-		s.usedLayer = max(s.usedLayer, ev.Layer)
-		ks.usedPass = s.pass
-		s.list.touch(k)
-	case sim.Admitted:
-		s.list.touch(k)
-		ks.guard = 0
-		if ev.Prefetch {
-			ks.guard = s.pass
-		}
-	case sim.Evicted:
-		s.list.remove(k)
-		ks.guard = 0
+	ks.guard = 0
+	if prefetch {
+		ks.guard = s.pass
 	}
+}
+
+// Evicted is Observe for an eviction: k leaves the list, unguarded.
+func (s *LES) Evicted(k sim.Key) {
+	if !s.list.valid(k) {
+		return
+	}
+	s.list.remove(k)
+	s.list.at(k).guard = 0
 }
 
 // ObserveUses is Observe for a layer's Used events, in order.

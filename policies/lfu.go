@@ -5,6 +5,7 @@ import "github.com/lessim/lessim/sim"
 var (
 	_ sim.Policy       = (*LFU)(nil)
 	_ sim.UsesObserver = (*LFU)(nil)
+	_ sim.LoadObserver = (*LFU)(nil)
 )
 
 // LFU evicts the least frequently used expert and never prefetches. Frequency
@@ -46,25 +47,40 @@ func (f *LFU) Prefetch(_ *sim.Lookahead, _ sim.CacheView, dst []sim.Key) []sim.K
 
 // Observe counts uses, refreshes recency and tracks which keys are cached.
 func (f *LFU) Observe(ev sim.Event) {
-	k := ev.Key
-	if k < 0 || int(k) >= len(f.pos) {
-		return
-	}
 	switch ev.Kind {
 	case sim.Used:
-		f.uses[k]++
-		f.refresh(k)
+		if f.valid(ev.Key) {
+			f.uses[ev.Key]++
+			f.refresh(ev.Key)
+		}
 	case sim.Admitted:
-		f.refresh(k)
+		f.Admitted(ev.Key, ev.Prefetch)
 	case sim.Evicted:
+		f.Evicted(ev.Key)
+	}
+}
+
+// Admitted is Observe for an admission: k's place is refreshed.
+func (f *LFU) Admitted(k sim.Key, _ bool) {
+	if f.valid(k) {
+		f.refresh(k)
+	}
+}
+
+// Evicted is Observe for an eviction: k is no longer cached.
+func (f *LFU) Evicted(k sim.Key) {
+	if f.valid(k) {
 		f.remove(k)
 	}
 }
 
+// valid reports whether k is one of the model's keys.
+func (f *LFU) valid(k sim.Key) bool { return k >= 0 && int(k) < len(f.pos) }
+
 // ObserveUses is Observe for a layer's Used events, in order.
 func (f *LFU) ObserveUses(keys []sim.Key, _ int, _ int64) {
 	for _, k := range keys {
-		if k >= 0 && int(k) < len(f.pos) {
+		if f.valid(k) {
 			f.uses[k]++
 			f.refresh(k)
 		}

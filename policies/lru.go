@@ -8,6 +8,7 @@ import (
 var (
 	_ sim.Policy       = (*LRU)(nil)
 	_ sim.UsesObserver = (*LRU)(nil)
+	_ sim.LoadObserver = (*LRU)(nil)
 )
 
 // LRU evicts the least recently used expert and never prefetches. Recency is
@@ -45,6 +46,16 @@ func (p *LRU) Prefetch(_ *sim.Lookahead, _ sim.CacheView, dst []sim.Key) []sim.K
 func (p *LRU) Observe(ev sim.Event) {
 	p.list.observe(ev)
 }
+
+// Admitted is Observe for an admission: k becomes the most recent.
+func (p *LRU) Admitted(k sim.Key, _ bool) {
+	if p.list.valid(k) {
+		p.list.touch(k)
+	}
+}
+
+// Evicted is Observe for an eviction: k leaves the list.
+func (p *LRU) Evicted(k sim.Key) { p.list.remove(k) }
 
 // ObserveUses is Observe for a layer's Used events, in order.
 func (p *LRU) ObserveUses(keys []sim.Key, _ int, _ int64) {

@@ -10,6 +10,7 @@ import (
 var (
 	_ sim.Policy       = (*Oracle)(nil)
 	_ sim.UsesObserver = (*Oracle)(nil)
+	_ sim.LoadObserver = (*Oracle)(nil)
 )
 
 // never is the next-use position of a key that is not used again.
@@ -303,15 +304,25 @@ func (o *Oracle) Observe(ev sim.Event) {
 		o.touched = append(o.touched, k)
 		o.used(k, o.limit(int(k)/o.experts, ev.Step))
 	case sim.Admitted:
-		if !o.keys[k].cached {
-			o.keys[k].cached = true
-			o.index(k)
-		}
+		o.Admitted(k, ev.Prefetch)
 	case sim.Evicted:
-		if o.keys[k].cached {
-			o.unindex(k)
-			o.keys[k].cached = false
-		}
+		o.Evicted(k)
+	}
+}
+
+// Admitted is Observe for an admission: k joins the victim index.
+func (o *Oracle) Admitted(k sim.Key, _ bool) {
+	if k >= 0 && int(k) < len(o.keys) && !o.keys[k].cached {
+		o.keys[k].cached = true
+		o.index(k)
+	}
+}
+
+// Evicted is Observe for an eviction: k leaves the victim index.
+func (o *Oracle) Evicted(k sim.Key) {
+	if k >= 0 && int(k) < len(o.keys) && o.keys[k].cached {
+		o.unindex(k)
+		o.keys[k].cached = false
 	}
 }
 

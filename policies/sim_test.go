@@ -162,8 +162,9 @@ func TestSimLESDisabledEqualsOnDemand(t *testing.T) {
 	}
 }
 
-// eventsOnly hides a policy's optional sim.UsesObserver, so the engine
-// reports every Used event through Observe. It passes sim.LookaheadRouter on
+// eventsOnly hides a policy's optional sim.UsesObserver and
+// sim.LoadObserver, so the engine reports every Used, Admitted and Evicted
+// event through Observe. It passes sim.LookaheadRouter on
 // (the engine shows lookahead scores only to a policy that runs the router).
 type eventsOnly struct{ sim.Policy }
 
@@ -174,7 +175,8 @@ func (p eventsOnly) UsesLookahead() bool {
 
 // TestSimObserveUsesMatchesObserve: every registered policy gives the same
 // Result, field by field, whether the engine reports a layer's uses with
-// ObserveUses (when the policy has it) or one Observe call per use; with
+// ObserveUses and admissions and evictions with Admitted and Evicted (when
+// the policy has them) or one Observe call per event; with
 // multi-token passes (speculative blocks) the uses come in last-use order.
 func TestSimObserveUsesMatchesObserve(t *testing.T) {
 	for seed := uint64(1); seed <= 8; seed++ {

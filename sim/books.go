@@ -98,6 +98,7 @@ type Books struct {
 	// NB: the concrete forms of pol and io when they have them, called
 	// directly on the per-expert paths (no interface dispatch per use).
 	uses UsesObserver
+	load LoadObserver
 	eng  *engine
 
 	nE         int
@@ -150,6 +151,7 @@ func (b *Books) init(m *devices.ModelSpec, capacity int64, pol Policy, io Loader
 	}
 	b.view = booksView{b}
 	b.uses, _ = pol.(UsesObserver)
+	b.load, _ = pol.(LoadObserver)
 	b.eng, _ = io.(*engine)
 	for i, l := range m.Layers {
 		b.layerBytes[i] = l.ExpertBytes
@@ -446,7 +448,11 @@ func (b *Books) admit(k Key, prefetch bool) (bool, error) {
 	b.used += need
 	b.loadingBytes += need
 	b.c.PeakResidentBytes = max(b.c.PeakResidentBytes, b.used)
-	b.pol.Observe(Event{Kind: Admitted, Key: k, Layer: int(b.keys[k].layer), Step: b.first, Prefetch: prefetch})
+	if b.load != nil {
+		b.load.Admitted(k, prefetch)
+	} else {
+		b.pol.Observe(Event{Kind: Admitted, Key: k, Layer: int(b.keys[k].layer), Step: b.first, Prefetch: prefetch})
+	}
 	return true, nil
 }
 
@@ -529,7 +535,7 @@ func (b *Books) evict(k Key) {
 		}
 	}
 	b.drop(k)
-	b.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(b.keys[k].layer), Step: b.first})
+	b.evicted(k)
 }
 
 // cancelled frees a Loading prefetch whose reads the Loader withdrew.
@@ -538,6 +544,15 @@ func (b *Books) cancelled(k Key) {
 	b.keys[k].state = Absent
 	b.used -= n
 	b.loadingBytes -= n
+	b.evicted(k)
+}
+
+// evicted tells the policy that k left the cache.
+func (b *Books) evicted(k Key) {
+	if b.load != nil {
+		b.load.Evicted(k)
+		return
+	}
 	b.pol.Observe(Event{Kind: Evicted, Key: k, Layer: int(b.keys[k].layer), Step: b.first})
 }
 

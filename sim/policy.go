@@ -121,6 +121,18 @@ type UsesObserver interface {
 	ObserveUses(keys []Key, layer int, step int64)
 }
 
+// LoadObserver is an optional method set of a Policy: when a policy has it,
+// the Books report admissions and evictions with these calls instead of
+// Observe (one of each per miss: no Event to build and no switch on its
+// kind). Admitted(k, prefetch) must do exactly what Observe does for
+// Event{Kind: Admitted, Key: k, Layer: k's layer, Step: the pass's first
+// step, Prefetch: prefetch}, and Evicted(k) what it does for the Evicted
+// event (a cross-check runs every registered policy both ways).
+type LoadObserver interface {
+	Admitted(k Key, prefetch bool)
+	Evicted(k Key)
+}
+
 // LookaheadRouter is implemented by a policy that runs the next layer's router
 // on the current layer's input (les): on a GPU backend that costs the compute
 // thread one more host-device synchronisation per layer. UsesLookahead
