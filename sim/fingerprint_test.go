@@ -37,6 +37,7 @@ func TestResultFingerprint(t *testing.T) {
 	if raceEnabled {
 		t.Skip("single-threaded and deterministic: the plain run checks it (too slow under -race)")
 	}
+	dumped.Reset() // NB: -count=N runs the test N times
 	got := fingerprint(t) + referenceFingerprint(t)
 	if *dump != "" {
 		if err := os.WriteFile(*dump, []byte(dumped.String()), 0o644); err != nil {
