@@ -287,36 +287,22 @@ func (b *Books) Select(experts []int32) {
 // of the uses. The caller then waits for the union to be Resident.
 func (b *Books) Classify() error {
 	// NB: the loop's invariants in locals: admit's calls would make the
-	// compiler reload them from b for every key.
-	measure, onUse, pass := b.Measure, b.OnUse, uint32(b.passNo)
-	if measure {
-		b.c.Uses += int64(len(b.union))
-	}
+	// compiler reload them from b for every key. The tallies are kept
+	// without branches (a hit, an in-flight hit and a miss follow one another
+	// at random, so branches on them mispredict) and added when measuring.
+	onUse, pass := b.OnUse, uint32(b.passNo)
+	var byState [4]int64 // uses by Residency
+	var covered, useful int64
 	for _, k := range b.union {
 		ks := &b.keys[k]
 		st := ks.state
 		if onUse != nil {
 			onUse(k, st)
 		}
-		if measure {
-			if ks.requested == pass {
-				b.c.PrefetchCovered++
-			}
-			switch st {
-			case Resident:
-				b.c.Hits++
-			case Loading:
-				b.c.InflightHits++
-			default:
-				b.c.Misses++
-			}
-		}
-		if ks.prefUnused {
-			ks.prefUnused = false
-			if measure {
-				b.c.PrefetchUseful++
-			}
-		}
+		byState[st&3]++
+		covered += b2i(ks.requested == pass)
+		useful += b2i(ks.prefUnused)
+		ks.prefUnused = false
 		if st == Absent {
 			ok, err := b.admit(k, false)
 			if err != nil {
@@ -328,8 +314,25 @@ func (b *Books) Classify() error {
 			b.start(k, true)
 		}
 	}
+	if b.Measure {
+		b.c.Uses += int64(len(b.union))
+		b.c.Hits += byState[Resident]
+		b.c.InflightHits += byState[Loading]
+		b.c.Misses += byState[Absent]
+		b.c.PrefetchCovered += covered
+		b.c.PrefetchUseful += useful
+	}
 	b.observeUses()
 	return nil
+}
+
+// b2i is 1 for true and 0 for false (compiled without a branch).
+func b2i(x bool) int64 {
+	var n int64
+	if x {
+		n = 1
+	}
+	return n
 }
 
 // observeUses tells the policy of the layer's uses in order of each expert's

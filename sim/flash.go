@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 
 	"github.com/lessim/lessim/devices"
 )
@@ -184,8 +185,13 @@ func (f *flash) submitClass(key Key, bytes int64, class int32, demand bool) int3
 	f.reads++
 	f.seq++
 	f.bytesRead += bytes
+	// NB: field by field, not a composite literal: the compiler builds a
+	// literal on the stack and copies it in wide loads that straddle its
+	// narrow stores (a store-forwarding stall per read).
 	r := &f.reqs[id]
-	*r = flashReq{seq: f.seq, key: key, bytes: bytes, demand: demand, submit: f.now, class: class}
+	r.seq, r.class, r.sync, r.finished, r.demand = f.seq, class, false, false, demand
+	r.key, r.bytes, r.submit = key, bytes, f.now
+	r.start, r.xferStart, r.finish = 0, 0, 0
 	switch {
 	case len(f.svc) < f.lanes:
 		f.startReq(id)
@@ -236,7 +242,12 @@ func (f *flash) startReq(id int32) {
 	r := &f.reqs[id]
 	r.start = f.now
 	r.xferStart = f.now + f.latency
-	f.svc = append(f.svc, inService{eta: r.xferStart, seq: r.seq, remaining: float64(r.bytes), class: r.class, id: id, inXfer: f.latency == 0})
+	// NB: fields stored one by one, as in submitClass.
+	f.svc = slices.Grow(f.svc, 1)
+	f.svc = f.svc[:len(f.svc)+1]
+	a := &f.svc[len(f.svc)-1]
+	a.eta, a.seq, a.remaining, a.rate = r.xferStart, r.seq, float64(r.bytes), 0
+	a.class, a.id, a.inXfer = r.class, id, f.latency == 0
 	if f.latency == 0 {
 		f.xfers++
 	}
