@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"sync"
 
 	"github.com/lessim/lessim/devices"
@@ -21,9 +20,9 @@ import (
 // Size: 2 bytes per expert selection (uint16 expert numbers) and 1 byte per
 // token, plus 8 bytes per (token, layer) only when the trace's selections are
 // not all of one length. Oracle's next-use index, built from it once and
-// shared by every run over the trace, adds 4 bytes per distinct selection
-// (uint32 positions) and 8 bytes per (layer, expert) key; each oracle run
-// adds 12 bytes per key and a bit per (token, layer): about 6 bytes per
+// shared by every run over the trace, adds 4 bytes per selection (uint32
+// positions) and 4 bytes per (layer, expert) key; each oracle run adds 8
+// bytes per key and a byte and a bit per (token, layer): about 6 bytes per
 // selection in all, 1.9 KB per token of the 40-layer, top-8 shape (the steps
 // themselves take about 10 KB).
 type Future struct {
@@ -146,13 +145,19 @@ func (f *Future) Bytes() int64 {
 	return int64(len(f.prompt)) + 2*int64(len(f.sel)) + 8*int64(len(f.off))
 }
 
-// nextUses is a Future's next-use index, shared by every run over the trace:
-// the distinct use positions (step×layers + layer) of each (layer, expert)
-// key in trace order, CSR-style, each key's run ended by noUse. It is
-// read-only once built.
+// nextUses is a Future's next-use index, shared by every run over the trace,
+// in trace order so that a run reads it as it goes: for each selection (in
+// Future.sel's order), the next position (step×layers + layer) at which its
+// key is used again, and for each (layer, expert) key its first use
+// position; noUse when there is none. It is read-only once built.
+//
+// NB: trace order, not a list of uses per key: a run consumes a use at the
+// position it is simulating, and the next use of that key is then read from
+// beside the selections it has just read, where a per-key list would be a
+// cache miss at a random place for every use.
 type nextUses struct {
-	start []int32  // uses of key k are at[start[k]:start[k+1]-1]
-	at    []uint32 // use positions, ascending per key; at[start[k+1]-1] == noUse
+	first  []uint32 // per key: its first use position
+	follow []uint32 // per selection: its key's next use after this position
 }
 
 // NextUses builds (once, safe for concurrent runs) and returns the index.
@@ -161,42 +166,48 @@ func (f *Future) nextUses() (*nextUses, error) {
 	return f.uses, f.usesErr
 }
 
-// buildNextUses counts each key's distinct uses, then fills their positions.
+// buildNextUses fills the index from the last position back to the first,
+// each selection taking its key's latest position seen so far.
 func buildNextUses(f *Future) (*nextUses, error) {
 	if int64(f.Len())*int64(f.layers) > math.MaxUint32 {
 		return nil, fmt.Errorf("a trace of %d steps × %d layers has more use positions than the next-use index holds (2^32)", f.Len(), f.layers)
 	}
 	n := f.layers * f.experts
-	u := &nextUses{start: make([]int32, n+1)}
-	f.forEachUse(func(k int, _ uint32) { u.start[k+1]++ })
-	for k := range n {
-		u.start[k+1] += u.start[k] + 1 // NB: + 1 for the key's noUse
+	u := &nextUses{first: make([]uint32, n), follow: make([]uint32, len(f.sel))}
+	for k := range u.first {
+		u.first[k] = noUse
 	}
-	u.at = make([]uint32, u.start[n])
-	fill := slices.Clone(u.start[:n])
-	f.forEachUse(func(k int, pos uint32) {
-		u.at[fill[k]] = pos
-		fill[k]++
-	})
-	for k := range n {
-		u.at[fill[k]] = noUse
+	for p := f.Len()*f.layers - 1; p >= 0; p-- {
+		i, xs := f.at(p)
+		base := (p % f.layers) * f.experts
+		// NB: two loops, so a key selected twice at p reads the same next use.
+		for j, e := range xs {
+			u.follow[i+j] = u.first[base+int(e)]
+		}
+		for _, e := range xs {
+			u.first[base+int(e)] = uint32(p)
+		}
 	}
 	return u, nil
 }
 
-// forEachUse calls fn for every distinct (key, position) of the trace, in trace order.
-func (f *Future) forEachUse(fn func(k int, pos uint32)) {
-	for s := range f.Len() {
-		for l := range f.layers {
-			xs := f.Experts(s, l)
-			base := l * f.experts
-			pos := uint32(s*f.layers + l)
-			for i, e := range xs {
-				if dupBefore(xs, i) {
-					continue
-				}
-				fn(base+int(e), pos)
-			}
+// at is position p's selections and the index of the first in sel.
+func (f *Future) at(p int) (int, []uint16) {
+	if f.k >= 0 {
+		return p * f.k, f.sel[p*f.k : (p+1)*f.k]
+	}
+	return int(f.off[p]), f.sel[f.off[p]:f.off[p+1]]
+}
+
+// followUse is the position of the use of key (layer's) expert e after its
+// use at position p, which must be one.
+func (f *Future) followUse(u *nextUses, p uint32, e uint16) uint32 {
+	i, xs := f.at(int(p))
+	for j, x := range xs {
+		if x == e {
+			return u.follow[i+j]
 		}
 	}
+	// NB: unreachable: a key's next use is always a position that selects it.
+	panic("policies: next-use index out of step with its trace")
 }

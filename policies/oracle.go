@@ -3,6 +3,7 @@ package policies
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/lessim/lessim/sim"
 )
@@ -33,9 +34,10 @@ const never = math.MaxInt64
 // (MIN); with layer-dependent sizes or multi-token passes it is the classic
 // heuristic, not a proven optimum.
 //
-// Each key's use positions are precomputed once per trace by its Future (one
-// flat array of uint32 positions, CSR-style, shared by every run over the
-// trace) with a per-run cursor advanced by Used events. The next uses of
+// Next uses are precomputed once per trace by its Future (nextUses: for each
+// selection, in trace order, the position of its key's next use; shared by
+// every run over the trace); a run keeps each key's next use and advances it
+// on Used events from the index beside the selection consumed. The next uses of
 // cached keys are members of a bitset over positions with summary levels
 // (levelBits), so a victim is the highest position's lowest evictable key,
 // found in a few word operations rather than a scan or a heap's log n moves;
@@ -70,25 +72,14 @@ type Oracle struct {
 	gen                 uint32
 }
 
-// oracleKey is one key's state in a run, kept together so that checking a
-// key touches one cache line.
+// oracleKey is one key's state in a run.
 type oracleKey struct {
-	cursor int32  // index in at of the key's next use
-	next   uint32 // at[cursor], or noUse past the last use
-	after  uint32 // at[cursor+1], or noUse (NB: loaded ahead, off the path that compares it)
+	next   uint32 // position of the key's next use, or noUse
 	cached bool
 }
 
 // noUse is oracleKey.next past a key's last use.
 const noUse = math.MaxUint32
-
-// setNext refreshes next and after from the cursor.
-func (ok *oracleKey) setNext(u *nextUses) {
-	ok.next, ok.after = u.at[ok.cursor], noUse
-	if ok.next != noUse {
-		ok.after = u.at[ok.cursor+1] // NB: at most the key's noUse
-	}
-}
 
 // NewOracle builds the oracle for p.Model from the trace's future: p.Future,
 // or the full trace p.Trace when it is nil; the engine's step indices must
@@ -120,8 +111,7 @@ func newOracle(name string, p Params) (*Oracle, error) {
 	o.uses = u
 	o.keys = make([]oracleKey, n)
 	for k := range o.keys {
-		o.keys[k].cursor = u.start[k]
-		o.keys[k].setNext(u)
+		o.keys[k].next = u.first[k]
 	}
 	o.byUse = newLevelBits(fut.Len() * o.layers)
 	o.held = make([]uint8, fut.Len()*o.layers)
@@ -225,18 +215,20 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 // startPass handles speculative decoding's re-verification: a pass may start
 // at a step the previous pass already covered (its drafts were rejected), so
 // the uses of those steps are in the future again. Only keys the previous pass
-// used can have consumed them; their cursors move back.
+// used can have consumed them: each one's next use moves back to its first
+// at or after the pass's first step.
 func (o *Oracle) startPass(first int64) {
 	if first <= o.passLast {
-		from := first * int64(o.layers)
 		for _, k := range o.touched {
-			ks := &o.keys[k]
-			c := ks.cursor
-			for c > o.uses.start[k] && int64(o.uses.at[c-1]) >= from {
-				c--
-			}
-			if c != ks.cursor {
-				o.moveCursor(k, c)
+			layer := int(k) / o.experts
+			e := uint16(int(k) - layer*o.experts)
+			// NB: the previous pass consumed k's uses up to its last step, so
+			// a use from first on, if any, is at one of those steps.
+			for s := first; s <= o.passLast && s < int64(o.fut.Len()); s++ {
+				if slices.Contains(o.fut.Experts(int(s), layer), e) {
+					o.setNext(k, uint32(s*int64(o.layers)+int64(layer)))
+					break
+				}
 			}
 		}
 	}
@@ -274,21 +266,19 @@ func (o *Oracle) release(n uint32) {
 	}
 }
 
-// moveCursor points k's cursor at index c of its uses, keeping the index of
-// a cached key exact.
-func (o *Oracle) moveCursor(k sim.Key, c int32) {
+// setNext makes n k's next use, keeping the index of a cached key exact.
+func (o *Oracle) setNext(k sim.Key, n uint32) {
 	ks := &o.keys[k]
 	if ks.cached {
 		o.unindex(k)
 	}
-	ks.cursor = c
-	ks.setNext(o.uses)
+	ks.next = n
 	if ks.cached {
 		o.index(k)
 	}
 }
 
-// Observe starts passes, advances next-use cursors on Used and tracks cached keys.
+// Observe starts passes, advances next uses on Used and tracks cached keys.
 func (o *Oracle) Observe(ev sim.Event) {
 	if ev.Kind == sim.PassStart {
 		o.startPass(ev.Step)
@@ -302,7 +292,8 @@ func (o *Oracle) Observe(ev sim.Event) {
 	switch ev.Kind {
 	case sim.Used:
 		o.touched = append(o.touched, k)
-		o.used(k, o.limit(int(k)/o.experts, ev.Step))
+		layer := int(k) / o.experts
+		o.used(k, uint16(int(k)-layer*o.experts), o.limit(layer, ev.Step))
 	case sim.Admitted:
 		o.Admitted(k, ev.Prefetch)
 	case sim.Evicted:
@@ -330,11 +321,11 @@ func (o *Oracle) Evicted(k sim.Key) {
 func (o *Oracle) ObserveUses(keys []sim.Key, layer int, step int64) {
 	// NB: one limit for every key (they share layer and step), and a local
 	// touched kept in registers.
-	limit, touched := o.limit(layer, step), o.touched
+	limit, touched, base := o.limit(layer, step), o.touched, layer*o.experts
 	for _, k := range keys {
 		if uint(k) < uint(len(o.keys)) {
 			touched = append(touched, k)
-			o.used(k, limit)
+			o.used(k, uint16(int(k)-base), limit)
 		}
 	}
 	o.touched = touched
@@ -346,33 +337,20 @@ func (o *Oracle) limit(layer int, step int64) uint64 {
 	return uint64(max(o.passLast, step)*int64(o.layers)) + uint64(layer)
 }
 
-// used consumes every use of k up to limit; the caller records k in touched.
-func (o *Oracle) used(k sim.Key, limit uint64) {
-	ks := &o.keys[k]
+// used consumes every use of k (of layer's expert e) up to limit; the
+// caller records k in touched.
+func (o *Oracle) used(k sim.Key, e uint16, limit uint64) {
+	n := o.keys[k].next
 	// NB: noUse is above every limit (limit < Len×layers <= noUse).
-	if uint64(ks.next) > limit {
+	if uint64(n) > limit {
 		return
 	}
-	// NB: after spares reading at for a key used once in the pass (the
-	// common case): the next use is known and the one after loads ahead.
-	if uint64(ks.after) > limit {
-		old := ks.next
-		ks.cursor++
-		ks.next, ks.after = ks.after, noUse
-		if ks.next != noUse {
-			ks.after = o.uses.at[ks.cursor+1] // at most the key's noUse
-		}
-		if ks.cached {
-			o.release(old)
-			o.hold(k, ks.next)
-		}
-		return
+	// The index is read at the use being consumed: at the position the run
+	// is at (or, in a pass of several tokens, one of its positions).
+	for uint64(n) <= limit {
+		n = o.fut.followUse(o.uses, n, e)
 	}
-	c := ks.cursor + 1
-	for uint64(o.uses.at[c]) <= limit { // stops at the key's noUse
-		c++
-	}
-	o.moveCursor(k, c)
+	o.setNext(k, n)
 }
 
 // Victim names the evictable key used farthest in the future (Belady; ties
