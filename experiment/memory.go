@@ -69,16 +69,16 @@ func EstimateStreamMemory(m traces.Meta, steps int64, cols traces.Columns, polic
 // futureBytes is what a policy keeps of the whole trace (policies.Future):
 // oracle and belady 2 bytes per expert selection and 1 per token for the
 // expert column plus 4 per selection for their next-use index and, per run,
-// a byte and a bit per (token, layer) position (their victim index: a count
-// of the cached keys whose next use it is, and a bitset of the positions
-// with its summary levels under 1/32 more); pinned-hot the expert column while it counts;
+// 8 bytes and a bit per (token, layer) position (their victim index: the
+// count and XOR of the cached keys whose next use it is, and a bitset of the
+// positions with its summary levels under 1/32 more); pinned-hot the expert column while it counts;
 // other policies nothing.
 func futureBytes(m traces.Meta, steps int64, policy string) int64 {
 	layers := int64(len(m.Model.Layers))
 	sel := steps * layers * int64(m.Model.TopK)
 	switch policy {
 	case "oracle", "belady":
-		return 6*sel + steps + steps*layers + (steps*layers/8)*33/32
+		return 6*sel + steps + 8*steps*layers + (steps*layers/8)*33/32
 	case "pinned-hot":
 		return 2*sel + steps
 	}

@@ -40,8 +40,8 @@ func TestMemoryRefused(t *testing.T) {
 
 // TestEstimateMemory checks what the estimate counts: skipped columns cost
 // nothing, lookahead one float32 per expert, oracle 6 bytes per selection,
-// 1 per token and its victim bitset (a bit per token and layer, 1/32 more for
-// the summary levels).
+// 1 per token and its victim index (8 bytes and a bit per token and layer,
+// 1/32 more for the bitset's summary levels).
 func TestEstimateMemory(t *testing.T) {
 	m, err := devices.LookupModel(DefaultModel, "")
 	if err != nil {
@@ -61,7 +61,7 @@ func TestEstimateMemory(t *testing.T) {
 		t.Errorf("logits and router inputs add %d bytes, want %d", d, steps*L*(E+int64(m.Hidden))*4)
 	}
 	or := EstimateMemory(meta, steps, none, "oracle", 0)
-	if or.PolicyBytes != 6*steps*L*K+steps+steps*L+(steps*L/8)*33/32 || lru.PolicyBytes != 0 {
+	if or.PolicyBytes != 6*steps*L*K+steps+8*steps*L+(steps*L/8)*33/32 || lru.PolicyBytes != 0 {
 		t.Errorf("policy bytes: oracle %d, lru %d", or.PolicyBytes, lru.PolicyBytes)
 	}
 	if lru.Total() != lru.TraceBytes+lru.StateBytes || lru.TraceBytes <= 0 {

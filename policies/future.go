@@ -22,8 +22,8 @@ import (
 // not all of one length. Oracle's next-use index, built from it once and
 // shared by every run over the trace, adds 4 bytes per selection (uint32
 // positions) and 4 bytes per (layer, expert) key; each oracle run adds 8
-// bytes per key and a byte and a bit per (token, layer): about 6 bytes per
-// selection in all, 1.9 KB per token of the 40-layer, top-8 shape (the steps
+// bytes per key and 8 bytes and a bit per (token, layer): about 7 bytes per
+// selection in all, 2.2 KB per token of the 40-layer, top-8 shape (the steps
 // themselves take about 10 KB).
 type Future struct {
 	layers, experts int

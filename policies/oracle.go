@@ -57,11 +57,11 @@ type Oracle struct {
 	keys []oracleKey
 
 	// byUse holds exactly the positions that are the next use of a cached
-	// key, held counts those keys per position; neverUsed holds the cached
+	// key, held counts (and names) those keys per position; neverUsed holds the cached
 	// keys with no use left, lazily: a member whose key has since been
 	// evicted or moved back is dropped when Victim meets it.
 	byUse     levelBits
-	held      []uint8 // NB: at most top-k keys share a position
+	held      []heldAt
 	neverUsed levelBits
 
 	passFirst, passLast int64 // steps of the current pass (from PassStart and Prefetch)
@@ -103,9 +103,6 @@ func newOracle(name string, p Params) (*Oracle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("policy %s: %w", name, err)
 	}
-	if p.Model.TopK > math.MaxUint8 {
-		return nil, fmt.Errorf("policy %s: top-k %d above %d (its per-position counts are bytes)", name, p.Model.TopK, math.MaxUint8)
-	}
 	o := &Oracle{name: name, demandOnly: name == "belady", fut: fut, layers: len(p.Model.Layers), experts: p.Model.Experts, passFirst: -1, passLast: -1}
 	n := numKeys(p.Model)
 	o.uses = u
@@ -114,7 +111,7 @@ func newOracle(name string, p Params) (*Oracle, error) {
 		o.keys[k].next = u.first[k]
 	}
 	o.byUse = newLevelBits(fut.Len() * o.layers)
-	o.held = make([]uint8, fut.Len()*o.layers)
+	o.held = make([]heldAt, fut.Len()*o.layers)
 	o.neverUsed = newLevelBits(n)
 	o.mark = make([]uint32, n)
 	return o, nil
@@ -239,7 +236,17 @@ func (o *Oracle) startPass(first int64) {
 func (o *Oracle) index(k sim.Key) { o.hold(k, o.keys[k].next) }
 
 // unindex forgets cached key k's next use (neverUsed forgets lazily).
-func (o *Oracle) unindex(k sim.Key) { o.release(o.keys[k].next) }
+func (o *Oracle) unindex(k sim.Key) { o.release(k, o.keys[k].next) }
+
+// heldAt is a position's cached keys whose next use it is: their number
+// (high 32 bits) and the XOR of the keys (low 32 bits), which is the key
+// itself when there is one, so a victim search needs the trace's
+// selections there only when several keys share the position. NB: one
+// word, so holding and releasing touch one place per position.
+type heldAt uint64
+
+func (h heldAt) count() uint32 { return uint32(h >> 32) }
+func (h heldAt) only() sim.Key { return sim.Key(uint32(h)) }
 
 // hold records that n is the next use of cached key k (noUse: k has none).
 func (o *Oracle) hold(k sim.Key, n uint32) {
@@ -247,21 +254,21 @@ func (o *Oracle) hold(k sim.Key, n uint32) {
 		o.neverUsed.set(int(k))
 		return
 	}
-	h := o.held[n] + 1
+	h := (o.held[n] + 1<<32) ^ heldAt(uint32(k))
 	o.held[n] = h
-	if h == 1 {
+	if h.count() == 1 {
 		o.byUse.set(int(n))
 	}
 }
 
-// release forgets one cached key whose next use is n.
-func (o *Oracle) release(n uint32) {
+// release forgets cached key k, whose next use is n.
+func (o *Oracle) release(k sim.Key, n uint32) {
 	if n == noUse {
 		return
 	}
-	h := o.held[n] - 1
+	h := (o.held[n] - 1<<32) ^ heldAt(uint32(k))
 	o.held[n] = h
-	if h == 0 {
+	if h.count() == 0 {
 		o.byUse.clear(int(n))
 	}
 }
@@ -384,6 +391,12 @@ func (o *Oracle) farthest(view sim.CacheView) (sim.Key, int64, bool) {
 		}
 	}
 	for p := o.byUse.last(); p >= 0; p = o.byUse.prev(p - 1) {
+		if h := o.held[p]; h.count() == 1 {
+			if k := h.only(); view.Evictable(k) {
+				return k, int64(p), true
+			}
+			continue
+		}
 		step, layer := p/o.layers, p%o.layers
 		best := sim.Key(-1)
 		for _, e := range o.fut.Experts(step, layer) {

@@ -68,7 +68,7 @@ func keysOf(m *devices.ModelSpec, tr []traces.Step, s, l int) []sim.Key {
 // scan of every key (every resident key is evictable in v).
 func checkOracleIndex(t *testing.T, seed uint64, i int, o *Oracle, v *fixtureView) {
 	t.Helper()
-	want := make([]uint8, len(o.held))
+	want := make([]heldAt, len(o.held))
 	best, bestPos := sim.Key(-1), int64(-1)
 	for k := range o.keys {
 		ks := &o.keys[k]
@@ -80,15 +80,15 @@ func checkOracleIndex(t *testing.T, seed uint64, i int, o *Oracle, v *fixtureVie
 		}
 		pos := o.next(sim.Key(k))
 		if pos != never {
-			want[pos]++
+			want[pos] = (want[pos] + 1<<32) ^ heldAt(k)
 		}
 		if pos > bestPos {
 			best, bestPos = sim.Key(k), pos
 		}
 	}
 	for p := range want {
-		if o.held[p] != want[p] || (o.byUse.next(p) == p) != (want[p] > 0) {
-			t.Fatalf("seed %d event %d: position %d held %d (in byUse %v), want %d", seed, i, p, o.held[p], o.byUse.next(p) == p, want[p])
+		if o.held[p] != want[p] || (o.byUse.next(p) == p) != (want[p].count() > 0) {
+			t.Fatalf("seed %d event %d: position %d held %#x (in byUse %v), want %#x", seed, i, p, o.held[p], o.byUse.next(p) == p, want[p])
 		}
 	}
 	got, ok := o.Victim(v, 0, false)
