@@ -14,7 +14,7 @@ LLAMA_ENV = OD=$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama) && \
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-instr bench-sweep bench-long bench-runtime pgo lint fmt deps clean
+.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-instr bench-ab bench-sweep bench-long bench-runtime pgo lint fmt deps clean
 
 all: build
 
@@ -85,6 +85,15 @@ bench: deps
 # (scripts/bench-instr.sh; about a minute per policy).
 bench-instr: deps
 	GO=$(GO) bash scripts/bench-instr.sh
+
+# bench-ab: wall time of commit BASE against the working tree, the two test
+# binaries alternated ROUNDS times (default 6) for lru, les and oracle, medians
+# side by side (scripts/bench-ab.sh; about 3 minutes): on a noisy host, the
+# way to judge a change's wall time.
+BASE ?= HEAD
+ROUNDS ?= 6
+bench-ab: deps
+	GO=$(GO) bash scripts/bench-ab.sh $(BASE) $(ROUNDS)
 
 # bench-sweep: the 27-point replay sweep (needs ../shared/reference; skipped
 # without it) and the 1,000-point synthetic sweep (several minutes).
