@@ -133,11 +133,8 @@ func (f *Future) Prompt(s int) bool { return f.prompt[s] }
 // Experts are step s's selected experts at layer l, in rank order; the slice
 // is shared and must not be modified.
 func (f *Future) Experts(s, l int) []uint16 {
-	i := s*f.layers + l
-	if f.k >= 0 {
-		return f.sel[i*f.k : (i+1)*f.k]
-	}
-	return f.sel[f.off[i]:f.off[i+1]]
+	_, xs := f.at(s*f.layers + l)
+	return xs
 }
 
 // Bytes is the memory the Future holds (its slices' lengths).
@@ -191,7 +188,8 @@ func buildNextUses(f *Future) (*nextUses, error) {
 	return u, nil
 }
 
-// at is position p's selections and the index of the first in sel.
+// at is position p's (step×layers + layer) selections and the index of
+// the first in sel.
 func (f *Future) at(p int) (int, []uint16) {
 	if f.k >= 0 {
 		return p * f.k, f.sel[p*f.k : (p+1)*f.k]

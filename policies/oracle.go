@@ -217,12 +217,11 @@ func (o *Oracle) Prefetch(la *sim.Lookahead, view sim.CacheView, dst []sim.Key) 
 func (o *Oracle) startPass(first int64) {
 	if first <= o.passLast {
 		for _, k := range o.touched {
-			layer := int(k) / o.experts
-			e := uint16(int(k) - layer*o.experts)
+			layer, e := k.Split(o.experts)
 			// NB: the previous pass consumed k's uses up to its last step, so
 			// a use from first on, if any, is at one of those steps.
 			for s := first; s <= o.passLast && s < int64(o.fut.Len()); s++ {
-				if slices.Contains(o.fut.Experts(int(s), layer), e) {
+				if slices.Contains(o.fut.Experts(int(s), layer), uint16(e)) {
 					o.setNext(k, uint32(s*int64(o.layers)+int64(layer)))
 					break
 				}
@@ -299,8 +298,8 @@ func (o *Oracle) Observe(ev sim.Event) {
 	switch ev.Kind {
 	case sim.Used:
 		o.touched = append(o.touched, k)
-		layer := int(k) / o.experts
-		o.used(k, uint16(int(k)-layer*o.experts), o.limit(layer, ev.Step))
+		layer, e := k.Split(o.experts)
+		o.used(k, uint16(e), o.limit(layer, ev.Step))
 	case sim.Admitted:
 		o.Admitted(k, ev.Prefetch)
 	case sim.Evicted:
