@@ -207,11 +207,7 @@ func (s *LES) Observe(ev sim.Event) {
 	}
 	switch ev.Kind {
 	case sim.Used:
-		if s.list.valid(ev.Key) {
-			s.usedLayer = max(s.usedLayer, ev.Layer)
-			s.list.at(ev.Key).usedPass = s.pass
-			s.list.touch(ev.Key)
-		}
+		s.ObserveUses([]sim.Key{ev.Key}, ev.Layer, ev.Step)
 	case sim.Admitted:
 		s.Admitted(ev.Key, ev.Prefetch)
 	case sim.Evicted:
