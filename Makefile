@@ -82,9 +82,10 @@ bench: deps
 # lru, les and oracle on the reference shape, counted by Valgrind's
 # cachegrind (installed from Debian when missing): unlike wall time on a
 # shared host, the count repeats, so it judges a speed-up
-# (scripts/bench-instr.sh; about a minute per policy).
+# (scripts/bench-instr.sh; about a minute per policy). BY_FUNC=1 adds each
+# policy's heaviest functions, in millions of instructions per run.
 bench-instr: deps
-	GO=$(GO) bash scripts/bench-instr.sh
+	GO=$(GO) BY_FUNC=$(BY_FUNC) bash scripts/bench-instr.sh
 
 # bench-ab: wall time of commit BASE against the working tree, the two test
 # binaries alternated ROUNDS times (default 6) for lru, les and oracle, medians

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # bench-instr.sh [POLICY...]: instructions per simulator run (make bench-instr).
+# With BY_FUNC=1 each policy's line is followed by its heaviest functions.
 #
 # Wall time on this project's shared 2-core hosts drifts by 10-15% within an
 # hour and by 2x or more between hosts, so a speed-up is judged here by
@@ -33,12 +34,25 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 "$GO" test -pgo="$PGO" -c -o "$dir/sim.test" ./sim/
 
-# count N POLICY: "instructions D1-misses" of N iterations (and the set-up).
+# count N POLICY: "instructions D1-misses" of N iterations (and the set-up);
+# the per-function counts go to $dir/POLICY.N.out.
 count() {
 	(cd sim && GODEBUG=cpu.rdtscp=off GOGC=off GOMAXPROCS=1 valgrind --tool=cachegrind --cache-sim=yes \
-		--cachegrind-out-file=/dev/null "$dir/sim.test" -test.run '^$' \
+		--cachegrind-out-file="$dir/$2.$1.out" "$dir/sim.test" -test.run '^$' \
 		-test.bench "Reference/$2\$" -test.benchtime "$1x" 2>&1) |
 		awk '/I *refs:/ {gsub(",", "", $4); i=$4} /D1  misses:/ {gsub(",", "", $4); d=$4} END {print i, d}'
+}
+
+# by_func POLICY: the functions taking at least 1% of one run's instructions
+# (the 6-run count minus the 2-run one, over 4), in millions per run. Inlined
+# code counts in the function it was inlined into, under the file it came from.
+by_func() {
+	cg_diff "$dir/$1.2.out" "$dir/$1.6.out" >"$dir/$1.diff" 2>/dev/null
+	cg_annotate --show=Ir --auto=no --threshold=1 "$dir/$1.diff" |
+		awk -v root="$(pwd)/" '/^-+$/ {sep++; next} sep >= 4 && NF >= 3 && $1 ~ /^[0-9,]+$/ {
+			n = $1; gsub(",", "", n); fn = $0; sub(/^ *[0-9,]+ +\([^)]*\) +/, "", fn); sub(root, "", fn); sub(/:github.com\/lessim\/lessim\//, ":", fn)
+			printf "    %7.1f M  %s\n", n / 4e6, fn
+		}'
 }
 
 for p in "${policies[@]}"; do
@@ -48,4 +62,5 @@ for p in "${policies[@]}"; do
 		i = (i6 - i2) / 4; d = (d6 - d2) / 4
 		printf "%-8s %8.1f M instructions per run  %6.0f per selection  %6.2f M D1 misses per run\n", p, i / 1e6, i / 640000, d / 1e6
 	}'
+	[ -n "${BY_FUNC:-}" ] && by_func "$p"
 done
