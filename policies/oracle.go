@@ -292,7 +292,7 @@ func (o *Oracle) Observe(ev sim.Event) {
 		return
 	}
 	k := ev.Key
-	if k < 0 || int(k) >= len(o.keys) {
+	if !o.valid(k) {
 		return
 	}
 	switch ev.Kind {
@@ -307,9 +307,12 @@ func (o *Oracle) Observe(ev sim.Event) {
 	}
 }
 
+// valid reports whether k is one of the model's keys.
+func (o *Oracle) valid(k sim.Key) bool { return uint(k) < uint(len(o.keys)) }
+
 // Admitted is Observe for an admission: k joins the victim index.
 func (o *Oracle) Admitted(k sim.Key, _ bool) {
-	if k >= 0 && int(k) < len(o.keys) && !o.keys[k].cached {
+	if o.valid(k) && !o.keys[k].cached {
 		o.keys[k].cached = true
 		o.index(k)
 	}
@@ -317,7 +320,7 @@ func (o *Oracle) Admitted(k sim.Key, _ bool) {
 
 // Evicted is Observe for an eviction: k leaves the victim index.
 func (o *Oracle) Evicted(k sim.Key) {
-	if k >= 0 && int(k) < len(o.keys) && o.keys[k].cached {
+	if o.valid(k) && o.keys[k].cached {
 		o.unindex(k)
 		o.keys[k].cached = false
 	}
@@ -329,7 +332,7 @@ func (o *Oracle) ObserveUses(keys []sim.Key, layer int, step int64) {
 	// touched kept in registers.
 	limit, touched, base := o.limit(layer, step), o.touched, layer*o.experts
 	for _, k := range keys {
-		if uint(k) < uint(len(o.keys)) {
+		if o.valid(k) {
 			touched = append(touched, k)
 			o.used(k, uint16(int(k)-base), limit)
 		}
