@@ -126,6 +126,12 @@ var tableMetrics = []struct {
 	{"cache", "cache_bytes", 0, 0},
 }
 
+// RowTable is the table of rows report.html ends with: per row its point
+// index, source, the spec fields that vary among the rows, the main metrics
+// (tokens/s, hit rate, p50 and p99 latency, stall, flash bytes per token,
+// cache) and the error, in point order.
+func RowTable(t *Table) (head []string, body [][]string) { return newSweepData(t).rowTable() }
+
 // rowTable is every row: point, source, the varying spec fields, the main
 // metrics and the error, sorted by point index then source.
 func (d *sweepData) rowTable() ([]string, [][]string) {

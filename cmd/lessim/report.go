@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -13,6 +14,7 @@ import (
 
 func newReportCmd() *cobra.Command {
 	var out string
+	var table bool
 	cmd := &cobra.Command{
 		Use:   "report RESULTS",
 		Short: "Draw a results folder's plots (PNG, SVG) and a self-contained report.html",
@@ -22,13 +24,23 @@ when the rows allow: tokens/s and hit rate vs cache size per policy, a heatmap o
 cache size × les recall threshold, per-token latency CDFs, the stall breakdown, the
 ablation bars and predicted-vs-measured tokens/s. It writes each plot as PNG and SVG
 and report.html (plots embedded, a table of the rows) to --out, and says which plots
-it left out and why.`,
-		Example: `  lessim report results/ --out report/`,
-		Args:    cobra.ExactArgs(1),
+it left out and why.
+
+--table prints the rows table of report.html (point, source, the spec fields that
+vary, tokens/s, hit rate, p50/p99 latency, stall, flash MiB per token, cache, error)
+to stdout instead; with --out as well it does both.`,
+		Example: `  lessim report results/ --out report/
+  lessim report results/ --table`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := reports.ReadResults(args[0])
 			if err != nil {
 				return err
+			}
+			if table {
+				if err := printRowTable(cmd.OutOrStdout(), t); err != nil || !cmd.Flags().Changed("out") {
+					return err
+				}
 			}
 			rep, err := reports.WriteReport(t, args[0], out)
 			if err != nil {
@@ -56,5 +68,26 @@ it left out and why.`,
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "report", "folder for the plots and report.html (created)")
+	cmd.Flags().BoolVar(&table, "table", false, "print the rows table to stdout (and write the report only when --out is given)")
 	return cmd
+}
+
+// printRowTable writes the report's rows table as aligned text: spec fields
+// without their "spec." prefix, an empty cell as "-".
+func printRowTable(w io.Writer, t *reports.Table) error {
+	head, body := reports.RowTable(t)
+	for i := range head {
+		head[i] = strings.TrimPrefix(head[i], "spec.")
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, r := range body {
+		for i := range r {
+			if r[i] == "" {
+				r[i] = "-"
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
 }

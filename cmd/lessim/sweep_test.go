@@ -56,6 +56,14 @@ func TestSweepThenReport(t *testing.T) {
 			t.Error(err)
 		}
 	}
+	// --table prints the page's rows table and, without --out, writes nothing.
+	if err := os.RemoveAll(filepath.Join(dir, "report")); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "sweep-report-table", runCLI(t, dir, "report", "results", "--table"))
+	if _, err := os.Stat(filepath.Join(dir, "report")); !os.IsNotExist(err) {
+		t.Errorf("report --table without --out wrote the report folder (stat: %v)", err)
+	}
 	// The Indexed Job's shards together run every point exactly once.
 	t.Setenv(jobIndexEnv, "1")
 	got := runCLI(t, dir, "sweep", "--config", grid, "--out", "sharded", "--shards", "2", "--quiet")
