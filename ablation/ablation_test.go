@@ -291,6 +291,19 @@ func TestTraceFileCannotRequantize(t *testing.T) {
 	if !strings.Contains(b.String(), "(4) skipped: expert_quant Q3_K") || !strings.Contains(b.String(), "quant: mixed-q3k-experts in every step that ran, from the trace's metadata") {
 		t.Errorf("table:\n%s", b.String())
 	}
+	// Leaving steps out skips the skipped step too: no row without it, and
+	// the others' chains never re-quantize.
+	set.LeaveOneOut = true
+	a = mustRun(t, set)
+	if n := len(a.Rows); n != 8 || a.Rows[6].Step.Without != "lookahead" || a.Rows[7].Step.Without != "storage" {
+		t.Fatalf("%d rows, want 6 and w/o (2), w/o (3)", n)
+	}
+	for _, r := range a.Rows[6:] {
+		if r.Outcome == nil || r.Outcome.Spec.ExpertQuant != "" {
+			t.Errorf("%s: skipped %q or re-quantized", r.Step.Key, r.Skipped)
+		}
+	}
+	set.LeaveOneOut = false
 	// Build alone cannot know: it builds step 4.
 	built, err := Build(set)
 	if err != nil || built[3].Skipped != "" {
@@ -429,5 +442,64 @@ func TestPlot(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "missing")); !errors.Is(err, os.ErrNotExist) {
 		t.Error("the failed plot created its folder")
+	}
+}
+
+// TestLeaveOneOut: with LeaveOneOut, one row per middle step follows the
+// reference; each is the last step's spec with exactly that step's changes
+// undone (its resolved diff from the last step is the step's own diff
+// reversed, nothing else), its speedup taken over the last step.
+func TestLeaveOneOut(t *testing.T) {
+	s := small(nil)
+	s.LeaveOneOut = true
+	a := mustRun(t, s)
+	want := []string{"stock", "lookahead", "storage", "mixed", "speculative", "oracle", "without-lookahead", "without-storage", "without-mixed"}
+	if len(a.Rows) != len(want) {
+		t.Fatalf("%d rows, want %d", len(a.Rows), len(want))
+	}
+	last := a.Rows[4]
+	for i, r := range a.Rows {
+		if r.Step.Key != want[i] || r.Outcome == nil {
+			t.Fatalf("row %d: %s (skipped %q), want %s run", i, r.Step.Key, r.Skipped, want[i])
+		}
+		if i < 6 {
+			continue
+		}
+		own := a.Rows[i-5].Changes // the left-out step's diff from the step before it
+		if r.Step.Without != a.Rows[i-5].Step.Key || r.Prev != 4 || !r.Step.Reference {
+			t.Errorf("row %d: without %q, builds on %d, reference %v", i, r.Step.Without, r.Prev, r.Step.Reference)
+		}
+		if len(r.Changes) != len(own) {
+			t.Errorf("%s: changes %v from the last step, want the reverse of %v", r.Step.Key, r.Changes, own)
+		}
+		for _, d := range r.Changes {
+			ok := false
+			for _, o := range own {
+				ok = ok || o.Field == d.Field && o.From == d.To && o.To == d.From
+			}
+			if !ok {
+				t.Errorf("%s: %s is not the reverse of a change of step %s (%v)", r.Step.Key, d, r.Step.Without, own)
+			}
+		}
+		if want := r.Outcome.Result.TokensPerSec / last.Outcome.Result.TokensPerSec; r.VsPrevious != want {
+			t.Errorf("%s: vs previous %v, want %v (over the last step)", r.Step.Key, r.VsPrevious, want)
+		}
+	}
+	var txt, js bytes.Buffer
+	if err := WriteTable(&txt, a); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"\nw/o (2) lookahead prefetch ", "\nw/o (4) mixed precision (Q3_K experts) ", "w/o (k): step (5)'s settings without step k's changes"} {
+		if !strings.Contains(txt.String(), w) {
+			t.Errorf("table lacks %q:\n%s", w, txt.String())
+		}
+	}
+	if err := WriteJSON(&js, a); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{`"leave_one_out": true`, `"without": "storage"`} {
+		if !strings.Contains(js.String(), w) {
+			t.Errorf("JSON lacks %s", w)
+		}
 	}
 }

@@ -24,6 +24,14 @@
 // belady; the ablation has no row for it (run simulate --policy belady on
 // any step's settings).
 //
+// With Settings.LeaveOneOut, leave-one-out rows follow: for each step
+// strictly between the first and the last that ran, the base with every other
+// step's changes applied in order but not its own, compared with the last
+// step (VsPrevious is over it). A stepwise ablation credits a step with its
+// gain at its place in the order; these rows show what the finished
+// configuration owes each step, interactions included. (Leaving out the last
+// step gives the step before it; the first step is the base itself.)
+//
 // Step 4 re-quantizes the experts of whatever model the run uses
 // (experiment.Spec.ExpertQuant): a built-in model's Q4_K_M variant, or the
 // model a trace file's metadata holds, with every expert's bytes those of its

@@ -16,11 +16,12 @@ type jsonOutput struct {
 
 // jsonSettings are the ablation's own settings (the rest is in each spec).
 type jsonSettings struct {
-	Options    map[string]string `json:"options"`
-	Seed       uint64            `json:"seed"`
-	SpecBlock  int               `json:"spec_block"`
-	SpecAccept float64           `json:"spec_accept"`
-	Reference  bool              `json:"reference"`
+	Options     map[string]string `json:"options"`
+	Seed        uint64            `json:"seed"`
+	SpecBlock   int               `json:"spec_block"`
+	SpecAccept  float64           `json:"spec_accept"`
+	Reference   bool              `json:"reference"`
+	LeaveOneOut bool              `json:"leave_one_out,omitempty"`
 }
 
 // jsonStep is one row. spec, spec_hash and result are simulate's fields of
@@ -33,6 +34,7 @@ type jsonStep struct {
 	Key        string           `json:"key"`
 	About      string           `json:"about"`
 	Reference  bool             `json:"reference,omitempty"`
+	Without    string           `json:"without,omitempty"`
 	Skipped    string           `json:"skipped,omitempty"`
 	Named      []Change         `json:"named_changes"`
 	Prev       int              `json:"builds_on,omitempty"`
@@ -51,13 +53,14 @@ type jsonStep struct {
 // spec hash and result.
 func WriteJSON(w io.Writer, a *Ablation) error {
 	out := jsonOutput{Settings: jsonSettings{Options: a.Settings.Base, Seed: a.Settings.Seed,
-		SpecBlock: a.Settings.SpecBlock, SpecAccept: a.Settings.SpecAccept, Reference: a.Settings.Reference}}
+		SpecBlock: a.Settings.SpecBlock, SpecAccept: a.Settings.SpecAccept, Reference: a.Settings.Reference,
+		LeaveOneOut: a.Settings.LeaveOneOut}}
 	if out.Settings.Options == nil {
 		out.Settings.Options = map[string]string{}
 	}
 	for i := range a.Rows {
 		r := &a.Rows[i]
-		s := jsonStep{Order: r.Order, Label: r.Step.Label, Key: r.Step.Key, About: r.Step.About, Reference: r.Step.Reference,
+		s := jsonStep{Order: r.Order, Label: r.Step.Label, Key: r.Step.Key, About: r.Step.About, Reference: r.Step.Reference, Without: r.Step.Without,
 			Skipped: r.Skipped, Named: r.Step.Changes, Changes: r.Changes, VsPrevious: r.VsPrevious, VsBaseline: r.VsBaseline}
 		if r.Prev >= 0 {
 			s.Prev = a.Rows[r.Prev].Order

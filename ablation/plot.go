@@ -28,7 +28,11 @@ func WritePlot(a *Ablation, prefix string) ([]string, error) {
 			continue
 		}
 		v := r.Outcome.Result.TokensPerSec
-		names = append(names, wrap(r.tag()+" "+strings.TrimPrefix(r.Step.Label, "+ "), 20))
+		name := r.tag() + " " + strings.TrimPrefix(r.Step.Label, "+ ")
+		if r.Step.Without != "" {
+			name = r.label()
+		}
+		names = append(names, wrap(name, 20))
 		if r.Step.Reference {
 			steps, refs = append(steps, 0), append(refs, v)
 		} else {

@@ -27,7 +27,8 @@ type Row struct {
 	Outcome *experiment.Outcome
 	// VsPrevious and VsBaseline are tokens/s over Prev's and the first
 	// step's (0 when there is no such comparison: the first step's VsPrevious,
-	// a reference row's VsPrevious, a skipped step).
+	// the oracle row's VsPrevious, a skipped step). A leave-one-out row's
+	// Prev is the last step.
 	VsPrevious, VsBaseline float64
 }
 
@@ -139,7 +140,7 @@ func compare(rows []Row, i int) error {
 	if r.Prev >= 0 {
 		p := &rows[r.Prev]
 		r.Changes = Diff(p.Leaves, r.Leaves)
-		if !r.Step.Reference {
+		if !r.Step.Reference || r.Step.Without != "" {
 			r.VsPrevious = ratio(tps, p.Outcome.Result.TokensPerSec)
 		}
 	}

@@ -35,6 +35,11 @@ type Step struct {
 	// Reference marks a reference row: compared with the baseline only, not
 	// a step of the sequence.
 	Reference bool `json:"reference,omitempty"`
+	// Without, on a leave-one-out row (a reference row too), is the key of
+	// the step it leaves out; such a row is compared with the last step.
+	Without string `json:"without,omitempty"`
+	// omits is the left-out step's order (1-based), for labels.
+	omits int
 }
 
 // Change is one named option value of a step and the spec field it sets.
@@ -72,6 +77,11 @@ type Settings struct {
 	DrafterFLOPs int64
 	// Reference adds the oracle reference row.
 	Reference bool
+	// LeaveOneOut adds, for each step between the first and the last that
+	// runs, a row with every other step's changes applied in order but not
+	// its own: what the finished configuration loses without it. (Leaving
+	// out the last step gives the step before it; the first is the base.)
+	LeaveOneOut bool
 }
 
 // DefaultDrafter is the speculative step's default drafter: the target's
@@ -220,6 +230,43 @@ func build(s Settings, check func(i int, b Built) (string, error)) ([]Built, err
 		if why == "" && !st.Reference {
 			prev, last = spec, len(out)-1
 		}
+	}
+	if s.LeaveOneOut {
+		return leaveOneOut(out, base, last, check)
+	}
+	return out, nil
+}
+
+// leaveOneOut appends to the built steps one row per step strictly between
+// the first and the last (index last) that was not skipped: base with every
+// other such step's changes, in order, and compared with the last step. A
+// row whose changes cannot be applied, or that check skips, is skipped with
+// the reason.
+func leaveOneOut(out []Built, base experiment.Spec, last int, check func(i int, b Built) (string, error)) ([]Built, error) {
+	n := len(out)
+	runs := func(j int) bool { return !out[j].Step.Reference && out[j].Skipped == "" }
+	for k := 1; k < last; k++ {
+		if !runs(k) {
+			continue
+		}
+		spec, why := base, ""
+		for j := 0; j < n && why == ""; j++ {
+			if j != k && runs(j) {
+				spec, why = apply(spec, out[j].Step.Changes)
+			}
+		}
+		st := out[k].Step
+		b := Built{Spec: spec, Prev: last, Step: Step{Key: "without-" + st.Key, Reference: true, Without: st.Key, omits: k + 1,
+			Label: "w/o " + strings.TrimPrefix(st.Label, "+ "),
+			About: fmt.Sprintf("step (%d)'s settings without step (%d)'s changes (every other step's applied in order): what the finished configuration owes to %s", last+1, k+1, strings.TrimPrefix(st.Label, "+ "))}}
+		if why == "" && check != nil {
+			var err error
+			if why, err = check(len(out), b); err != nil {
+				return nil, err
+			}
+		}
+		b.Skipped = why
+		out = append(out, b)
 	}
 	return out, nil
 }

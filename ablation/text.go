@@ -10,8 +10,12 @@ import (
 	"github.com/lessim/lessim/sim"
 )
 
-// label is a row's name in tables: "(n) label", reference rows "ref label".
+// label is a row's name in tables: "(n) label", reference rows "ref label",
+// leave-one-out rows "w/o (k) label of step k".
 func (r *Row) label() string {
+	if r.Step.Without != "" {
+		return fmt.Sprintf("w/o (%d) %s", r.Step.omits, strings.TrimPrefix(r.Step.Label, "w/o "))
+	}
 	if r.Step.Reference {
 		return "ref " + r.Step.Label
 	}
@@ -39,14 +43,21 @@ func WriteTable(w io.Writer, a *Ablation) error {
 	}
 	writeCells(w, cells)
 	var notes []string
+	without := -1 // the last step, when there are leave-one-out rows
 	for i := range a.Rows {
 		r := &a.Rows[i]
 		switch {
 		case r.Skipped != "":
-			notes = append(notes, fmt.Sprintf("(%d) skipped: %s", r.Order, r.Skipped))
+			notes = append(notes, fmt.Sprintf("%s skipped: %s", r.tag(), r.Skipped))
+		case r.Step.Without != "":
+			without = r.Prev
 		case r.Step.Reference:
 			notes = append(notes, fmt.Sprintf("ref: %s", r.Step.About))
 		}
+	}
+	if without >= 0 {
+		notes = append(notes, fmt.Sprintf("w/o (k): step %s's settings without step k's changes, every other step's applied in order; its vs prev is over %s",
+			a.Rows[without].tag(), a.Rows[without].tag()))
 	}
 	if first.Spec.Model == nil {
 		notes = append(notes, traceQuantNote(a))
@@ -137,8 +148,11 @@ func writeWarnings(w io.Writer, a *Ablation) {
 	}
 }
 
-// tag is the row's short name: (n) or ref.
+// tag is the row's short name: (n), ref, or w/o (k).
 func (r *Row) tag() string {
+	if r.Step.Without != "" {
+		return fmt.Sprintf("w/o (%d)", r.Step.omits)
+	}
 	if r.Step.Reference {
 		return "ref"
 	}

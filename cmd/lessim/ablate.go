@@ -45,6 +45,11 @@ step with policy oracle: a hit-rate reference, not a throughput bound. It
 prints tokens/s, speedups, stall share, hit rate and flash bytes per token for
 every step.
 
+--leave-one-out adds, for each step between the first and the last, a row with
+every other step's changes applied in order but not its own ("w/o (2) lookahead
+prefetch"), its speedup taken over the last step: a stepwise ablation credits each
+step with its gain at its place in the order, and steps interact.
+
 --explain shows each step's settings and what changed, from the specs' diff.
 --format json prints every step's resolved spec, hash and result: simulate
 --spec on a step reproduces it byte for byte. --out DIR also writes every step
@@ -59,6 +64,7 @@ drafter) are assumed, not measured.`,
   lessim ablate --device iphone-18-pro-max --cache 3GiB --explain
   lessim ablate --trace my.parquet --cache 40% --format json > ablation.json
   lessim ablate --cache 3GiB --plot ablation
+  lessim ablate --cache 3GiB --leave-one-out
   lessim ablate --cache 3GiB --out results/ && lessim report results/ --out report/`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return ablate(cmd, &f) },
@@ -75,6 +81,7 @@ drafter) are assumed, not measured.`,
 	fl.StringVar(&f.drafterBytes, "drafter-bytes", "0", "speculative step, explicit drafter: weight bytes read per draft token (e.g. 400MB)")
 	fl.Int64Var(&f.set.DrafterFLOPs, "drafter-flops", 0, "speculative step, explicit drafter: FLOPs per draft token")
 	fl.BoolVar(&f.set.Reference, "reference", f.set.Reference, "add the oracle reference row (a hit-rate reference, not a throughput bound)")
+	fl.BoolVar(&f.set.LeaveOneOut, "leave-one-out", false, "add a row per middle step (2-4) with every other step applied but not it, compared with the last step: what the finished configuration owes each step")
 	fl.BoolVar(&f.explain, "explain", false, "show each step's settings and what changed from the step before")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.plot, "plot", "", "also draw tokens/s per step as a bar chart to PREFIX.png and PREFIX.svg")
