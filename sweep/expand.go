@@ -8,6 +8,7 @@ import (
 	"io"
 	"maps"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/lessim/lessim/experiment"
@@ -30,21 +31,22 @@ type Point struct {
 // maxPointProblems caps how many invalid points an error lists.
 const maxPointProblems = 12
 
+// MaxPoints is the most points a grid may have. Every run of a sweep (each
+// shard too) expands the whole grid in memory, a spec per point, so a larger
+// grid is refused before anything is expanded: split it into sweep files.
+const MaxPoints = 1_000_000
+
 // Expand lists the grid's points in a stable order: the product of the axes'
 // values, the first axis varying slowest. A point whose spec equals an
 // earlier point's (the same hash, e.g. a les threshold swept for a policy
 // that has none) is kept once, at its first position. Every invalid point is
 // reported (up to a cap) with the lines of the values that formed it.
 func (g *Grid) Expand() ([]Point, error) {
-	n := 1
-	for _, ax := range g.Axes {
-		n *= len(ax.Values)
+	n, err := g.size()
+	if err != nil {
+		return nil, err
 	}
 	probs := &Problems{Name: g.Name}
-	if n == 0 {
-		probs.add(0, "empty grid: an axis has no values")
-		return nil, probs
-	}
 	digests := map[string]string{}
 	var points []Point
 	seen := map[string]bool{}
@@ -113,6 +115,33 @@ func (g *Grid) Expand() ([]Point, error) {
 		return nil, err
 	}
 	return points, nil
+}
+
+// size is the number of points of the grid before duplicates are dropped:
+// the product of the axes' lengths. An axis without values (an empty grid)
+// or a product above MaxPoints is a problem, found without overflow.
+func (g *Grid) size() (int, error) {
+	probs := &Problems{Name: g.Name}
+	lens := make([]string, len(g.Axes))
+	n, total := 1, 1.0
+	for i, ax := range g.Axes {
+		k := len(ax.Values)
+		if k == 0 {
+			probs.add(ax.Line, "empty grid: axis %s has no values", ax.Field)
+			return 0, probs
+		}
+		lens[i] = strconv.Itoa(k)
+		total *= float64(k)
+		if n <= MaxPoints {
+			n *= k // NB: at most MaxPoints × an axis's length: no overflow
+		}
+	}
+	if n > MaxPoints {
+		probs.add(g.Axes[0].Line, "axes: the grid has %.4g points (%s): more than the %d a sweep expands; split it into several sweep files",
+			total, strings.Join(lens, " × "), MaxPoints)
+		return 0, probs
+	}
+	return n, nil
 }
 
 // describe names a grid position by its axis values and their lines.

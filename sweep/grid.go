@@ -152,6 +152,9 @@ func ParseGrid(data []byte, name string) (*Grid, error) {
 	if err := probs.err(); err != nil {
 		return nil, err
 	}
+	if _, err := g.size(); err != nil {
+		return nil, err
+	}
 	return g, nil
 }
 

@@ -3,6 +3,7 @@ package sweep
 import (
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -180,4 +181,42 @@ axes:
 		t.Errorf("got %v", err)
 	}
 	t.Log(err)
+}
+
+// TestGridTooLarge: a grid above MaxPoints is refused by ParseGrid with its
+// size, before anything is expanded, and its size is computed without
+// overflow (here 16^20 points, beyond int64).
+func TestGridTooLarge(t *testing.T) {
+	axis := func(field string, k int, value func(i int) string) string {
+		vals := make([]string, k)
+		for i := range vals {
+			vals[i] = value(i)
+		}
+		return "  " + field + ": [" + strings.Join(vals, ", ") + "]\n"
+	}
+	num := func(i int) string { return strconv.Itoa(i + 1) }
+	src := "axes:\n" + axis("trace.synthetic.tokens", 100, num) + axis("trace.synthetic.seed", 100, num) + axis("cache.size", 101, func(i int) string { return num(i) + "GiB" })
+	_, err := ParseGrid([]byte(src), "big.yaml")
+	want := "big.yaml:2: axes: the grid has 1.01e+06 points (100 × 100 × 101): more than the 1000000 a sweep expands; split it into several sweep files"
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("got %v, want %q", err, want)
+	}
+	src = "axes:\n"
+	for _, f := range []string{"trace.synthetic.tokens", "trace.synthetic.seed", "trace.synthetic.prompt_tokens", "trace.synthetic.sequences",
+		"trace.synthetic.skew", "trace.synthetic.reuse", "trace.synthetic.lookahead_recall", "trace.synthetic.lookahead_depth",
+		"trace.synthetic.depth_penalty", "policy.les.top_n", "policy.les.threshold", "policy.les.depth", "policy.les.max_candidates",
+		"policy.les.max_inflight_bytes", "context_tokens", "predictor.recall", "predictor.false_positives", "predictor.depth",
+		"speculative.block", "speculative.accept"} {
+		src += axis(f, 16, num)
+	}
+	if _, err := ParseGrid([]byte(src), "huge.yaml"); err == nil || !strings.Contains(err.Error(), "the grid has 1.209e+24 points (16 × 16") {
+		t.Errorf("got %v", err)
+	}
+	// Below the cap, a large grid parses (Expand would run it).
+	src = "axes:\n" + axis("trace.synthetic.tokens", 1000, num) + axis("cache.size", 1000, func(i int) string { return num(i) + "GiB" })
+	if g, err := ParseGrid([]byte(src), "ok.yaml"); err != nil {
+		t.Error(err)
+	} else if n, err := g.size(); n != MaxPoints || err != nil {
+		t.Errorf("size %d, %v; want %d", n, err, MaxPoints)
+	}
 }
