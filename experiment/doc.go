@@ -54,6 +54,14 @@
 // refused with the estimate. A stated predictor still needs the steps in
 // memory.
 //
+// A synthetic trace streams the same way when its steps, with every column
+// the generator makes (full lookahead vectors: about 40 KB per token of that
+// shape, so above about 25,000 tokens), would take more than StreamAbove:
+// each run (and a first pass, for the future) generates it again from its
+// seed (traces.SynthSource, the same steps as traces.Synth), and the summary
+// a first pass would find is known from the settings (synthSummary). Results
+// are those of the generated-in-memory run, byte for byte (tested).
+//
 // # Options
 //
 // Options are the spec's settings by name (simulate's flag names): Apply and

@@ -48,8 +48,10 @@ type Inputs struct {
 	// (traces.MemoryBytes for the run's columns) before its runs stream it
 	// instead (sim.RunSource: one pass in memory, the file read again by
 	// each run) rather than load it once and share it: 0 means
-	// DefaultStreamAbove, a negative value streams every trace file. A
-	// stated predictor and a custom ReadTrace always load.
+	// DefaultStreamAbove, a negative value streams every trace. A stated
+	// predictor and a custom ReadTrace always load. A synthetic trace streams
+	// (generated again by each run) when its steps with every column, as the
+	// generator makes them, would take more than StreamAbove.
 	StreamAbove int64
 
 	mu      sync.Mutex
@@ -210,16 +212,45 @@ func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic, check func() erro
 		if err := check(); err != nil {
 			return nil, err
 		}
-		o := traces.DefaultSynthOptions()
-		o.Tokens, o.PromptTokens, o.Sequences = y.Tokens, y.PromptTokens, y.Sequences
-		o.Skew, o.Reuse, o.LookaheadRecall = y.Skew, y.Reuse, y.LookaheadRecall
-		o.LookaheadDepth, o.DepthPenalty, o.Seed = y.LookaheadDepth, y.DepthPenalty, y.Seed
-		meta, steps, err := traces.Synth(m, o)
+		meta, steps, err := traces.Synth(m, synthOptions(y))
 		if err != nil {
 			return nil, err
 		}
 		return &LoadedTrace{Meta: meta, Steps: steps}, nil
 	})
+}
+
+// synthStreamed is the synthetic trace of m with y to stream: generated
+// again for each pass over it, never held. check runs first (not for a
+// trace already prepared).
+func (in *Inputs) synthStreamed(m *devices.ModelSpec, y Synthetic, check func() error) (*entry, error) {
+	key, _ := json.Marshal(y)
+	return in.getEntry("synthstream\x00"+m.Name+"\x00"+m.Variant+"\x00"+string(key), func() (*entry, error) {
+		if err := check(); err != nil {
+			return nil, err
+		}
+		o := synthOptions(y)
+		meta, _, err := traces.SynthSource(m, o) // NB: validates o
+		if err != nil {
+			return nil, err
+		}
+		st := &streamTrace{synth: &synthStream{model: m, opt: o}, steps: synthSteps(y), sum: synthSummary(o)}
+		return &entry{tr: &LoadedTrace{Meta: meta}, stream: st}, nil
+	})
+}
+
+// synthOptions are the generator's options for y.
+func synthOptions(y Synthetic) traces.SynthOptions {
+	o := traces.DefaultSynthOptions()
+	o.Tokens, o.PromptTokens, o.Sequences = y.Tokens, y.PromptTokens, y.Sequences
+	o.Skew, o.Reuse, o.LookaheadRecall = y.Skew, y.Reuse, y.LookaheadRecall
+	o.LookaheadDepth, o.DepthPenalty, o.Seed = y.LookaheadDepth, y.DepthPenalty, y.Seed
+	return o
+}
+
+// synthSteps is the number of steps of the synthetic trace y.
+func synthSteps(y Synthetic) int64 {
+	return int64(max(y.Sequences, 1)) * int64(y.PromptTokens+y.Tokens)
 }
 
 // predicted is base with lookahead scores from the stated predictor p.

@@ -37,6 +37,10 @@ type Plan struct {
 	// Warnings are what a reader of the result should know about the inputs;
 	// Run appends them to the Result's.
 	Warnings []string
+	// Progress, when set, is told how many trace steps a streamed run has
+	// read so far, every few thousand steps and at the end (of TraceSteps).
+	// An in-memory run, a few seconds at most, does not call it.
+	Progress func(steps int64)
 
 	mu  sync.Mutex
 	pol sim.Policy // built while resolving (to check it), used by the first Run
@@ -212,13 +216,22 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		}
 		r.Model.Variant = m.Variant
 		y := *t.Synthetic
-		check := func() error {
-			meta := traces.Meta{Model: *m, LookaheadDepth: y.LookaheadDepth}
-			steps := int64(max(y.Sequences, 1)) * int64(y.PromptTokens+y.Tokens)
-			est := EstimateMemory(meta, steps, traces.Columns{}, r.Policy.Name, estimateCands(r, m.TopK))
-			return in.checkMemory("synthetic trace", r.Policy.Name, est)
+		meta := traces.Meta{Model: *m, LookaheadDepth: y.LookaheadDepth}
+		if in.synthStreams(meta, synthSteps(y), r) {
+			// NB: checked for every run, as a streamed file.
+			est := EstimateStreamMemory(meta, synthSteps(y), traceColumns(r), r.Policy.Name, estimateCands(r, m.TopK), 1)
+			if err := in.checkMemory("synthetic trace", r.Policy.Name, est); err != nil {
+				return nil, err
+			}
+			e, err = in.synthStreamed(m, y, func() error { return nil })
+		} else {
+			check := func() error {
+				est := EstimateMemory(meta, synthSteps(y), traces.Columns{}, r.Policy.Name, estimateCands(r, m.TopK))
+				return in.checkMemory("synthetic trace", r.Policy.Name, est)
+			}
+			e, err = in.synthetic(m, y, check)
 		}
-		if e, err = in.synthetic(m, y, check); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		p.TraceLabel = fmt.Sprintf("synthetic, %d decode tokens, seed %d (skew %.2f, reuse %.3f, lookahead recall %.3f, depth %d)",

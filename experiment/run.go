@@ -61,9 +61,18 @@ func (p *Plan) simulate(pol sim.Policy) (*sim.Result, error) {
 	return res, errors.Join(err, c.Close())
 }
 
-// Streamed reports whether the run streams its trace file rather than
-// reading steps held in memory (Steps is nil then).
+// Streamed reports whether the run streams its trace (a file, or a
+// synthetic trace generated as it goes) rather than reading steps held in
+// memory (Steps is nil then).
 func (p *Plan) Streamed() bool { return p.stream != nil }
+
+// TraceSteps is the number of steps of the run's trace (prefill included).
+func (p *Plan) TraceSteps() int64 {
+	if p.stream != nil {
+		return p.stream.steps
+	}
+	return int64(len(p.Steps))
+}
 
 // Run resolves s with fresh Inputs and runs it.
 func Run(s Spec) (*Outcome, error) {

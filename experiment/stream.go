@@ -3,22 +3,57 @@ package experiment
 import (
 	"io"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/traces"
 )
 
-// DefaultStreamAbove is Inputs.StreamAbove's default: a trace file whose
-// steps would take more than 1 GiB in memory streams.
+// DefaultStreamAbove is Inputs.StreamAbove's default: a trace whose steps
+// would take more than 1 GiB in memory streams.
 const DefaultStreamAbove = 1 << 30
 
-// streamTrace is a trace file a run streams instead of loading: what is
-// known of it without reading its rows, and what a first pass found.
+// streamTrace is a trace a run streams instead of loading, a trace file
+// or a synthetic trace generated again for each pass over it: what is known
+// of it without reading its rows, and what a first pass found.
 type streamTrace struct {
-	path  string
+	path  string       // the trace file ("" for a synthetic trace)
+	synth *synthStream // the synthetic trace (nil for a file)
 	steps int64
 
 	sum    *traceSummary    // nil until a run needs it
 	future *policies.Future // nil until oracle, belady or pinned-hot needs it
+}
+
+// synthStream is a synthetic trace to generate (traces.SynthSource).
+type synthStream struct {
+	model *devices.ModelSpec
+	opt   traces.SynthOptions
+}
+
+// open starts a pass over the trace reading the columns cols keeps (a
+// synthetic trace generates every column: its generator's random stream
+// must not change).
+func (st *streamTrace) open(cols traces.Columns) (traces.Source, io.Closer, error) {
+	if y := st.synth; y != nil {
+		_, src, err := traces.SynthSource(y.model, y.opt)
+		return src, nopCloser{}, err
+	}
+	rd, err := traces.OpenColumns(st.path, cols)
+	if err != nil {
+		return nil, nil, err
+	}
+	return rd, rd, nil
+}
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
+// synthSummary is what summarize finds in the synthetic trace of o, known
+// without generating it: each sequence's positions run from 0, its prompt
+// tokens are prefill, and every decode token is a pass of its own.
+func synthSummary(o traces.SynthOptions) *traceSummary {
+	return &traceSummary{longest: o.PromptTokens + o.Tokens, prefill: max(o.Sequences, 1) * o.PromptTokens, passes: true}
 }
 
 // streams reports whether the run r of the trace file at path streams: its
@@ -43,6 +78,21 @@ func (in *Inputs) streams(path string, r *Spec) (bool, error) {
 		return false, err
 	}
 	return traces.MemoryBytes(m, steps, traceColumns(r), estimateCands(r, m.Model.TopK)) > limit, nil
+}
+
+// synthStreams reports whether the run r streams its synthetic trace (meta,
+// steps) rather than generating it into memory: held, its steps with every
+// column (the generator makes them all) would take more than StreamAbove,
+// and nothing needs them in memory (speculative decoding: see streams).
+func (in *Inputs) synthStreams(meta traces.Meta, steps int64, r *Spec) bool {
+	if r.Predictor != nil || r.Speculative != nil {
+		return false
+	}
+	limit := in.StreamAbove
+	if limit == 0 {
+		limit = DefaultStreamAbove
+	}
+	return limit < 0 || traces.MemoryBytes(meta, steps, traces.Columns{}, estimateCands(r, meta.Model.TopK)) > limit
 }
 
 // streamed is the trace file at path prepared for streaming: its Meta and
@@ -98,11 +148,11 @@ func (in *Inputs) prepare(e *entry, r *Spec) (*traceSummary, *policies.Future, e
 	if (have || !needRows) && (!needFuture || st.future != nil) {
 		return st.sum, st.future, nil
 	}
-	rd, err := traces.OpenColumns(st.path, firstPassColumns)
+	rd, c, err := st.open(firstPassColumns)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer rd.Close()
+	defer c.Close()
 	sum := &traceSummary{passes: needPasses || st.sum != nil && st.sum.passes}
 	src := &summarySource{Source: rd, sum: sum}
 	if needFuture {
@@ -182,18 +232,42 @@ func (s *traceSummary) add(st *traces.Step) {
 // it reads; for les on full lookahead vectors each step gets its
 // candidate index as it passes.
 func (p *Plan) openStream() (traces.Source, io.Closer, error) {
-	st := p.stream
 	cols := traceColumns(&p.Spec)
 	cols.NoWeights = true // NB: no run reads the gate weights; a streamed step is not kept
-	rd, err := traces.OpenColumns(st.path, cols)
+	src, c, err := p.stream.open(cols)
 	if err != nil {
 		return nil, nil, err
 	}
-	if rd.Meta().LookaheadTop == 0 && rd.Meta().LookaheadDepth > 0 && !traceColumns(&p.Spec).NoLookahead {
-		n, sums := indexDepth(&p.Spec, p.Model)
-		return &indexingSource{Source: rd, n: n, sums: sums}, rd, nil
+	if p.Progress != nil {
+		src = &progressSource{Source: src, report: p.Progress}
 	}
-	return rd, rd, nil
+	if p.Meta.LookaheadTop == 0 && p.Meta.LookaheadDepth > 0 && !traceColumns(&p.Spec).NoLookahead {
+		n, sums := indexDepth(&p.Spec, p.Model)
+		return &indexingSource{Source: src, n: n, sums: sums}, c, nil
+	}
+	return src, c, nil
+}
+
+// progressEvery is how many steps a progressSource reads between reports.
+const progressEvery = 4096
+
+// progressSource passes a Source's steps on, reporting how many it has read
+// every progressEvery steps and when the source ends.
+type progressSource struct {
+	traces.Source
+	report func(steps int64)
+	n      int64
+}
+
+func (s *progressSource) Next() bool {
+	if !s.Source.Next() {
+		s.report(s.n)
+		return false
+	}
+	if s.n++; s.n%progressEvery == 0 {
+		s.report(s.n)
+	}
+	return true
 }
 
 // indexingSource gives each step of a Source its candidate index

@@ -7,6 +7,9 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/parquet/file"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/traces"
 )
 
 // resolveRun resolves and runs opts with in and returns the outcome as JSON
@@ -81,6 +84,82 @@ func TestStreamedRunsMatchLoaded(t *testing.T) {
 }
 
 // TestStreamAboveDefault: a small trace loads by default; one above
+// TestStreamedSyntheticMatchesGenerated: a synthetic trace that streams
+// (generated again for each pass, never held) gives the in-memory run's
+// resolved spec, hash and Result byte for byte, for every policy, with
+// prefill tokens and several sequences, and cache auto (the longest
+// sequence from synthSummary, not a pass); speculative decoding keeps it in
+// memory.
+func TestStreamedSyntheticMatchesGenerated(t *testing.T) {
+	cases := []map[string]string{
+		{"policy": "lru"},
+		{"policy": "lfu", "cache": "auto"},
+		{"policy": "ondemand", "layout": "gguf-mmap"},
+		{"policy": "pinned-hot"},
+		{"policy": "oracle", "prefill": "true"},
+		{"policy": "belady", "cache": "auto"},
+		{"policy": "les"},
+		{"policy": "les", "top-n": "12", "prefill": "true", "cache": "auto"},
+		{"policy": "les", "threshold": "0.8"},
+		{"policy": "les", "spec-block": "3", "spec-accept": "0.6", "drafter": "free"},
+	}
+	loaded, streamed := &Inputs{MaxMemory: -1, StreamAbove: 1 << 40}, &Inputs{MaxMemory: -1, StreamAbove: -1}
+	for _, c := range cases {
+		opts := map[string]string{"tokens": "40", "cache": "2GiB"}
+		for k, v := range c {
+			if k != "prefill" { // NB: set below: the options' default trace has no prompt
+				opts[k] = v
+			}
+		}
+		s, err := FromOptions(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Trace.Synthetic.PromptTokens, s.Trace.Synthetic.Sequences = 7, 2
+		s.Prefill = c["prefill"] == "true"
+		run := func(in *Inputs) (string, bool) {
+			p, err := in.Resolve(s)
+			if err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			o, err := p.Run()
+			if err != nil {
+				t.Fatalf("%v: %v", c, err)
+			}
+			b, _ := json.Marshal([]any{o.Spec, o.Hash, o.Result})
+			return string(b), p.Streamed()
+		}
+		want, ws := run(loaded)
+		got, gs := run(streamed)
+		if ws || gs != (c["spec-block"] == "") {
+			t.Fatalf("%v: in-memory run streamed %v, streamed run streamed %v", c, ws, gs)
+		}
+		if got != want {
+			t.Errorf("%v: streamed\n%s\ngenerated\n%s", c, got, want)
+		}
+	}
+}
+
+// TestSynthSummary: synthSummary is what summarize finds in the generated
+// steps.
+func TestSynthSummary(t *testing.T) {
+	m, err := devices.LookupModel("minicpm-v-4.7-35b-a3b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, shape := range [][3]int{{5, 0, 1}, {5, 3, 1}, {4, 6, 3}, {1, 0, 2}} {
+		o := traces.DefaultSynthOptions()
+		o.Tokens, o.PromptTokens, o.Sequences = shape[0], shape[1], shape[2]
+		_, steps, err := traces.Synth(m, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := *synthSummary(o), *summarize(steps, true); got.longest != want.longest || got.prefill != want.prefill || got.multi != want.multi || !got.passes {
+			t.Errorf("%v: synthSummary %+v, summarize %+v", shape, got, want)
+		}
+	}
+}
+
 // StreamAbove streams.
 func TestStreamAboveDefault(t *testing.T) {
 	path := writeTrace(t, 10, 0, 1, nil)
@@ -184,4 +263,47 @@ func lastExpertsChunk(t *testing.T, path string) int {
 	}
 	t.Fatal("no experts column")
 	return 0
+}
+
+// TestStreamProgress: a streamed run reports the steps read, rising, ending
+// at TraceSteps; the report does not change the result.
+func TestStreamProgress(t *testing.T) {
+	s, err := FromOptions(map[string]string{"tokens": "9000", "cache": "2GiB", "policy": "les"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := &Inputs{MaxMemory: -1, StreamAbove: -1}
+	run := func(progress bool) (string, []int64) {
+		p, err := in.Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen []int64
+		if progress {
+			p.Progress = func(n int64) { seen = append(seen, n) }
+		}
+		o, err := p.Run()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !p.Streamed() || p.TraceSteps() != 9000 {
+			t.Fatalf("streamed %v, %d steps", p.Streamed(), p.TraceSteps())
+		}
+		b, _ := json.Marshal(o.Result)
+		return string(b), seen
+	}
+	plain, _ := run(false)
+	got, seen := run(true)
+	if got != plain {
+		t.Error("reporting progress changed the result")
+	}
+	want := []int64{4096, 8192, 9000}
+	if len(seen) != len(want) {
+		t.Fatalf("progress %v, want %v", seen, want)
+	}
+	for i := range want {
+		if seen[i] != want[i] {
+			t.Fatalf("progress %v, want %v", seen, want)
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
 )
@@ -22,6 +23,7 @@ import (
 // where the spec comes from and how the result is shown.
 type simulateFlags struct {
 	spec, format, plot string
+	quiet              bool
 }
 
 func newSimulateCmd() *cobra.Command {
@@ -36,7 +38,11 @@ compute, with the chosen expert-scheduling policy, and prints the result.
 An option that does not apply to the run (a les option with another policy,
 --model with --trace, ...) is refused with the reason. --format json prints the
 whole experiment spec beside the result; --spec FILE runs such a file again
-(a result's JSON or a bare spec) and reproduces the result byte for byte.`,
+(a result's JSON or a bare spec) and reproduces the result byte for byte.
+
+A trace whose steps would take more than 1 GiB in memory (a file, or a synthetic
+trace of more than about 25,000 tokens) streams: the run reads or generates it one
+pass at a time, with a progress bar on stderr (--quiet: none).`,
 		Example: `  lessim simulate --model minicpm-v-4.7-35b-a3b --device iphone-18-pro-max --policy les --cache 3GiB
   lessim simulate --trace my.parquet --device ipad-pro-m4 --policy lru --cache 40% --format json > run.json
   lessim simulate --spec run.json --format json`,
@@ -54,6 +60,7 @@ whole experiment spec beside the result; --spec FILE runs such a file again
 	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin): a result's JSON (--format json) or a bare spec; no other experiment option may be given with it")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.plot, "plot", "", "also draw per-token time and stalls over the run to PREFIX.png and PREFIX.svg")
+	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr (shown only for a trace long enough to stream)")
 	return cmd
 }
 
@@ -102,7 +109,13 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 		return err
 	}
 	plan.Config.KeepSeries = f.plot != ""
+	var bar *progress.Bar
+	if plan.Streamed() {
+		bar = progress.New(cmd.ErrOrStderr(), plan.TraceSteps(), "simulate", progress.Options{Quiet: f.quiet, Unit: "steps"})
+		plan.Progress = bar.Set
+	}
 	o, err := plan.Run()
+	bar.Finish()
 	if err != nil {
 		return err
 	}
