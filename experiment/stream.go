@@ -66,10 +66,7 @@ func (in *Inputs) streams(path string, r *Spec) (bool, error) {
 	if in.ReadTrace != nil || r.Predictor != nil || r.Speculative != nil {
 		return false, nil
 	}
-	limit := in.StreamAbove
-	if limit == 0 {
-		limit = DefaultStreamAbove
-	}
+	limit := in.streamAbove()
 	if limit < 0 {
 		return true, nil
 	}
@@ -88,11 +85,16 @@ func (in *Inputs) synthStreams(meta traces.Meta, steps int64, r *Spec) bool {
 	if r.Predictor != nil || r.Speculative != nil {
 		return false
 	}
-	limit := in.StreamAbove
-	if limit == 0 {
-		limit = DefaultStreamAbove
-	}
+	limit := in.streamAbove()
 	return limit < 0 || traces.MemoryBytes(meta, steps, traces.Columns{}, estimateCands(r, meta.Model.TopK)) > limit
+}
+
+// streamAbove is StreamAbove with its default.
+func (in *Inputs) streamAbove() int64 {
+	if in.StreamAbove == 0 {
+		return DefaultStreamAbove
+	}
+	return in.StreamAbove
 }
 
 // streamed is the trace file at path prepared for streaming: its Meta and

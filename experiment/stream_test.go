@@ -20,13 +20,19 @@ func resolveRun(t *testing.T, in *Inputs, opts map[string]string) (string, bool)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return resolveRunSpec(t, in, s, opts)
+}
+
+// resolveRunSpec is resolveRun for a spec; name names it in failures.
+func resolveRunSpec(t *testing.T, in *Inputs, s Spec, name any) (string, bool) {
+	t.Helper()
 	p, err := in.Resolve(s)
 	if err != nil {
-		t.Fatalf("%v: %v", opts, err)
+		t.Fatalf("%v: %v", name, err)
 	}
 	o, err := p.Run()
 	if err != nil {
-		t.Fatalf("%v: %v", opts, err)
+		t.Fatalf("%v: %v", name, err)
 	}
 	b, err := json.Marshal(struct {
 		Spec   Spec
@@ -117,20 +123,8 @@ func TestStreamedSyntheticMatchesGenerated(t *testing.T) {
 		}
 		s.Trace.Synthetic.PromptTokens, s.Trace.Synthetic.Sequences = 7, 2
 		s.Prefill = c["prefill"] == "true"
-		run := func(in *Inputs) (string, bool) {
-			p, err := in.Resolve(s)
-			if err != nil {
-				t.Fatalf("%v: %v", c, err)
-			}
-			o, err := p.Run()
-			if err != nil {
-				t.Fatalf("%v: %v", c, err)
-			}
-			b, _ := json.Marshal([]any{o.Spec, o.Hash, o.Result})
-			return string(b), p.Streamed()
-		}
-		want, ws := run(loaded)
-		got, gs := run(streamed)
+		want, ws := resolveRunSpec(t, loaded, s, c)
+		got, gs := resolveRunSpec(t, streamed, s, c)
 		if ws || gs != (c["spec-block"] == "") {
 			t.Fatalf("%v: in-memory run streamed %v, streamed run streamed %v", c, ws, gs)
 		}
