@@ -31,7 +31,7 @@ axes:
 `
 
 // runSweep runs a grid into dir and returns its points.
-func runSweep(t *testing.T, src, dir string, keepSeries bool) []sweep.Point {
+func runSweep(t testing.TB, src, dir string, keepSeries bool) []sweep.Point {
 	t.Helper()
 	g, err := sweep.ParseGrid([]byte(src), "report.yaml")
 	if err != nil {
@@ -49,7 +49,7 @@ func runSweep(t *testing.T, src, dir string, keepSeries bool) []sweep.Point {
 
 // writeRows writes a small Parquet file of string and float columns, as a
 // measurement tool or an ablation would.
-func writeRows(t *testing.T, path string, strs map[string][]string, nums map[string][]float64) {
+func writeRows(t testing.TB, path string, strs map[string][]string, nums map[string][]float64) {
 	t.Helper()
 	var fields []arrow.Field
 	names := slices.Sorted(func(yield func(string) bool) {

@@ -125,7 +125,14 @@ func ReadTables(files ...string) (*Table, error) {
 }
 
 // readFile appends one file's rows.
-func (t *Table) readFile(path string) error {
+func (t *Table) readFile(path string) (err error) {
+	// NB: last resort only, as traces' reader: arrow-go may panic on a
+	// corrupt file; report it instead of crashing.
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%s: corrupt Parquet file (arrow-go panicked: %v)", path, p)
+		}
+	}()
 	f, err := os.Open(path)
 	if err != nil {
 		return err
