@@ -53,6 +53,11 @@ type Inputs struct {
 	// (generated again by each run) when its steps with every column, as the
 	// generator makes them, would take more than StreamAbove.
 	StreamAbove int64
+	// FirstPass, when set, is told how far the first pass over a streamed
+	// trace has got (steps read of total): the pass that finds the future of
+	// oracle, belady and pinned-hot, or what a file's footer does not say.
+	// It runs inside Resolve, on the caller's goroutine.
+	FirstPass func(done, total int64)
 
 	mu      sync.Mutex
 	entries map[string]*entry

@@ -155,6 +155,9 @@ func (in *Inputs) prepare(e *entry, r *Spec) (*traceSummary, *policies.Future, e
 		return nil, nil, err
 	}
 	defer c.Close()
+	if report := in.FirstPass; report != nil {
+		rd = &progressSource{Source: rd, report: func(n int64) { report(n, st.steps) }}
+	}
 	sum := &traceSummary{passes: needPasses || st.sum != nil && st.sum.passes}
 	src := &summarySource{Source: rd, sum: sum}
 	if needFuture {

@@ -301,3 +301,31 @@ func TestStreamProgress(t *testing.T) {
 		}
 	}
 }
+
+// TestFirstPassProgress: the first pass over a streamed trace (here oracle's
+// future of a synthetic trace) reports its steps out of the trace's; a run
+// that needs no first pass reports nothing.
+func TestFirstPassProgress(t *testing.T) {
+	for _, c := range []struct {
+		policy string
+		want   []int64
+	}{{"oracle", []int64{4096, 5000}}, {"lru", nil}} {
+		s, err := FromOptions(map[string]string{"tokens": "5000", "cache": "2GiB", "policy": c.policy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var seen []int64
+		in := &Inputs{MaxMemory: -1, StreamAbove: -1, FirstPass: func(done, total int64) {
+			if total != 5000 {
+				t.Errorf("%s: total %d, want 5000", c.policy, total)
+			}
+			seen = append(seen, done)
+		}}
+		if _, err := in.Resolve(s); err != nil {
+			t.Fatal(err)
+		}
+		if len(seen) != len(c.want) || len(seen) > 0 && (seen[0] != c.want[0] || seen[1] != c.want[1]) {
+			t.Errorf("%s: first pass reported %v, want %v", c.policy, seen, c.want)
+		}
+	}
+}
