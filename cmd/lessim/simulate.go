@@ -104,27 +104,7 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 			return fmt.Errorf("--plot %s: %w", f.plot, err)
 		}
 	}
-	var in experiment.Inputs
-	var first *progress.Bar
-	in.FirstPass = func(done, total int64) {
-		if first == nil {
-			first = progress.New(cmd.ErrOrStderr(), total, "first pass", progress.Options{Quiet: f.quiet, Unit: "steps"})
-		}
-		first.Set(done)
-	}
-	plan, err := in.Resolve(spec)
-	first.Finish()
-	if err != nil {
-		return err
-	}
-	plan.Config.KeepSeries = f.plot != ""
-	var bar *progress.Bar
-	if plan.Streamed() {
-		bar = progress.New(cmd.ErrOrStderr(), plan.TraceSteps(), "simulate", progress.Options{Quiet: f.quiet, Unit: "steps"})
-		plan.Progress = bar.Set
-	}
-	o, err := plan.Run()
-	bar.Finish()
+	o, err := runWithProgress(cmd.ErrOrStderr(), spec, f.plot != "", f.quiet)
 	if err != nil {
 		return err
 	}
@@ -148,6 +128,35 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", strings.Join(files, ", "))
 	return nil
+}
+
+// runWithProgress resolves and runs spec (keeping per-pass samples with
+// keepSeries). A run that streams its trace shows progress on w: one bar for
+// the first pass over the trace, when the run needs one, one for the run.
+func runWithProgress(w io.Writer, spec experiment.Spec, keepSeries, quiet bool) (*experiment.Outcome, error) {
+	opt := progress.Options{Quiet: quiet, Unit: "steps"}
+	var in experiment.Inputs
+	var first *progress.Bar
+	in.FirstPass = func(done, total int64) {
+		if first == nil {
+			first = progress.New(w, total, "first pass", opt)
+		}
+		first.Set(done)
+	}
+	plan, err := in.Resolve(spec)
+	first.Finish()
+	if err != nil {
+		return nil, err
+	}
+	plan.Config.KeepSeries = keepSeries
+	var bar *progress.Bar
+	if plan.Streamed() {
+		bar = progress.New(w, plan.TraceSteps(), "simulate", opt)
+		plan.Progress = bar.Set
+	}
+	o, err := plan.Run()
+	bar.Finish()
+	return o, err
 }
 
 // simulateSpec is the experiment: from --spec, or from the options the user set.
