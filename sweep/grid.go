@@ -9,10 +9,12 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 )
 
@@ -287,6 +289,16 @@ func checkValue(probs *Problems, n *yaml.Node, t reflect.Type, where string) {
 		}
 		return
 	}
+	if isByteCount(t, where) && n.ShortTag() == "!!str" {
+		b, err := devices.ParseSize(n.Value)
+		if err != nil {
+			probs.add(n.Line, "%s: %s is not a byte count (an integer, or a size such as 64MiB): %v", where, strings.TrimSpace(n.Value), err)
+			return
+		}
+		// NB: rewritten in place, so that decoding the node gives the
+		// integer the spec holds.
+		n.Tag, n.Value, n.Style = "!!int", strconv.FormatInt(b, 10), 0
+	}
 	var val any
 	if err := n.Decode(&val); err != nil {
 		probs.add(n.Line, "%s: %v", where, err)
@@ -300,6 +312,13 @@ func checkValue(probs *Problems, n *yaml.Node, t reflect.Type, where string) {
 	if err := strictUnmarshal(js, reflect.New(t).Interface()); err != nil {
 		probs.add(n.Line, "%s: %s is %s, want %s", where, strings.TrimSpace(n.Value), describe(n), typeName(t))
 	}
+}
+
+// isByteCount reports whether the field at where, of type t, is a count of
+// bytes (an integer whose JSON name ends in bytes, such as
+// policy.les.max_inflight_bytes): a sweep file may give it as a size.
+func isByteCount(t reflect.Type, where string) bool {
+	return t.Kind() == reflect.Int64 && strings.HasSuffix(where, "bytes")
 }
 
 // describe names a YAML node's kind for messages.

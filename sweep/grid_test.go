@@ -220,3 +220,36 @@ func TestGridTooLarge(t *testing.T) {
 		t.Errorf("size %d, %v; want %d", n, err, MaxPoints)
 	}
 }
+
+// TestByteCountsAsSizes: a byte-count field (max_inflight_bytes, a drafter's
+// bytes) may be given as a size, in the base, an axis or a whole group, and
+// gives the points the integer would; a size that does not parse is a
+// problem with its line.
+func TestByteCountsAsSizes(t *testing.T) {
+	grid := func(inflight, drafter string) string {
+		return "base:\n  trace: {synthetic: {tokens: 20}}\n  policy: {name: les, les: {max_inflight_bytes: " + inflight + "}}\n" +
+			"axes:\n  speculative: [{block: 2, accept: 0.5, drafter: {kind: explicit, bytes: " + drafter + "}}]\n" +
+			"  policy.les.top_n: [4, 8]\n"
+	}
+	_, sized := mustExpand(t, grid("64MiB", "400MB"))
+	_, ints := mustExpand(t, grid("67108864", "400000000"))
+	if len(sized) != 2 || len(ints) != 2 {
+		t.Fatalf("%d and %d points", len(sized), len(ints))
+	}
+	for i := range sized {
+		if sized[i].ID != ints[i].ID {
+			t.Errorf("point %d: id %s with sizes, %s with integers", i, sized[i].ID, ints[i].ID)
+		}
+	}
+	if b := sized[0].Spec.Policy.LES.MaxInflightBytes; b != 64<<20 {
+		t.Errorf("max_inflight_bytes %d", b)
+	}
+	_, err := ParseGrid([]byte(grid("64MiBs", "400MB")), "s.yaml")
+	if err == nil || !strings.Contains(err.Error(), "s.yaml:3: base.policy.les.max_inflight_bytes: 64MiBs is not a byte count (an integer, or a size such as 64MiB)") {
+		t.Errorf("got %v", err)
+	}
+	src := "axes:\n  policy.les.max_inflight_bytes: [1GiB, lots]\n"
+	if _, err := ParseGrid([]byte(src), "a.yaml"); err == nil || !strings.Contains(err.Error(), "a.yaml:2: policy.les.max_inflight_bytes: lots is not a byte count") {
+		t.Errorf("got %v", err)
+	}
+}
