@@ -166,6 +166,10 @@ func (e *engine) computeExperts(l int) error {
 		}
 	}
 	progressed := len(e.pend) < len(union)
+	// NB: a pending expert becomes resident only by a load landing
+	// (Books.landed counts them), so a round that none landed before finds
+	// nothing to run and is skipped without rescanning.
+	scanned := e.bk.landed
 	for len(e.pend) > 0 {
 		if !progressed {
 			// Nothing resident: fault in the first synchronous miss, or wait
@@ -175,6 +179,11 @@ func (e *engine) computeExperts(l int) error {
 			}
 		}
 		e.fl.advance(e.now)
+		if e.bk.landed == scanned {
+			progressed = false
+			continue
+		}
+		scanned = e.bk.landed
 		kept := e.pend[:0]
 		for _, idx := range e.pend {
 			if e.bk.keys[union[idx]].state == Resident {
