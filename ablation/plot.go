@@ -28,11 +28,8 @@ func WritePlot(a *Ablation, prefix string) ([]string, error) {
 			continue
 		}
 		v := r.Outcome.Result.TokensPerSec
-		name := r.tag() + " " + strings.TrimPrefix(r.Step.Label, "+ ")
-		if r.Step.Without != "" {
-			name = r.label()
-		}
-		names = append(names, wrap(name, 20))
+		// NB: the table's name without the step's "+ "
+		names = append(names, wrap(strings.Replace(r.label(), ") + ", ") ", 1), 20))
 		if r.Step.Reference {
 			steps, refs = append(steps, 0), append(refs, v)
 		} else {

@@ -226,14 +226,10 @@ func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic, check func() erro
 }
 
 // synthStreamed is the synthetic trace of m with y to stream: generated
-// again for each pass over it, never held. check runs first (not for a
-// trace already prepared).
-func (in *Inputs) synthStreamed(m *devices.ModelSpec, y Synthetic, check func() error) (*entry, error) {
+// again for each pass over it, never held.
+func (in *Inputs) synthStreamed(m *devices.ModelSpec, y Synthetic) (*entry, error) {
 	key, _ := json.Marshal(y)
 	return in.getEntry("synthstream\x00"+m.Name+"\x00"+m.Variant+"\x00"+string(key), func() (*entry, error) {
-		if err := check(); err != nil {
-			return nil, err
-		}
 		o := synthOptions(y)
 		meta, _, err := traces.SynthSource(m, o) // NB: validates o
 		if err != nil {

@@ -216,17 +216,17 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		}
 		r.Model.Variant = m.Variant
 		y := *t.Synthetic
-		meta := traces.Meta{Model: *m, LookaheadDepth: y.LookaheadDepth}
-		if in.synthStreams(meta, synthSteps(y), r) {
+		meta, steps := traces.Meta{Model: *m, LookaheadDepth: y.LookaheadDepth}, synthSteps(y)
+		if in.synthStreams(meta, steps, r) {
 			// NB: checked for every run, as a streamed file.
-			est := EstimateStreamMemory(meta, synthSteps(y), traceColumns(r), r.Policy.Name, estimateCands(r, m.TopK), 1)
+			est := EstimateStreamMemory(meta, steps, traceColumns(r), r.Policy.Name, estimateCands(r, m.TopK), 1)
 			if err := in.checkMemory("synthetic trace", r.Policy.Name, est); err != nil {
 				return nil, err
 			}
-			e, err = in.synthStreamed(m, y, func() error { return nil })
+			e, err = in.synthStreamed(m, y)
 		} else {
 			check := func() error {
-				est := EstimateMemory(meta, synthSteps(y), traces.Columns{}, r.Policy.Name, estimateCands(r, m.TopK))
+				est := EstimateMemory(meta, steps, traces.Columns{}, r.Policy.Name, estimateCands(r, m.TopK))
 				return in.checkMemory("synthetic trace", r.Policy.Name, est)
 			}
 			e, err = in.synthetic(m, y, check)
