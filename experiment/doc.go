@@ -44,11 +44,13 @@
 // reads, so a sweep's runs share its digest and first-pass results but each
 // reads the file again. When a run needs what only the rows tell (cache auto
 // without a context size and no statistics in the footer, the prefill and
-// spec-from-trace warnings, or the future for oracle, belady and
-// pinned-hot), a first pass reads the expert column only and keeps what it
-// found: the longest sequence, the counts behind the warnings, and the
-// policies.Future (2 bytes per expert selection; oracle's next-use index
-// adds 4). Streamed and loaded runs give the same Result byte for byte
+// spec-from-trace warnings, the future for oracle, belady and pinned-hot,
+// or the statistics speculative decoding routes rejected drafts by), a
+// first pass reads the expert column only (and the lookahead, for the
+// drafts' recall, when the run reads it) and keeps what it found: the
+// longest sequence, the counts behind the warnings, the policies.Future (2
+// bytes per expert selection; oracle's next-use index adds 4) and the
+// sim.DraftStats (8 bytes per expert). Streamed and loaded runs give the same Result byte for byte
 // (tested). The memory a run needs is estimated before anything is loaded
 // (EstimateMemory, EstimateStreamMemory) and a run that cannot fit is
 // refused with the estimate. A stated predictor still needs the steps in

@@ -55,7 +55,8 @@ type Inputs struct {
 	StreamAbove int64
 	// FirstPass, when set, is told how far the first pass over a streamed
 	// trace has got (steps read of total): the pass that finds the future of
-	// oracle, belady and pinned-hot, or what a file's footer does not say.
+	// oracle, belady and pinned-hot, the draft statistics of speculative
+	// decoding, or what a file's footer does not say.
 	// It runs inside Resolve, on the caller's goroutine.
 	FirstPass func(done, total int64)
 

@@ -80,11 +80,15 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 	}
 	var sum *traceSummary
 	var fut *policies.Future
+	var drafts *sim.DraftStats
+	var passSizes *traces.PassSizes
 	if e.stream != nil {
 		p.stream = e.stream
-		if sum, fut, err = in.prepare(e, &r); err != nil {
+		fp, err := in.prepare(e, &r)
+		if err != nil {
 			return nil, err
 		}
+		sum, fut, drafts, passSizes = fp.sum, fp.future, fp.drafts, fp.passSizes
 	} else {
 		n, sums := indexDepth(&r, m)
 		p.Steps = in.index(e, n, sums)
@@ -113,10 +117,11 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 		MmapNeighbours: r.MmapNeighbours, PageCacheFreeRAM: r.PageCache == PageCacheFreeRAM,
 	}
 	if sp := r.Speculative; sp != nil {
-		if err := resolveAcceptance(sp, p); err != nil {
+		if err := resolveAcceptance(sp, p, passSizes); err != nil {
 			return nil, err
 		}
 		p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
+		p.Config.DraftStats = drafts // NB: nil for a trace in memory, which the run measures itself
 		p.Config.Drafter = sp.Drafter.Kind
 		p.Config.DraftBytes, p.Config.DraftFLOPs = sp.Drafter.Cost(m)
 	}
@@ -356,12 +361,20 @@ func resolveCache(r *Spec, m *devices.ModelSpec, d *devices.Device, ctx int, con
 }
 
 // resolveAcceptance fills sp.Accept from the trace's recorded decode passes
-// when sp.AcceptFromTrace is set, and says so in the plan's warnings.
-func resolveAcceptance(sp *Speculative, p *Plan) error {
+// when sp.AcceptFromTrace is set, and says so in the plan's warnings. A
+// streamed trace's passes were counted by its first pass (passSizes); one
+// in memory is read from p.Steps.
+func resolveAcceptance(sp *Speculative, p *Plan, passSizes *traces.PassSizes) error {
 	if !sp.AcceptFromTrace {
 		return nil
 	}
-	est, err := traces.EstimateAcceptance(p.Steps, sp.Block)
+	var est traces.Acceptance
+	var err error
+	if passSizes != nil { // a streamed trace's first pass
+		est, err = passSizes.Acceptance(sp.Block)
+	} else {
+		est, err = traces.EstimateAcceptance(p.Steps, sp.Block)
+	}
 	if err != nil {
 		return fmt.Errorf("speculative.accept_from_trace: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -22,6 +23,11 @@ type streamTrace struct {
 
 	sum    *traceSummary    // nil until a run needs it
 	future *policies.Future // nil until oracle, belady or pinned-hot needs it
+	drafts *sim.DraftStats  // nil until speculative decoding with the acceptance model needs them
+	// draftsLA says drafts measured the lookahead recall (a run that reads
+	// lookahead needs it; one that does not can use either).
+	draftsLA  bool
+	passSizes *traces.PassSizes // nil until --spec-accept-from-trace needs them
 }
 
 // synthStream is a synthetic trace to generate (traces.SynthSource).
@@ -59,11 +65,9 @@ func synthSummary(o traces.SynthOptions) *traceSummary {
 // streams reports whether the run r of the trace file at path streams: its
 // steps for r's columns (traces.MemoryBytes) would take more than
 // StreamAbove, and nothing needs them in memory (a stated predictor
-// rewrites the steps; a custom ReadTrace reads whole traces; speculative
-// decoding with the acceptance model routes rejected drafts from the whole
-// trace's statistics).
+// rewrites the steps; a custom ReadTrace reads whole traces).
 func (in *Inputs) streams(path string, r *Spec) (bool, error) {
-	if in.ReadTrace != nil || r.Predictor != nil || r.Speculative != nil {
+	if in.ReadTrace != nil || r.Predictor != nil {
 		return false, nil
 	}
 	limit := in.streamAbove()
@@ -80,9 +84,9 @@ func (in *Inputs) streams(path string, r *Spec) (bool, error) {
 // synthStreams reports whether the run r streams its synthetic trace (meta,
 // steps) rather than generating it into memory: held, its steps with every
 // column (the generator makes them all) would take more than StreamAbove,
-// and nothing needs them in memory (speculative decoding: see streams).
+// and nothing needs them in memory (a stated predictor: see streams).
 func (in *Inputs) synthStreams(meta traces.Meta, steps int64, r *Spec) bool {
-	if r.Predictor != nil || r.Speculative != nil {
+	if r.Predictor != nil {
 		return false
 	}
 	limit := in.streamAbove()
@@ -125,34 +129,46 @@ var firstPassColumns = traces.Columns{NoLogits: true, NoRouterInputs: true, NoLo
 // prepare makes the first pass over a streamed trace when r's run needs
 // what only the rows tell: the longest sequence (cache auto without a
 // context size, when the footer has no statistics), the warnings of
-// --prefill and --spec-from-trace, and the Future of oracle, belady and
-// pinned-hot. The pass reads the expert column only; what it finds is kept
-// for later runs of the same trace.
-func (in *Inputs) prepare(e *entry, r *Spec) (*traceSummary, *policies.Future, error) {
+// --prefill and --spec-from-trace, the Future of oracle, belady and
+// pinned-hot, the draft statistics of speculative decoding with the
+// acceptance model, and the recorded passes an acceptance estimated from the
+// trace rests on. The pass reads the expert column only (and the lookahead
+// for the draft statistics' recall); what it finds is kept for later runs of
+// the same trace.
+func (in *Inputs) prepare(e *entry, r *Spec) (*firstPass, error) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	st := e.stream
 	needFuture, needPasses := usesFuture(r.Policy.Name), r.SpecFromTrace
-	needRows := r.Prefill || needPasses || needFuture
+	needDrafts := r.Speculative != nil && !r.SpecFromTrace
+	// NB: the drafts' lookahead recall only when the run reads lookahead (as
+	// a loaded trace has it only then); a run that does not is unaffected by
+	// it (drafts' scores come from a stream of their own).
+	draftsLA := needDrafts && !traceColumns(r).NoLookahead
+	needAccept := r.Speculative != nil && r.Speculative.AcceptFromTrace
+	needRows := r.Prefill || needPasses || needFuture || needDrafts || needAccept
 	have := st.sum != nil && (!needPasses || st.sum.passes)
 	if r.ContextTokens == 0 && r.Cache.Size == "auto" && !have && !needRows {
 		rd, err := traces.OpenColumns(st.path, firstPassColumns)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		p, ok := rd.MaxPos()
 		rd.Close()
 		if ok {
-			return &traceSummary{longest: int(p) + 1}, nil, nil
+			return &firstPass{sum: &traceSummary{longest: int(p) + 1}}, nil
 		}
 		needRows = true
 	}
-	if (have || !needRows) && (!needFuture || st.future != nil) {
-		return st.sum, st.future, nil
+	haveDrafts := st.drafts != nil && (st.draftsLA || !draftsLA)
+	if (have || !needRows) && (!needFuture || st.future != nil) && (!needDrafts || haveDrafts) && (!needAccept || st.passSizes != nil) {
+		return st.found(), nil
 	}
-	rd, c, err := st.open(firstPassColumns)
+	cols := firstPassColumns
+	cols.NoLookahead = !draftsLA
+	rd, c, err := st.open(cols)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	defer c.Close()
 	if report := in.FirstPass; report != nil {
@@ -160,19 +176,46 @@ func (in *Inputs) prepare(e *entry, r *Spec) (*traceSummary, *policies.Future, e
 	}
 	sum := &traceSummary{passes: needPasses || st.sum != nil && st.sum.passes}
 	src := &summarySource{Source: rd, sum: sum}
+	if needDrafts {
+		m := &e.tr.Meta.Model
+		src.drafts = sim.NewDraftStats(len(m.Layers), m.Experts)
+	}
+	if needAccept {
+		src.passSizes = &traces.PassSizes{}
+	}
 	if needFuture {
 		if st.future, err = policies.NewFuture(&e.tr.Meta.Model, src); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	} else {
 		for src.Next() {
 		}
 		if err := src.Err(); err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 	}
 	st.sum = sum
-	return st.sum, st.future, nil
+	if needDrafts {
+		st.drafts, st.draftsLA = src.drafts, draftsLA
+	}
+	if needAccept {
+		st.passSizes = src.passSizes
+	}
+	return st.found(), nil
+}
+
+// firstPass is what first passes over a streamed trace found (nil: not
+// looked for).
+type firstPass struct {
+	sum       *traceSummary
+	future    *policies.Future
+	drafts    *sim.DraftStats
+	passSizes *traces.PassSizes
+}
+
+// found is what first passes over the trace found so far.
+func (st *streamTrace) found() *firstPass {
+	return &firstPass{sum: st.sum, future: st.future, drafts: st.drafts, passSizes: st.passSizes}
 }
 
 // usesFuture reports whether a policy reads the whole trace's future.
@@ -180,10 +223,14 @@ func usesFuture(policy string) bool {
 	return policy == "oracle" || policy == "belady" || policy == "pinned-hot"
 }
 
-// summarySource passes a Source's steps on and summarizes them.
+// summarySource passes a Source's steps on and summarizes them, and
+// measures their draft statistics and recorded passes when drafts and
+// passSizes are set.
 type summarySource struct {
 	traces.Source
-	sum *traceSummary
+	sum       *traceSummary
+	drafts    *sim.DraftStats
+	passSizes *traces.PassSizes
 }
 
 func (s *summarySource) Next() bool {
@@ -191,6 +238,12 @@ func (s *summarySource) Next() bool {
 		return false
 	}
 	s.sum.add(s.Source.Step())
+	if s.drafts != nil {
+		s.drafts.Add(s.Source.Step())
+	}
+	if s.passSizes != nil {
+		s.passSizes.Add(s.Source.Step())
+	}
 	return true
 }
 

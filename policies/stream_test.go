@@ -53,10 +53,11 @@ func withPrompts(st []traces.Step) []traces.Step {
 // TestRunSourceMatchesRun: streaming the trace through a source that reuses
 // its buffer gives the slice run's Result and the same classified uses, byte
 // for byte, for every policy (oracle, belady and les with lookahead
-// included), with and without prefill and in the gguf-mmap layout.
-// Speculative blocks with the acceptance model need the trace in memory
-// (rejected drafts are routed from the whole trace's statistics): streaming
-// one is refused.
+// included), with and without prefill and in the gguf-mmap layout, and with
+// speculative blocks of the acceptance model, whose rejected drafts are
+// routed by the whole trace's statistics: streaming one without them is
+// refused; with them measured over a pass through the reusing source
+// (sim.DraftStats), the result is the slice run's.
 func TestRunSourceMatchesRun(t *testing.T) {
 	configs := map[string]func(*sim.Config){
 		"decode":      func(*sim.Config) {},
@@ -78,13 +79,17 @@ func TestRunSourceMatchesRun(t *testing.T) {
 				if err != nil {
 					t.Fatalf("seed %d %s %s: %v", seed, cname, name, err)
 				}
-				got, err := sim.RunSourceTap(cfg, &reusingSource{steps: st}, mustPolicy(t, name, p), func(u sim.UseRecord) { stream = append(stream, u) })
 				if cname == "speculative" {
-					if err == nil || !strings.Contains(err.Error(), "needs the trace in memory") {
-						t.Errorf("seed %d %s: streaming a speculative run: %v, want a refusal", seed, name, err)
+					_, err := sim.RunSource(cfg, &reusingSource{steps: st}, mustPolicy(t, name, p))
+					if err == nil || !strings.Contains(err.Error(), "needs Config.DraftStats") {
+						t.Errorf("seed %d %s: streaming a speculative run without draft statistics: %v, want a refusal", seed, name, err)
 					}
-					continue
+					cfg.DraftStats = sim.NewDraftStats(len(m.Layers), m.Experts)
+					for src := (&reusingSource{steps: st}); src.Next(); {
+						cfg.DraftStats.Add(src.Step())
+					}
 				}
+				got, err := sim.RunSourceTap(cfg, &reusingSource{steps: st}, mustPolicy(t, name, p), func(u sim.UseRecord) { stream = append(stream, u) })
 				if err != nil {
 					t.Fatalf("seed %d %s %s: streaming: %v", seed, cname, name, err)
 				}

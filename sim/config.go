@@ -74,6 +74,11 @@ type Config struct {
 	// MemEfficiency), DraftFLOPs ÷ ComputeFLOPS) on the compute thread,
 	// sequentially, before the verify pass. Zero both for a free drafter.
 	DraftBytes, DraftFLOPs int64
+	// DraftStats are the trace's statistics that rejected drafts are routed
+	// by (speculative decoding with the acceptance model). Nil: measured
+	// from the trace, which must then be in memory (Run, or RunSource over a
+	// slice); a streamed run is handed them, measured in a first pass.
+	DraftStats *DraftStats
 	// SpecFromTrace takes speculative passes from the trace instead of the
 	// acceptance model: decode tokens sharing a Pass were emitted by one
 	// verify pass, all accepted (SpecBlock and SpecAccept are then unused).

@@ -100,7 +100,8 @@
 // MemEfficiency), DraftFLOPs ÷ ComputeFLOPS) (Result.DraftNS); and the
 // rejected drafts are tokens of their own, not the trace's next tokens (which
 // would be a free, perfect prefetch of them): their routing is drawn from the
-// trace's per-layer statistics (draftRouter), their experts are loaded, and
+// trace's per-layer statistics (draftRouter; DraftStats, handed in by
+// Config.DraftStats when the trace streams), their experts are loaded, and
 // the next pass routes the real token again. With SpecFromTrace the passes
 // are the recorded ones, all accepted, with no drafter cost and no rejected
 // drafts (traces hold neither).

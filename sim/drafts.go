@@ -19,7 +19,7 @@ import (
 // with probability ρ_l, an expert of the previous token in the block (the
 // last accepted token, or the previous draft) not drawn yet; the other slots
 // are drawn without replacement in proportion to the experts' counts. The
-// draws come from a PCG stream of its own seeded by Config.Seed, so the
+// draws come from a PCG stream of their own seeded by Config.Seed, so the
 // acceptance draws stay as they were.
 //
 // A draft's router input is known to a real engine like any token's, so when
@@ -27,40 +27,34 @@ import (
 // predictor's (traces.PredictScores) for the draft's own drawn experts, with
 // the recall the trace's own scores achieve at each depth (the share of true
 // experts among the top-k scores) and traces.DefaultPredictOptions' false
-// positives.
+// positives. These scores come from a third PCG stream, so a draft's experts
+// are the same whether or not the run reads lookahead scores (lru and les
+// verify the same rejected drafts).
 type draftRouter struct {
 	cum    [][]int64 // per layer: cumulative selection counts over experts
 	k      []int     // per layer: experts per draft, min(top-k, experts ever selected)
 	reuse  []float64 // per layer: share of a token's experts the previous token also selected
 	recall []float64 // per lookahead depth: the trace's own top-k recall
 	fp     float64
-	rng    *rand.Rand
+	rng    *rand.Rand     // the drafts' experts
+	laRng  *rand.Rand     // their lookahead scores
 	bufs   []*traces.Step // reused synthetic steps, one per rejected position
 	mark   []bool         // scratch for PredictScores
 }
 
-// newDraftRouter counts the decode steps' selections per layer and measures
-// their lookahead recall.
-func newDraftRouter(steps []traces.Step, nL, nE, topK int, seed uint64) *draftRouter {
-	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL), mark: make([]bool, nE),
-		fp:  traces.DefaultPredictOptions().FalsePositives,
-		rng: rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909))}
-	d.recall = lookaheadRecall(steps)
-	d.reuse = reuseRate(steps, nL)
+// newDraftRouter routes drafts by st, the trace's measured statistics,
+// taking top-k experts per draft, with the PCG stream of seed.
+func newDraftRouter(st *DraftStats, topK int, seed uint64) *draftRouter {
+	nL := st.layers
+	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL), mark: make([]bool, st.experts),
+		fp:    traces.DefaultPredictOptions().FalsePositives,
+		rng:   rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909)),
+		laRng: rand.New(rand.NewPCG(seed, seed^0xbb67ae8584caa73b))}
+	d.recall = st.recall()
+	d.reuse = st.reuse()
 	for l := range d.cum {
-		d.cum[l] = make([]int64, nE)
-	}
-	for i := range steps {
-		if steps[i].Phase != traces.Decode {
-			continue
-		}
-		for l, ls := range steps[i].Layers {
-			for _, x := range ls.Experts {
-				d.cum[l][x]++
-			}
-		}
-	}
-	for l, c := range d.cum {
+		// NB: a copy: st is shared by runs.
+		c := append([]int64(nil), st.counts[l]...)
 		support := 0
 		for x := range c {
 			if c[x] > 0 {
@@ -70,7 +64,7 @@ func newDraftRouter(steps []traces.Step, nL, nE, topK int, seed uint64) *draftRo
 				c[x] += c[x-1]
 			}
 		}
-		d.k[l] = min(topK, support)
+		d.cum[l], d.k[l] = c, min(topK, support)
 	}
 	return d
 }
@@ -189,83 +183,7 @@ func (d *draftRouter) lookahead(s *traces.Step) {
 			}
 		}
 		for i, v := range ls.Lookahead {
-			traces.PredictScores(d.rng, v, s.Layers[l+1+i].Experts, d.recall[i], d.fp, d.mark)
+			traces.PredictScores(d.laRng, v, s.Layers[l+1+i].Experts, d.recall[i], d.fp, d.mark)
 		}
 	}
-}
-
-// lookaheadRecall is, per lookahead depth, the share of decode tokens' true
-// experts of layer l+d that are among the top-k (k = their count) of the
-// scores computed at layer l; nil when the trace has no scores.
-func lookaheadRecall(steps []traces.Step) []float64 {
-	var hit, total []int64
-	for i := range steps {
-		s := &steps[i]
-		if s.Phase != traces.Decode {
-			continue
-		}
-		for l := range s.Layers {
-			for dd, v := range s.Layers[l].Lookahead {
-				if l+1+dd >= len(s.Layers) || len(v) == 0 {
-					continue
-				}
-				for len(hit) <= dd {
-					hit, total = append(hit, 0), append(total, 0)
-				}
-				truth := s.Layers[l+1+dd].Experts
-				for _, e := range truth {
-					if int(e) >= len(v) {
-						continue // NB: a short vector; checkSteps does not size scores
-					}
-					above := 0
-					for _, x := range v {
-						if x > v[e] {
-							above++
-						}
-					}
-					if above < len(truth) {
-						hit[dd]++
-					}
-				}
-				total[dd] += int64(len(truth))
-			}
-		}
-	}
-	if len(hit) == 0 {
-		return nil
-	}
-	r := make([]float64, len(hit))
-	for dd := range r {
-		if total[dd] > 0 {
-			r[dd] = float64(hit[dd]) / float64(total[dd])
-		}
-	}
-	return r
-}
-
-// reuseRate is, per layer, the share of decode tokens' experts that the
-// previous decode token of the same sequence also selected on that layer.
-func reuseRate(steps []traces.Step, nL int) []float64 {
-	same, all := make([]int64, nL), make([]int64, nL)
-	for i := 1; i < len(steps); i++ {
-		a, b := &steps[i-1], &steps[i]
-		if a.Phase != traces.Decode || b.Phase != traces.Decode || a.Seq != b.Seq {
-			continue
-		}
-		for l := range b.Layers {
-			for _, x := range b.Layers[l].Experts {
-				if containsExpert(a.Layers[l].Experts, x) {
-					same[l]++
-				}
-			}
-			all[l] += int64(len(b.Layers[l].Experts))
-		}
-	}
-	r := make([]float64, nL)
-	for l := range r {
-		if all[l] > 0 {
-			r[l] = float64(same[l]) / float64(all[l])
-		}
-	}
-	return r
 }

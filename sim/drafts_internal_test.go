@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"math"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -21,7 +23,7 @@ func draftSteps(sel ...[]int32) []traces.Step {
 func TestDraftRouterFollowsEmpiricalDistribution(t *testing.T) {
 	steps := draftSteps([]int32{0}, []int32{0}, []int32{0}, []int32{1})
 	steps = append(steps, traces.Step{Phase: traces.Prefill, Layers: []traces.LayerStep{{Experts: []int32{3}}}})
-	d := newDraftRouter(steps, 1, 4, 1, 7)
+	d := newDraftRouter(DraftStatsOf(steps, 1, 4), 1, 7)
 	var n [4]int
 	const draws = 8000
 	for range draws {
@@ -39,7 +41,7 @@ func TestDraftRouterFollowsEmpiricalDistribution(t *testing.T) {
 // selected; the same seed gives the same draws.
 func TestDraftRouterDistinctAndDeterministic(t *testing.T) {
 	steps := draftSteps([]int32{5, 1}, []int32{1, 2}, []int32{5, 1})
-	a, b := newDraftRouter(steps, 1, 8, 4, 3), newDraftRouter(steps, 1, 8, 4, 3)
+	a, b := newDraftRouter(DraftStatsOf(steps, 1, 8), 4, 3), newDraftRouter(DraftStatsOf(steps, 1, 8), 4, 3)
 	for range 100 {
 		x, y := a.draw(0, nil, nil), b.draw(0, nil, nil)
 		if !slices.Equal(x, y) {
@@ -62,7 +64,7 @@ func TestDraftBlock(t *testing.T) {
 	for i := range steps {
 		steps[i].Pos = int32(10 + i)
 	}
-	d := newDraftRouter(steps, 1, 4, 1, 1)
+	d := newDraftRouter(DraftStatsOf(steps, 1, 4), 1, 1)
 	blk := d.block(ptrs(steps), 2, nil)
 	if len(blk) != 4 || blk[0].Layers[0].Experts[0] != 0 || blk[1].Layers[0].Experts[0] != 1 {
 		t.Fatalf("accepted tokens changed: %+v", blk)
@@ -86,7 +88,7 @@ func TestDraftLookahead(t *testing.T) {
 	if r := lookaheadRecall(steps); len(r) != 1 || r[0] != 0.75 {
 		t.Fatalf("recall %v, want [0.75]", r)
 	}
-	d := newDraftRouter(steps, 2, 4, 2, 1)
+	d := newDraftRouter(DraftStatsOf(steps, 2, 4), 2, 1)
 	blk := d.block(ptrs(steps), 1, nil)
 	if la := blk[1].Layers[0].Lookahead; len(la) != 1 || len(la[0]) != 4 || blk[1].Layers[1].Lookahead != nil {
 		t.Fatalf("draft lookahead %v / %v", la, blk[1].Layers[1].Lookahead)
@@ -104,7 +106,7 @@ func TestDraftReuse(t *testing.T) {
 	if r := reuseRate(steps, 1); r[0] != 0.5 {
 		t.Fatalf("reuse %v, want [0.5]", r)
 	}
-	d := newDraftRouter(steps, 1, 8, 2, 5)
+	d := newDraftRouter(DraftStatsOf(steps, 1, 8), 2, 5)
 	from := 0
 	const draws = 4000
 	for range draws {
@@ -119,6 +121,71 @@ func TestDraftReuse(t *testing.T) {
 	}
 	if r := reuseRate(draftSteps([]int32{1}), 1); r[0] != 0 {
 		t.Fatalf("one token: reuse %v", r)
+	}
+}
+
+// lookaheadRecall is the recall DraftStats measure over steps (of 2 layers of
+// 4 experts at most, as these tests use).
+func lookaheadRecall(steps []traces.Step) []float64 { return DraftStatsOf(steps, 2, 4).recall() }
+
+// reuseRate is the reuse DraftStats measure over steps of nL layers.
+func reuseRate(steps []traces.Step, nL int) []float64 { return DraftStatsOf(steps, nL, 8).reuse() }
+
+// recallHits (the k-th largest score) counts what the definition counts: a
+// true expert is a hit when fewer than k scores are above its own; on random
+// vectors with repeated values, NaNs, signed zeros and short vectors.
+func TestRecallHitsByDefinition(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	vals := []float32{-1, 0, float32(math.Copysign(0, -1)), 0.5, 2, float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))}
+	var top topK
+	for trial := range 20_000 {
+		n := 1 + rng.IntN(12)
+		v := make([]float32, n)
+		for i := range v {
+			if rng.IntN(3) == 0 {
+				v[i] = vals[rng.IntN(len(vals))]
+			} else {
+				v[i] = float32(rng.IntN(5))
+			}
+		}
+		truth := make([]int32, rng.IntN(6))
+		for i := range truth {
+			truth[i] = int32(rng.IntN(n + 2)) // some beyond the vector
+		}
+		var want int64
+		for _, e := range truth {
+			if int(e) >= len(v) {
+				continue
+			}
+			above := 0
+			for _, x := range v {
+				if x > v[e] {
+					above++
+				}
+			}
+			if above < len(truth) {
+				want++
+			}
+		}
+		if got := recallHits(v, truth, &top); got != want {
+			t.Fatalf("trial %d: v %v truth %v: %d hits, want %d", trial, v, truth, got, want)
+		}
+	}
+}
+
+// A compact trace (empty vectors, candidate index) measures the recall its
+// full vectors give: TestDraftLookahead's steps, indexed, then emptied.
+func TestRecallFromCandidateIndex(t *testing.T) {
+	steps := []traces.Step{
+		{Phase: traces.Decode, Layers: []traces.LayerStep{{Experts: []int32{0, 1}, Lookahead: [][]float32{{4, 3, 1, 0}}}, {Experts: []int32{0, 1}}}},
+		{Phase: traces.Decode, Layers: []traces.LayerStep{{Experts: []int32{2, 3}, Lookahead: [][]float32{{4, 0, 3, 1}}}, {Experts: []int32{2, 3}}}},
+	}
+	traces.IndexLookahead(steps, 2, false)
+	for i := range steps {
+		steps[i].Layers[0].Lookahead = [][]float32{{}}
+	}
+	if r := lookaheadRecall(steps); len(r) != 1 || r[0] != 0.75 {
+		t.Fatalf("recall %v, want [0.75]", r)
 	}
 }
 

@@ -105,11 +105,18 @@ func RunSourceTap(cfg Config, src traces.Source, pol Policy, tap func(UseRecord)
 	e := newEngine(cfg, pol, tap)
 	e.press = newPressure(&e.cfg, traceContext(&cfg, src))
 	if cfg.SpecBlock > 1 && !cfg.SpecFromTrace {
-		steps, ok := traces.SliceOf(src)
-		if !ok {
-			return nil, errors.New("speculative decoding with the acceptance model needs the trace in memory: rejected drafts are routed from the whole trace's per-layer statistics (use a shorter trace, or --spec-from-trace)")
+		st := cfg.DraftStats
+		if st == nil {
+			steps, ok := traces.SliceOf(src)
+			if !ok {
+				return nil, errors.New("speculative decoding with the acceptance model on a streamed trace needs Config.DraftStats: rejected drafts are routed by the whole trace's statistics (measure them in a first pass with NewDraftStats)")
+			}
+			st = DraftStatsOf(steps, e.nL, e.nE)
 		}
-		e.drafts = newDraftRouter(steps, e.nL, e.nE, e.m.TopK, e.cfg.Seed)
+		if st.layers != e.nL || st.experts != e.nE {
+			return nil, fmt.Errorf("draft statistics of %d layers × %d experts, model %s has %d × %d", st.layers, st.experts, e.m.Name, e.nL, e.nE)
+		}
+		e.drafts = newDraftRouter(st, e.m.TopK, e.cfg.Seed)
 	}
 	if err := e.run(newWindow(src, e.checkStep)); err != nil {
 		return nil, err

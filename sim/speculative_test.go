@@ -200,3 +200,50 @@ func TestFreeDrafterWarns(t *testing.T) {
 func hasWarningIn(ws []string, s string) bool {
 	return slices.ContainsFunc(ws, func(w string) bool { return strings.Contains(w, s) })
 }
+
+// hiddenSlice is a Source over steps in memory that RunSource cannot see
+// through (traces.SliceOf fails), as it cannot a trace file.
+type hiddenSlice struct{ traces.Source }
+
+// TestStreamedSpeculative: speculative decoding with the acceptance model on
+// a trace RunSource cannot hold needs the draft statistics handed in
+// (Config.DraftStats); with them, measured step by step as a first pass
+// does, the result is the in-memory run's, byte for byte (with prefill, lru
+// and les, whose drafts get lookahead scores at the measured recall, and
+// oracle).
+func TestStreamedSpeculative(t *testing.T) {
+	m := tinyModel()
+	steps := withPrompt(randomSteps(m, 240, 23), 12)
+	cfg := specConfig(0.6)
+	cfg.Prefill = true
+	fresh := func(policy string) sim.Policy {
+		p := policies.DefaultParams(m)
+		p.Trace = steps
+		pol, err := policies.New(policy, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pol
+	}
+	for _, policy := range []string{"lru", "les", "oracle"} {
+		want, _ := json.Marshal(run(t, cfg, steps, policy, policies.DefaultParams(m)))
+
+		_, err := sim.RunSource(cfg, hiddenSlice{traces.NewSliceSource(steps)}, fresh(policy))
+		if err == nil || !strings.Contains(err.Error(), "DraftStats") {
+			t.Fatalf("%s: streamed without draft statistics: %v", policy, err)
+		}
+		st := sim.NewDraftStats(len(m.Layers), m.Experts)
+		for i := range steps {
+			st.Add(&steps[i])
+		}
+		c := cfg
+		c.DraftStats = st
+		res, err := sim.RunSource(c, hiddenSlice{traces.NewSliceSource(steps)}, fresh(policy))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := json.Marshal(res); !bytes.Equal(got, want) {
+			t.Errorf("%s: streamed with draft statistics differs from in memory:\n%s\n%s", policy, got, want)
+		}
+	}
+}

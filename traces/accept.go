@@ -3,6 +3,7 @@ package traces
 import (
 	"errors"
 	"fmt"
+	"maps"
 )
 
 // Acceptance is a speculative acceptance rate estimated from recorded passes.
@@ -30,30 +31,84 @@ type Acceptance struct {
 // It fails when no decode step has a recorded pass, or a pass holds more
 // than block tokens (the engine verified larger blocks).
 func EstimateAcceptance(steps []Step, block int) (Acceptance, error) {
+	var c PassSizes
+	for i := range steps {
+		c.Add(&steps[i])
+	}
+	return c.Acceptance(block)
+}
+
+// PassSizes counts a trace's recorded decode passes by their tokens, step
+// by step (a streamed trace's first pass), for EstimateAcceptance.
+type PassSizes struct {
+	sizes map[int]passSize // passes by tokens
+	group int64            // passes closed so far
+	seq   int32            // the open pass's sequence and id
+	pass  int32
+	n     int // its tokens (0: none open)
+}
+
+// passSize is how many passes had one size, and the first of them (the
+// group-th pass of the trace, its id and sequence).
+type passSize struct {
+	count, first int64
+	pass, seq    int32
+}
+
+// Add counts the trace's next step.
+func (c *PassSizes) Add(s *Step) {
+	if c.n > 0 && s.Phase == Decode && s.Seq == c.seq && s.Pass == c.pass {
+		c.n++
+		return
+	}
+	c.close()
+	if s.Phase == Decode && s.Pass >= 0 {
+		c.seq, c.pass, c.n = s.Seq, s.Pass, 1
+	}
+}
+
+// close counts the open pass, if any.
+func (c *PassSizes) close() {
+	if c.n == 0 {
+		return
+	}
+	if c.sizes == nil {
+		c.sizes = map[int]passSize{}
+	}
+	ps, ok := c.sizes[c.n]
+	if !ok {
+		ps = passSize{first: c.group, pass: c.pass, seq: c.seq}
+	}
+	ps.count++
+	c.sizes[c.n] = ps
+	c.group++
+	c.n = 0
+}
+
+// Acceptance is EstimateAcceptance over the steps added so far.
+func (c *PassSizes) Acceptance(block int) (Acceptance, error) {
 	if block < 2 {
 		return Acceptance{}, fmt.Errorf("block %d: speculative blocks verify at least 2 tokens", block)
 	}
+	// NB: on a copy: more steps may be added after.
+	cc := *c
+	cc.sizes = maps.Clone(c.sizes)
+	cc.close()
 	var a Acceptance
-	for i := 0; i < len(steps); {
-		s := &steps[i]
-		if s.Phase != Decode || s.Pass < 0 {
-			i++
-			continue
+	over, first := 0, int64(-1)
+	for n, ps := range cc.sizes {
+		if n > block && (first < 0 || ps.first < first) {
+			over, first = n, ps.first
 		}
-		j := i + 1
-		for j < len(steps) && steps[j].Phase == Decode && steps[j].Seq == s.Seq && steps[j].Pass == s.Pass {
-			j++
-		}
-		n := j - i
-		if n > block {
-			return Acceptance{}, fmt.Errorf("recorded pass %d of sequence %d emitted %d tokens, more than a block of %d verifies", s.Pass, s.Seq, n, block)
-		}
-		a.Passes++
-		a.Accepted += n - 1
+		a.Passes += int(ps.count)
+		a.Accepted += int(ps.count) * (n - 1)
 		if n < block {
-			a.Rejections++
+			a.Rejections += int(ps.count)
 		}
-		i = j
+	}
+	if first >= 0 {
+		ps := cc.sizes[over]
+		return Acceptance{}, fmt.Errorf("recorded pass %d of sequence %d emitted %d tokens, more than a block of %d verifies", ps.pass, ps.seq, over, block)
 	}
 	if a.Passes == 0 {
 		return Acceptance{}, errors.New("the trace records no decode passes (pass -1 everywhere): record it with pass ids, or state the acceptance")

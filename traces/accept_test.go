@@ -56,3 +56,27 @@ func TestEstimateAcceptanceErrors(t *testing.T) {
 		}
 	}
 }
+
+// PassSizes counts as it goes: asked midway (the open pass counted, on a
+// copy), it answers for the steps so far and keeps counting; the first
+// pass over the block is the one named, whatever its size's later passes.
+func TestPassSizesStreaming(t *testing.T) {
+	steps := passes(4, 2, 6, 1, 5, 3)
+	var c PassSizes
+	for i := range steps[:6] { // passes of 4 and 2
+		c.Add(&steps[i])
+	}
+	if a, err := c.Acceptance(4); err != nil || a.Passes != 2 || a.Accepted != 4 || a.Rejections != 1 {
+		t.Fatalf("midway: %+v, %v; want 2 passes, 4 accepted, 1 rejection", a, err)
+	}
+	for i := range steps[6:] {
+		c.Add(&steps[6+i])
+	}
+	if _, err := c.Acceptance(4); err == nil || !strings.Contains(err.Error(), "pass 2 of sequence 0 emitted 6 tokens") {
+		t.Fatalf("error %v, want the first pass over the block (pass 2, 6 tokens)", err)
+	}
+	a, err := c.Acceptance(6)
+	if want, _ := EstimateAcceptance(steps, 6); err != nil || a != want || a.Passes != 6 {
+		t.Fatalf("streamed %+v (%v), slice %+v", a, err, want)
+	}
+}

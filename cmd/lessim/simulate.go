@@ -43,7 +43,7 @@ whole experiment spec beside the result; --spec FILE runs such a file again
 A trace whose steps would take more than 1 GiB in memory (a file, or a synthetic
 trace of more than about 25,000 tokens) streams: the run reads or generates it one
 pass at a time, with a progress bar on stderr (and one for the first pass that
-oracle, belady and pinned-hot make over it; --quiet: none).`,
+oracle, belady, pinned-hot and speculative decoding make over it; --quiet: none).`,
 		Example: `  lessim simulate --model minicpm-v-4.7-35b-a3b --device iphone-18-pro-max --policy les --cache 3GiB
   lessim simulate --trace my.parquet --device ipad-pro-m4 --policy lru --cache 40% --format json > run.json
   lessim simulate --spec run.json --format json`,
