@@ -29,7 +29,9 @@ import (
 // experts among the top-k scores) and traces.DefaultPredictOptions' false
 // positives. These scores come from a third PCG stream, so a draft's experts
 // are the same whether or not the run reads lookahead scores (lru and les
-// verify the same rejected drafts).
+// verify the same rejected drafts). A run whose policy does not read them
+// (scores false) gets none: nothing would look at them, and drawing them
+// costs a score vector per layer, depth and draft.
 type draftRouter struct {
 	cum    [][]int64 // per layer: cumulative selection counts over experts
 	k      []int     // per layer: experts per draft, min(top-k, experts ever selected)
@@ -40,13 +42,15 @@ type draftRouter struct {
 	laRng  *rand.Rand     // their lookahead scores
 	bufs   []*traces.Step // reused synthetic steps, one per rejected position
 	mark   []bool         // scratch for PredictScores
+	scores bool           // the run reads lookahead scores: drafts get some
 }
 
 // newDraftRouter routes drafts by st, the trace's measured statistics,
-// taking top-k experts per draft, with the PCG stream of seed.
-func newDraftRouter(st *DraftStats, topK int, seed uint64) *draftRouter {
+// taking top-k experts per draft, with the PCG stream of seed; with scores,
+// drafts get lookahead scores too.
+func newDraftRouter(st *DraftStats, topK int, seed uint64, scores bool) *draftRouter {
 	nL := st.layers
-	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL), mark: make([]bool, st.experts),
+	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL), mark: make([]bool, st.experts), scores: scores,
 		fp:    traces.DefaultPredictOptions().FalsePositives,
 		rng:   rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909)),
 		laRng: rand.New(rand.NewPCG(seed, seed^0xbb67ae8584caa73b))}
@@ -166,13 +170,13 @@ func containsExpert(xs []int32, x int32) bool {
 }
 
 // lookahead fills s's lookahead scores for its own experts (none when the
-// trace has none).
+// trace has none or the run reads none).
 func (d *draftRouter) lookahead(s *traces.Step) {
 	L := len(s.Layers)
 	for l := range s.Layers {
 		ls := &s.Layers[l]
 		n := min(len(d.recall), L-1-l)
-		if n <= 0 {
+		if n <= 0 || !d.scores {
 			ls.Lookahead = nil
 			continue
 		}

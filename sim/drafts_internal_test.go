@@ -23,7 +23,7 @@ func draftSteps(sel ...[]int32) []traces.Step {
 func TestDraftRouterFollowsEmpiricalDistribution(t *testing.T) {
 	steps := draftSteps([]int32{0}, []int32{0}, []int32{0}, []int32{1})
 	steps = append(steps, traces.Step{Phase: traces.Prefill, Layers: []traces.LayerStep{{Experts: []int32{3}}}})
-	d := newDraftRouter(DraftStatsOf(steps, 1, 4), 1, 7)
+	d := newDraftRouter(DraftStatsOf(steps, 1, 4), 1, 7, true)
 	var n [4]int
 	const draws = 8000
 	for range draws {
@@ -41,7 +41,7 @@ func TestDraftRouterFollowsEmpiricalDistribution(t *testing.T) {
 // selected; the same seed gives the same draws.
 func TestDraftRouterDistinctAndDeterministic(t *testing.T) {
 	steps := draftSteps([]int32{5, 1}, []int32{1, 2}, []int32{5, 1})
-	a, b := newDraftRouter(DraftStatsOf(steps, 1, 8), 4, 3), newDraftRouter(DraftStatsOf(steps, 1, 8), 4, 3)
+	a, b := newDraftRouter(DraftStatsOf(steps, 1, 8), 4, 3, true), newDraftRouter(DraftStatsOf(steps, 1, 8), 4, 3, true)
 	for range 100 {
 		x, y := a.draw(0, nil, nil), b.draw(0, nil, nil)
 		if !slices.Equal(x, y) {
@@ -64,7 +64,7 @@ func TestDraftBlock(t *testing.T) {
 	for i := range steps {
 		steps[i].Pos = int32(10 + i)
 	}
-	d := newDraftRouter(DraftStatsOf(steps, 1, 4), 1, 1)
+	d := newDraftRouter(DraftStatsOf(steps, 1, 4), 1, 1, true)
 	blk := d.block(ptrs(steps), 2, nil)
 	if len(blk) != 4 || blk[0].Layers[0].Experts[0] != 0 || blk[1].Layers[0].Experts[0] != 1 {
 		t.Fatalf("accepted tokens changed: %+v", blk)
@@ -79,7 +79,8 @@ func TestDraftBlock(t *testing.T) {
 // By hand: two decode tokens, 2 layers, depth-1 scores at layer 0 over 4
 // experts. Token 1's true layer-1 experts {0, 1} are its top-2 scores (2
 // hits); token 2's {2, 3} have one in its top 2 (1 hit): recall 3/4. A rejected
-// draft then gets depth-1 scores at layer 0 and none at the last layer.
+// draft then gets depth-1 scores at layer 0 and none at the last layer; in a
+// run that reads no scores it gets none, and the same experts.
 func TestDraftLookahead(t *testing.T) {
 	steps := []traces.Step{
 		{Phase: traces.Decode, Layers: []traces.LayerStep{{Experts: []int32{0, 1}, Lookahead: [][]float32{{4, 3, 1, 0}}}, {Experts: []int32{0, 1}}}},
@@ -88,10 +89,19 @@ func TestDraftLookahead(t *testing.T) {
 	if r := lookaheadRecall(steps); len(r) != 1 || r[0] != 0.75 {
 		t.Fatalf("recall %v, want [0.75]", r)
 	}
-	d := newDraftRouter(DraftStatsOf(steps, 2, 4), 2, 1)
+	d := newDraftRouter(DraftStatsOf(steps, 2, 4), 2, 1, true)
 	blk := d.block(ptrs(steps), 1, nil)
 	if la := blk[1].Layers[0].Lookahead; len(la) != 1 || len(la[0]) != 4 || blk[1].Layers[1].Lookahead != nil {
 		t.Fatalf("draft lookahead %v / %v", la, blk[1].Layers[1].Lookahead)
+	}
+	bare := newDraftRouter(DraftStatsOf(steps, 2, 4), 2, 1, false).block(ptrs(steps), 1, nil)
+	for l := range bare[1].Layers {
+		if la := bare[1].Layers[l].Lookahead; la != nil {
+			t.Fatalf("a run reading no scores: draft layer %d got lookahead %v", l, la)
+		}
+		if x, y := bare[1].Layers[l].Experts, blk[1].Layers[l].Experts; !slices.Equal(x, y) {
+			t.Fatalf("layer %d: the draft's experts %v without scores, %v with", l, x, y)
+		}
 	}
 	if lookaheadRecall(draftSteps([]int32{1})) != nil {
 		t.Fatal("recall measured on a trace without scores")
@@ -106,7 +116,7 @@ func TestDraftReuse(t *testing.T) {
 	if r := reuseRate(steps, 1); r[0] != 0.5 {
 		t.Fatalf("reuse %v, want [0.5]", r)
 	}
-	d := newDraftRouter(DraftStatsOf(steps, 1, 8), 2, 5)
+	d := newDraftRouter(DraftStatsOf(steps, 1, 8), 2, 5, true)
 	from := 0
 	const draws = 4000
 	for range draws {

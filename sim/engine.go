@@ -116,7 +116,7 @@ func RunSourceTap(cfg Config, src traces.Source, pol Policy, tap func(UseRecord)
 		if st.layers != e.nL || st.experts != e.nE {
 			return nil, fmt.Errorf("draft statistics of %d layers × %d experts, model %s has %d × %d", st.layers, st.experts, e.m.Name, e.nL, e.nE)
 		}
-		e.drafts = newDraftRouter(st, e.m.TopK, e.cfg.Seed)
+		e.drafts = newDraftRouter(st, e.m.TopK, e.cfg.Seed, e.laScores)
 	}
 	if err := e.run(newWindow(src, e.checkStep)); err != nil {
 		return nil, err
