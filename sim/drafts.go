@@ -30,8 +30,9 @@ import (
 // positives. These scores come from a third PCG stream, so a draft's experts
 // are the same whether or not the run reads lookahead scores (lru and les
 // verify the same rejected drafts). A run whose policy does not read them
-// (scores false) gets none: nothing would look at them, and drawing them
-// costs a score vector per layer, depth and draft.
+// gets none, as for a trace without scores (no recall to aim for): nothing
+// would look at them, and drawing them costs a score vector per layer, depth
+// and draft.
 type draftRouter struct {
 	cum    [][]int64 // per layer: cumulative selection counts over experts
 	k      []int     // per layer: experts per draft, min(top-k, experts ever selected)
@@ -42,7 +43,6 @@ type draftRouter struct {
 	laRng  *rand.Rand     // their lookahead scores
 	bufs   []*traces.Step // reused synthetic steps, one per rejected position
 	mark   []bool         // scratch for PredictScores
-	scores bool           // the run reads lookahead scores: drafts get some
 }
 
 // newDraftRouter routes drafts by st, the trace's measured statistics,
@@ -50,11 +50,13 @@ type draftRouter struct {
 // drafts get lookahead scores too.
 func newDraftRouter(st *DraftStats, topK int, seed uint64, scores bool) *draftRouter {
 	nL := st.layers
-	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL), mark: make([]bool, st.experts), scores: scores,
+	d := &draftRouter{cum: make([][]int64, nL), k: make([]int, nL), mark: make([]bool, st.experts),
 		fp:    traces.DefaultPredictOptions().FalsePositives,
 		rng:   rand.New(rand.NewPCG(seed, seed^0x6a09e667f3bcc909)),
 		laRng: rand.New(rand.NewPCG(seed, seed^0xbb67ae8584caa73b))}
-	d.recall = st.recall()
+	if scores {
+		d.recall = st.recall()
+	}
 	d.reuse = st.reuse()
 	for l := range d.cum {
 		// NB: a copy: st is shared by runs.
@@ -170,13 +172,13 @@ func containsExpert(xs []int32, x int32) bool {
 }
 
 // lookahead fills s's lookahead scores for its own experts (none when the
-// trace has none or the run reads none).
+// trace has none or the run reads none: no recall).
 func (d *draftRouter) lookahead(s *traces.Step) {
 	L := len(s.Layers)
 	for l := range s.Layers {
 		ls := &s.Layers[l]
 		n := min(len(d.recall), L-1-l)
-		if n <= 0 || !d.scores {
+		if n <= 0 {
 			ls.Lookahead = nil
 			continue
 		}
