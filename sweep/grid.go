@@ -135,6 +135,7 @@ func ParseGrid(data []byte, name string) (*Grid, error) {
 			axesNode = v
 		default:
 			if slices.Contains(infoKeys, k.Value) {
+				checkInfo(probs, k, v)
 				continue
 			}
 			probs.add(k.Line, "unknown key %q (valid: base, axes)", k.Value)
@@ -377,6 +378,20 @@ func strictUnmarshal(data []byte, v any) error {
 // infoKeys are the keys ResolvedConfig adds; a sweep file may carry them
 // (so a results folder's sweep.yaml runs again as is) and they are ignored.
 var infoKeys = []string{"lessim_version", "results_format", "sweep_id", "grid", "points"}
+
+// checkInfo refuses an info key holding more than the scalar lessim writes
+// there: a grid under "grid:" would otherwise be ignored without a word.
+func checkInfo(probs *Problems, k, v *yaml.Node) {
+	if v.Kind == yaml.ScalarNode || v.Kind == yaml.AliasNode {
+		return
+	}
+	hint := ""
+	if k.Value == "grid" {
+		hint = "; the grid's fields and values go under axes"
+	}
+	probs.add(k.Line, "%s: lessim writes a single value here when it records a sweep (ignored when read back), got %s%s",
+		k.Value, describe(v), hint)
+}
 
 // ResolvedConfig is the sweep file as run, for the results folder's
 // sweep.yaml: the lessim version, results format, sweep id and point count,

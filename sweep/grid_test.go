@@ -83,6 +83,8 @@ func TestParseGridProblems(t *testing.T) {
   cache: {sise: 3GiB}
   layout: 7
 extra: 1
+grid:
+  cache.size: [2GiB]
 axes:
   policy.name: [lru, 5]
   policy.les.treshold: [0.5]
@@ -96,16 +98,17 @@ axes:
 	if !errors.As(err, &probs) {
 		t.Fatalf("want *Problems, got %v", err)
 	}
-	want := `bad.yaml: 9 problems
+	want := `bad.yaml: 10 problems
   bad.yaml:3: base.cache: unknown field "sise" (valid: size, bytes)
   bad.yaml:4: base.layout: 7 is a number, want a string
   bad.yaml:5: unknown key "extra" (valid: base, axes)
-  bad.yaml:7: policy.name: 5 is a number, want a string
-  bad.yaml:8: axes: unknown field "policy.les.treshold": policy.les has top_n, threshold, max_candidates, depth, max_inflight_bytes, no_prefetch
-  bad.yaml:9: axes: cache.size: empty list of values: the grid would have no points
-  bad.yaml:10: speculative.accept: high is a string, want a number
-  bad.yaml:11: axes: layout: values must be a list, e.g. [a, b]
-  bad.yaml:12: axes: cache.size is swept twice (first on line 9)`
+  bad.yaml:6: grid: lessim writes a single value here when it records a sweep (ignored when read back), got a mapping; the grid's fields and values go under axes
+  bad.yaml:9: policy.name: 5 is a number, want a string
+  bad.yaml:10: axes: unknown field "policy.les.treshold": policy.les has top_n, threshold, max_candidates, depth, max_inflight_bytes, no_prefetch
+  bad.yaml:11: axes: cache.size: empty list of values: the grid would have no points
+  bad.yaml:12: speculative.accept: high is a string, want a number
+  bad.yaml:13: axes: layout: values must be a list, e.g. [a, b]
+  bad.yaml:14: axes: cache.size is swept twice (first on line 11)`
 	if err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
 	}
