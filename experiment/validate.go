@@ -51,6 +51,11 @@ func (s *Spec) Validate() error {
 	if s.Cache.Bytes < 0 {
 		ps.add("cache.bytes", "must be >= 0 (got %d)", s.Cache.Bytes)
 	}
+	if s.Cache.Size != "" {
+		if err := sim.CheckCacheSize(s.Cache.Size); err != nil {
+			ps = append(ps, err)
+		}
+	}
 	if _, err := sim.ParseLayout(s.Layout); err != nil {
 		ps = append(ps, err)
 	}
