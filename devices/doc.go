@@ -34,9 +34,9 @@
 // memory besides the model, counted against it: see the simulator's memory
 // pressure); compute (sustained FLOPS; a fixed per-layer
 // overhead); flash (see below). Profile.Validate reports every problem at
-// once — missing values or sources, unknown keys, unit errors, values out of
-// range, reserve >= ram, empty or unsorted curves — one per line as
-// "file: field.path: reason".
+// once — missing values or sources, unknown or duplicate keys, merge keys
+// (<<), a second YAML document, unit errors, values out of range, reserve >=
+// ram, empty or unsorted curves — one per line as "file: field.path: reason".
 //
 // # Bounds
 //

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lessim/lessim/internal/yamlin"
 )
 
 // Profile is a device profile as written in YAML: every number keeps the text
@@ -205,22 +208,13 @@ func ParseProfileFile(path string) (*Profile, error) {
 	return ParseProfile(data, path)
 }
 
-// decodeProfile decodes without validating. Only YAML syntax errors and a
-// non-mapping document fail here; everything else is left for Validate.
+// decodeProfile decodes without validating. Only YAML syntax errors fail
+// here; everything else (a non-mapping document, unknown or duplicate keys,
+// merge keys, a second document) is left for Validate.
 func decodeProfile(data []byte, filename string) (*Profile, error) {
 	p := &Profile{file: filename, raw: bytes.Clone(data)}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	err := dec.Decode(p)
-	var te *yaml.TypeError
+	doc, refused, err := yamlin.Parse(data, "profile file")
 	switch {
-	case errors.Is(err, io.EOF):
-		p.problems = append(p.problems, "empty profile")
-	case errors.As(err, &te):
-		paths := linePaths(data)
-		for _, e := range te.Errors {
-			p.problems = append(p.problems, typeErrorText(e, paths))
-		}
 	case err != nil:
 		// "yaml: line 3: did not find ..." becomes "file:3: did not find ...".
 		msg := strings.TrimPrefix(err.Error(), "yaml: ")
@@ -230,6 +224,13 @@ func decodeProfile(data []byte, filename string) (*Profile, error) {
 			return nil, fmt.Errorf("%s:%d: %s", filename, line, rest)
 		}
 		return nil, fmt.Errorf("%s: %s", filename, msg)
+	case doc == nil:
+		p.problems = append(p.problems, "empty profile")
+	default:
+		for _, r := range refused {
+			p.problems = append(p.problems, r.String())
+		}
+		p.problems = append(p.problems, decodeNode(doc, p)...)
 	}
 	if p.Name == "" {
 		base := filepath.Base(filename)
@@ -238,57 +239,108 @@ func decodeProfile(data []byte, filename string) (*Profile, error) {
 	return p, nil
 }
 
-// sectionOf maps the YAML decoder's type names to field paths.
-var sectionOf = map[string]string{
-	"devices.Profile":        "",
-	"devices.MemorySection":  "memory.",
-	"devices.ComputeSection": "compute.",
-	"devices.FlashSection":   "flash.",
+// decodeNode decodes the document into p and returns the problems found, in
+// line order: unknown keys and values of the wrong shape.
+//
+// NB: yaml.v3 refuses unknown fields only when decoding bytes (Decoder's
+// KnownFields), and the document has had its refused keys removed, so
+// unknown keys are found by unknownKeys instead.
+func decodeNode(doc *yaml.Node, p *Profile) []string {
+	root := doc.Content[0]
+	found := unknownKeys(root, reflect.TypeFor[Profile](), "")
+	var te *yaml.TypeError
+	if err := doc.Decode(p); errors.As(err, &te) {
+		paths := linePaths(root)
+		for _, e := range te.Errors {
+			found = append(found, typeErrorText(e, paths))
+		}
+	} else if err != nil {
+		found = append(found, lineProblem{text: err.Error()})
+	}
+	slices.SortStableFunc(found, func(a, b lineProblem) int { return a.line - b.line })
+	out := make([]string, len(found))
+	for i, f := range found {
+		out[i] = f.text
+	}
+	return out
 }
 
-// typeErrorText rewrites one yaml.v3 type error with the field path:
-// "line 7: field foo not found in type devices.FlashSection" becomes
-// "flash.foo: unknown field (line 7)", and "line 9: cannot unmarshal !!map
-// into []devices.CurveSample" becomes "flash.aggregate: want a list, got a
-// mapping (line 9)". paths maps a value's line to its field path.
-func typeErrorText(e string, paths map[int]string) string {
+// lineProblem is a decode-time problem and its line (0 when unknown).
+type lineProblem struct {
+	line int
+	text string
+}
+
+// unknownKeys reports each key of mapping n that struct type t has no yaml
+// field for, as "path.key: unknown field (line N)", looking into the fields
+// decoded key by key (the sections; not Quantity and CurveSample, which
+// report their own).
+func unknownKeys(n *yaml.Node, t reflect.Type, prefix string) []lineProblem {
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil
+	}
+	var out []lineProblem
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		f, ok := yamlField(t, k.Value)
+		switch {
+		case !ok:
+			out = append(out, lineProblem{k.Line, fmt.Sprintf("%s%s: unknown field (line %d)", prefix, k.Value, k.Line)})
+		case f.Type.Kind() == reflect.Struct && !reflect.PointerTo(f.Type).Implements(unmarshalerType):
+			out = append(out, unknownKeys(v, f.Type, prefix+k.Value+".")...)
+		}
+	}
+	return out
+}
+
+var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
+
+// yamlField finds the field of struct type t whose yaml name is name.
+func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		f := t.Field(i)
+		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if f.IsExported() && tag == name {
+			return f, true
+		}
+	}
+	return reflect.StructField{}, false
+}
+
+// typeErrorText rewrites one yaml.v3 type error with the field path: "line
+// 9: cannot unmarshal !!map into []devices.CurveSample" becomes
+// "flash.aggregate: want a list, got a mapping (line 9)". paths maps a
+// value's line to its field path. Other errors are kept as they are.
+func typeErrorText(e string, paths map[int]string) lineProblem {
 	var line int
-	var a, b, c string
-	if n, _ := fmt.Sscanf(e, "line %d: field %s not found in type %s", &line, &a, &b); n == 3 {
-		if sec, ok := sectionOf[b]; ok {
-			return fmt.Sprintf("%s%s: unknown field (line %d)", sec, a, line)
-		}
+	_, rest, _ := strings.Cut(e, ": ")
+	if n, _ := fmt.Sscanf(e, "line %d:", &line); n != 1 || !strings.HasPrefix(rest, "cannot unmarshal ") {
+		return lineProblem{line, e}
 	}
-	if n, _ := fmt.Sscanf(e, "line %d: cannot unmarshal", &line); n == 1 {
-		// "line N: cannot unmarshal !!tag [`value`] into TYPE"
-		_, rest, _ := strings.Cut(e, "cannot unmarshal ")
-		tag, typ, _ := strings.Cut(rest, " into ")
-		a, c = strings.Fields(tag + " x")[0], typ
-		want := "a mapping"
-		if strings.HasPrefix(c, "[]") {
-			want = "a list"
-		}
-		got := map[string]string{"!!map": "a mapping", "!!seq": "a list"}[a]
-		if got == "" {
-			got = "a scalar"
-		}
-		path := paths[line]
-		if path == "" {
-			path = "(document)"
-		}
-		return fmt.Sprintf("%s: want %s, got %s (line %d)", path, want, got, line)
+	// "cannot unmarshal !!tag [`value`] into TYPE"
+	tag, typ, _ := strings.Cut(strings.TrimPrefix(rest, "cannot unmarshal "), " into ")
+	want := "a mapping"
+	if strings.HasPrefix(typ, "[]") {
+		want = "a list"
 	}
-	return e
+	got := map[string]string{"!!map": "a mapping", "!!seq": "a list"}[strings.Fields(tag + " x")[0]]
+	if got == "" {
+		got = "a scalar"
+	}
+	path := paths[line]
+	if path == "" {
+		path = "(document)"
+	}
+	return lineProblem{line, fmt.Sprintf("%s: want %s, got %s (line %d)", path, want, got, line)}
 }
 
-// linePaths maps the line of each mapping value in the YAML document to its
-// dotted field path; the outermost path wins when several start on one line.
-func linePaths(data []byte) map[int]string {
-	var root yaml.Node
+// linePaths maps the line of each mapping value under root to its dotted
+// field path; the outermost path wins when several start on one line.
+func linePaths(root *yaml.Node) map[int]string {
 	paths := map[int]string{}
-	if yaml.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
-		return paths
-	}
 	var walk func(n *yaml.Node, prefix string)
 	walk = func(n *yaml.Node, prefix string) {
 		switch n.Kind {
@@ -312,7 +364,7 @@ func linePaths(data []byte) map[int]string {
 			}
 		}
 	}
-	walk(root.Content[0], "")
+	walk(root, "")
 	return paths
 }
 
