@@ -5,7 +5,8 @@
 // # Model
 //
 // ParseGrid checks a sweep file whole and lists every problem with its line
-// (unknown fields, values of the wrong type, empty or repeated axes); Expand
+// (unknown fields, values of the wrong type, empty or repeated axes, keys
+// written twice, merge keys, a second YAML document); Expand
 // turns it into Points, collapsing points whose specs are equal once the
 // parameters of other policies are dropped. Run executes the points of one
 // shard (index mod shards) on GOMAXPROCS workers. Points of the same trace

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/yamlin"
 )
 
 // Grid is a parsed sweep file: a base spec and the axes whose product is the
@@ -107,17 +108,21 @@ func ReadGrid(path string) (*Grid, error) {
 //
 // Every problem is reported at once (a *Problems) with its line: a field
 // that the spec does not have, a value of the wrong type, an axis without
-// values, two axes over the same field, an unknown top-level key.
+// values, two axes over the same field, an unknown top-level key, and what
+// yamlin.Parse refuses (a key written twice, a merge key, a second document).
 func ParseGrid(data []byte, name string) (*Grid, error) {
 	probs := &Problems{Name: name}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
+	doc, refused, err := yamlin.Parse(data, "sweep file")
+	if err != nil {
 		probs.add(0, "%v", err)
 		return nil, probs
 	}
-	if len(doc.Content) == 0 {
+	if doc == nil {
 		probs.add(0, "empty sweep file: it needs base and axes")
 		return nil, probs
+	}
+	for _, r := range refused {
+		probs.add(r.Line, "%s", r)
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
@@ -179,9 +184,7 @@ func parseAxes(probs *Problems, n *yaml.Node) []Axis {
 		if err != nil {
 			probs.add(k.Line, "axes: %v", err)
 		}
-		if prev, ok := seen[ax.Field]; ok {
-			probs.add(k.Line, "axes: %s is swept twice (first on line %d)", ax.Field, prev)
-		}
+		// NB: an axis written twice is a duplicate key, reported by yamlin.Parse.
 		seen[ax.Field] = k.Line
 		for f, line := range seen {
 			if f != ax.Field && (strings.HasPrefix(f, ax.Field+".") || strings.HasPrefix(ax.Field, f+".")) {

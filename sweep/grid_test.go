@@ -108,7 +108,7 @@ axes:
   bad.yaml:11: axes: cache.size: empty list of values: the grid would have no points
   bad.yaml:12: speculative.accept: high is a string, want a number
   bad.yaml:13: axes: layout: values must be a list, e.g. [a, b]
-  bad.yaml:14: axes: cache.size is swept twice (first on line 11)`
+  bad.yaml:14: axes: duplicate key "cache.size" (line 14, first at 11)`
 	if err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
 	}
@@ -254,5 +254,33 @@ func TestByteCountsAsSizes(t *testing.T) {
 	src := "axes:\n  policy.les.max_inflight_bytes: [1GiB, lots]\n"
 	if _, err := ParseGrid([]byte(src), "a.yaml"); err == nil || !strings.Contains(err.Error(), "a.yaml:2: policy.les.max_inflight_bytes: lots is not a byte count") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestParseGridRefusedYAML checks that what yaml.v3 would take silently (a
+// key written twice, a merge key, a second document) is a problem with its
+// line, listed with the file's other problems.
+func TestParseGridRefusedYAML(t *testing.T) {
+	src := `base:
+  model: {name: minicpm-v-4.7-35b-a3b}
+  cache: {size: 1GiB, size: 2GiB}
+  layout: 7
+base: {}
+axes:
+  policy.name: [lru, les]
+  trace: [{synthetic: {<<: {tokens: 5}}}]
+---
+axes:
+  cache.size: [1GiB]
+`
+	_, err := ParseGrid([]byte(src), "bad.yaml")
+	want := `bad.yaml: 5 problems
+  bad.yaml:3: base.cache: duplicate key "size" (line 3, first at 3)
+  bad.yaml:4: base.layout: 7 is a number, want a string
+  bad.yaml:5: duplicate key "base" (line 5, first at 1)
+  bad.yaml:8: axes.trace[0].synthetic: merge keys (<<) are not supported: write the fields out (line 8)
+  bad.yaml:9: a sweep file holds one YAML document; found another at line 9`
+	if err == nil || err.Error() != want {
+		t.Errorf("got:\n%v\nwant:\n%s", err, want)
 	}
 }
