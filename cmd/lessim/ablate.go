@@ -91,8 +91,8 @@ drafter) are assumed, not measured.`,
 
 func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	var errs []error
-	if f.format != "text" && f.format != "json" {
-		errs = append(errs, fmt.Errorf("unknown format %q (valid: json, text)", f.format))
+	if err := checkFormat(f.format); err != nil {
+		errs = append(errs, err)
 	}
 	if f.explain && f.format == "json" {
 		errs = append(errs, errors.New("--explain does not apply with --format json: each step's JSON holds its changes and full spec"))

@@ -89,6 +89,9 @@ func newModelsCmd() *cobra.Command {
 	show := &cobra.Command{
 		Use: "show NAME", Short: "Show a model spec: shape, quant types, bytes per expert per layer", Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			m, err := devices.LookupModel(args[0], variant)
 			if err != nil {
 				return err

@@ -25,8 +25,8 @@ usb://UDID:7070. With --watch it then prints attach and detach events for
 that long.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if format != "text" && format != "json" {
-				return fmt.Errorf("unknown format %q (valid: json, text)", format)
+			if err := checkFormat(format); err != nil {
+				return err
 			}
 			addr := usbmux.DefaultAddress()
 			devs, err := usbmux.Devices(cmd.Context(), addr)

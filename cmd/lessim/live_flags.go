@@ -67,7 +67,7 @@ func newLiveCmd() *cobra.Command {
 		Example: liveExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := checkLiveFormat(f.format); err != nil {
+			if err := checkFormat(f.format); err != nil {
 				return err
 			}
 			if f.target != "" {

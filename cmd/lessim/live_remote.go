@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 
 	"github.com/spf13/cobra"
 
@@ -121,12 +120,4 @@ func runLiveRemote(cmd *cobra.Command, f *liveFlags) error {
 		{"tokens", tokens},
 	}
 	return reports.WriteResult(out, h, res)
-}
-
-// checkLiveFormat refuses an unknown --format.
-func checkLiveFormat(format string) error {
-	if !slices.Contains([]string{"text", "json"}, format) {
-		return fmt.Errorf("unknown format %q (valid: json, text)", format)
-	}
-	return nil
 }

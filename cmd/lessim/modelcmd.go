@@ -108,18 +108,18 @@ func newModelInspectCmd() *cobra.Command {
 		Short: "Show a GGUF's header, tensors, quant types and every expert's byte ranges",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			f, err := gguf.Open(args[0])
 			if err != nil {
 				return err
 			}
 			defer f.Close()
-			switch format {
-			case "text":
-				return f.WriteInspect(cmd.OutOrStdout(), maxExperts)
-			case "json":
+			if format == "json" {
 				return f.WriteInspectJSON(cmd.OutOrStdout(), maxExperts)
 			}
-			return fmt.Errorf("unknown format %q (valid: json, text)", format)
+			return f.WriteInspect(cmd.OutOrStdout(), maxExperts)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")

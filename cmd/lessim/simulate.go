@@ -92,8 +92,8 @@ type simulateOutput struct {
 }
 
 func simulate(cmd *cobra.Command, f *simulateFlags) error {
-	if f.format != "text" && f.format != "json" {
-		return fmt.Errorf("unknown format %q (valid: json, text)", f.format)
+	if err := checkFormat(f.format); err != nil {
+		return err
 	}
 	spec, err := simulateSpec(cmd, f.spec)
 	if err != nil {

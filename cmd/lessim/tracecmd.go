@@ -106,6 +106,9 @@ func newTraceStatsCmd() *cobra.Command {
 		Short: "Measure a trace: popularity, reuse, lookahead recall, hit rate",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(format); err != nil {
+				return err
+			}
 			r, err := traces.Open(args[0])
 			if err != nil {
 				return err
@@ -123,19 +126,18 @@ func newTraceStatsCmd() *cobra.Command {
 	return cmd
 }
 
+// writeStats writes st as text, or as JSON for format json (checkFormat has
+// refused any other).
 func writeStats(w io.Writer, st *traces.Stats, format string) error {
-	switch format {
-	case "text":
+	if format != "json" {
 		return st.WriteText(w)
-	case "json":
-		b, err := st.MarshalJSONIndent()
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
+	}
+	b, err := st.MarshalJSONIndent()
+	if err != nil {
 		return err
 	}
-	return fmt.Errorf("unknown format %q (valid: json, text)", format)
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
 }
 
 // importFormats are the foreign trace formats trace import reads.
