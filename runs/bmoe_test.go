@@ -90,6 +90,20 @@ func TestParseBMoEMetricsErrors(t *testing.T) {
 		{"too many", "step,wall_ms\n1,2,3\n", "x.csv:2: 3 columns, header has 2"},
 		{"short mid", "step,wall_ms\n1\n2,3\n", "x.csv:2: 1 columns, header has 2"},
 		{"truncated", "step,wall_ms\n1,2\n2", "x.csv:3: file is truncated"},
+		{"zero wall", "step,wall_ms\n1,2\n2,0\n", "x.csv:3: column wall_ms: 0 is not a positive time"},
+		{"zero wall 0.000", "step,wall_ms\n1,0.000\n", "x.csv:2: column wall_ms: 0.000 is not a positive time"},
+		{"sub-ns wall", "step,wall_ms\n1,1e-7\n", "x.csv:2: column wall_ms: 1e-7 ms is under 1 ns, not a positive time"},
+		{"zero compute", "step,wall_ms,compute_ms\n1,2,0\n", "x.csv:2: column compute_ms: 0 is not a positive time"},
+		{"zero cpu", "step,wall_ms,cpu_ms\n1,2,0\n", "x.csv:2: column cpu_ms: 0 is not a positive time"},
+		{"dup summary key", "step,wall_ms\n1,2\n# summary tokens=1 cache_budget_MiB=4000.0 cache_budget_MiB=100\n",
+			"x.csv:3: summary key cache_budget_MiB appears twice (cache_budget_MiB=4000.0 and cache_budget_MiB=100)"},
+		{"two summaries", "step,wall_ms\n1,2\n# summary tokens=1\n# summary s/tok=0.002\n", "x.csv:4: a second summary line (the first is line 3)"},
+		{"summary tokens short", "step,wall_ms\n1,2\n# summary tokens=128\n", "x.csv:3: summary tokens=128, but the file has 1 token rows"},
+		{"summary tokens long", "step,wall_ms\n1,2\n2,2\n3,2\n# summary tokens=2\n", "x.csv:5: summary tokens=2, but the file has 3 token rows"},
+		{"summary tokens garbage", "step,wall_ms\n1,2\n# summary tokens=many\n", "x.csv:3: summary tokens=many is not a count"},
+		{"steps change", "step,steps,wall_ms\n1,2,2\n2,3,2\n", "x.csv:3: column steps: 3, but the rows above say 2"},
+		{"beyond steps", "step,steps,wall_ms\n1,1,2\n2,1,2\n", "x.csv:3: step 2 is beyond steps 1"},
+		{"steps fraction", "step,steps,wall_ms\n1,1.5,2\n", "x.csv:2: column steps: 1.5 is not a count"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseBMoEMetrics(strings.NewReader(c.in), "x.csv")
@@ -97,6 +111,25 @@ func TestParseBMoEMetricsErrors(t *testing.T) {
 				t.Fatalf("err = %v, want %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestReadBMoEMetricsPath: errors name the file as the caller gave it
+// (sub/r.csv, not r.csv), and so does the run's Name.
+func TestReadBMoEMetricsPath(t *testing.T) {
+	dir := t.TempDir()
+	sub := filepath.Join(dir, "sub")
+	os.Mkdir(sub, 0o755)
+	os.WriteFile(filepath.Join(sub, "r.csv"), []byte("step,wall_ms\n1,NaN\n"), 0o644)
+	os.WriteFile(filepath.Join(sub, "ok.csv"), []byte(tinyMetrics), 0o644)
+	t.Chdir(dir)
+	_, err := ReadBMoEMetrics(filepath.Join("sub", "r.csv"))
+	if want := filepath.Join("sub", "r.csv") + ":2: column wall_ms"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("err = %v, want it to start with %q", err, want)
+	}
+	r, err := ReadBMoEMetrics(filepath.Join("sub", "ok.csv"))
+	if want := filepath.Join("sub", "ok.csv"); err != nil || r.Name != want {
+		t.Errorf("run %+v, err %v: want Name %s", r, err, want)
 	}
 }
 
@@ -120,7 +153,7 @@ func FuzzParseBMoEMetrics(f *testing.F) {
 			return
 		}
 		for i, tok := range r.Tokens {
-			if tok.Step != i+1 || tok.WallNS < 0 {
+			if tok.Step != i+1 || tok.WallNS <= 0 {
 				t.Fatalf("token %d = %+v", i, tok)
 			}
 		}

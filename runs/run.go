@@ -39,7 +39,7 @@ const (
 
 // Run is one measured decode.
 type Run struct {
-	Name    string            // where it came from (a file name)
+	Name    string            // where it came from: the path as given to the reader
 	Format  string            // one of Formats()
 	Fields  []Field           // fields the source carries
 	Tokens  []Token           // in decode order

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -35,9 +34,9 @@ var seriesColumns = map[string]seriesColumn{
 // ReadLiveSeries reads the per-token Parquet series `lessim live --series`
 // writes: int64 columns token (from 0, counting up by one), wall_ns and the
 // optional ones in seriesColumns. Every value must be non-negative, wall
-// times positive.
+// times positive. Errors and Run.Name name the file by its path as given.
 func ReadLiveSeries(path string) (*Run, error) {
-	name := filepath.Base(path)
+	name := path // as given: errors name the file the caller named
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err

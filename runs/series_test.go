@@ -87,7 +87,7 @@ func TestReadLiveSeriesErrors(t *testing.T) {
 	}
 	bad := filepath.Join(t.TempDir(), "x.parquet")
 	os.WriteFile(bad, []byte("not parquet"), 0o644)
-	if _, err := ReadLiveSeries(bad); err == nil || !strings.Contains(err.Error(), "not a Parquet file") {
-		t.Errorf("garbage: %v", err)
+	if _, err := ReadLiveSeries(bad); err == nil || !strings.HasPrefix(err.Error(), bad+": not a Parquet file") {
+		t.Errorf("garbage: %v, want it to name %s as given", err, bad)
 	}
 }

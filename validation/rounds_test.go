@@ -74,7 +74,7 @@ func TestLiveSeries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if filepath.Base(fitSeriesPath("x", FitPoint{Policy: "les", Cache: "25%"}, 1)) != "les-25pct-r2.parquet" || run.Name != "les-25pct-r2.parquet" {
+	if filepath.Base(fitSeriesPath("x", FitPoint{Policy: "les", Cache: "25%"}, 1)) != "les-25pct-r2.parquet" || filepath.Base(run.Name) != "les-25pct-r2.parquet" {
 		t.Errorf("series file %s", run.Name)
 	}
 	for _, f := range []runs.Field{runs.FieldWall, runs.FieldStall, runs.FieldCompute, runs.FieldRead, runs.FieldFaults} {
