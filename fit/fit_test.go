@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -69,8 +70,37 @@ func TestLeastSquaresUnidentified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if math.Abs(o.Params[0].Value-2) > 1e-3 || o.Params[1].Identified || o.Params[1].Value != 5 {
+	if math.Abs(o.Params[0].Value-2) > 1e-3 || o.Params[1].Identified || o.Params[1].Value != 5 || o.Params[1].SE != 0 {
+		t.Fatalf("params = %+v (an unidentified parameter keeps its start, standard error 0, not NaN)", o.Params)
+	}
+}
+
+// A point the model refuses next to the optimum (a candidate profile
+// outside the bounds) is infeasible, not an error: the standard error
+// comes from the feasible side.
+func TestLeastSquaresInfeasibleNeighbour(t *testing.T) {
+	meas := []float64{1.99, 2.01, 1.98, 2.02}
+	model := func(p []float64) ([]float64, error) {
+		if p[0] > 2.0005 {
+			return nil, errors.New("beyond the bounds")
+		}
+		return []float64{p[0], p[0], p[0], p[0]}, nil
+	}
+	o, err := LeastSquares(model, meas, []Param{{"a", 1, 0.1, 10}}, 2000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := o.Params[0]; !p.Identified || math.Abs(p.Value-2) > 1e-3 || !(p.SE > 0) || math.IsInf(p.SE, 0) {
 		t.Fatalf("params = %+v", o.Params)
+	}
+}
+
+// A model that always fails says why once.
+func TestLeastSquaresInfeasibleOnce(t *testing.T) {
+	model := func(p []float64) ([]float64, error) { return nil, errors.New("unknown policy") }
+	_, err := LeastSquares(model, []float64{1}, []Param{{"a", 1, 0.1, 10}}, 100)
+	if err == nil || err.Error() != "fit: the best point is infeasible: unknown policy" {
+		t.Fatalf("err = %v", err)
 	}
 }
 

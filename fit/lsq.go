@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/mat"
 	"gonum.org/v1/gonum/optimize"
@@ -20,7 +21,7 @@ type Param struct {
 type Fitted struct {
 	Name       string
 	Value      float64
-	SE         float64 // standard error (NaN when not identifiable)
+	SE         float64 // standard error; 0 when not identified (never NaN or Inf)
 	Identified bool    // false: the data do not constrain it; Value = Start
 	Why        string  // why not identified
 }
@@ -83,9 +84,16 @@ func LeastSquares(model Model, measured []float64, params []Param, maxEvals int)
 		return nil, fmt.Errorf("fit: %w", err)
 	}
 	best := toValues(res.X)
+	z := make([]float64, len(best)) // NB: res.X projected onto the bounds, which the search may have left
+	for i, v := range best {
+		z[i] = math.Log(v)
+	}
 	pred, err := model(best)
 	if err != nil {
-		return nil, fmt.Errorf("fit: the best point is infeasible: %w (last model error: %v)", err, modelErr)
+		if modelErr != nil && modelErr.Error() != err.Error() {
+			return nil, fmt.Errorf("fit: the best point is infeasible: %w (an earlier point failed with: %v)", err, modelErr)
+		}
+		return nil, fmt.Errorf("fit: the best point is infeasible: %w", err)
 	}
 	out := &Outcome{Evals: evals}
 	for i := range pred {
@@ -93,35 +101,23 @@ func LeastSquares(model Model, measured []float64, params []Param, maxEvals int)
 		out.RMS += out.Residuals[i] * out.Residuals[i]
 	}
 	out.RMS = math.Sqrt(out.RMS / float64(len(pred)))
-	out.Params, err = standardErrors(model, params, res.X, best, out, len(measured))
+	out.Params, err = standardErrors(model, params, z, best, pred, out)
 	return out, err
 }
 
 // standardErrors estimates each parameter's standard error from the
-// Jacobian of the predictions with respect to log-parameters at z.
-func standardErrors(model Model, params []Param, z, best []float64, out *Outcome, n int) ([]Fitted, error) {
-	k := len(params)
+// Jacobian of the predictions with respect to log-parameters at z, where
+// the values are best and the predictions pred.
+func standardErrors(model Model, params []Param, z, best, pred []float64, out *Outcome) ([]Fitted, error) {
+	n, k := len(pred), len(params)
 	fitted := make([]Fitted, k)
-	const h = 1e-3
 	J := mat.NewDense(n, k, nil)
-	for j := range params {
-		zp := append([]float64(nil), z...)
-		zm := append([]float64(nil), z...)
-		zp[j] += h
-		zm[j] -= h
-		vp := clampExp(zp, params)
-		vm := clampExp(zm, params)
-		pp, err := model(vp)
+	for j, p := range params {
+		col, err := derivative(model, params, z, pred, j)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("fit: the standard error of %s: %w", p.Name, err)
 		}
-		pm, err := model(vm)
-		if err != nil {
-			return nil, err
-		}
-		for i := 0; i < n; i++ {
-			J.Set(i, j, (pp[i]-pm[i])/(2*h))
-		}
+		J.SetCol(j, col)
 	}
 	dof := max(n-k, 1)
 	s2 := out.RMS * out.RMS * float64(n) / float64(dof)
@@ -129,9 +125,9 @@ func standardErrors(model Model, params []Param, z, best []float64, out *Outcome
 	// normal matrix is inverted.
 	var live []int
 	for j, p := range params {
-		fitted[j] = Fitted{Name: p.Name, Value: best[j], SE: math.NaN(), Identified: true}
+		fitted[j] = Fitted{Name: p.Name, Value: best[j], Identified: true}
 		if mat.Norm(J.ColView(j), 2) < 1e-12*math.Max(1, out.RMS) {
-			fitted[j] = Fitted{Name: p.Name, Value: p.Start, SE: math.NaN(), Why: "the predictions do not depend on it in this run"}
+			fitted[j] = notIdentified(p, "the predictions do not depend on it in this run")
 			continue
 		}
 		live = append(live, j)
@@ -148,17 +144,64 @@ func standardErrors(model Model, params []Param, z, best []float64, out *Outcome
 	invErr := inv.Inverse(&jtj)
 	for c, j := range live {
 		p := params[j]
-		if invErr != nil {
-			fitted[j] = Fitted{Name: p.Name, Value: p.Start, SE: math.NaN(), Why: "confounded with another parameter in this run (singular normal matrix)"}
+		// d value = value · d z, so SE(value) = value · SE(z).
+		se := best[j] * math.Sqrt(math.Max(s2*inv.At(c, c), 0))
+		if invErr != nil || math.IsNaN(se) || math.IsInf(se, 0) {
+			fitted[j] = notIdentified(p, "confounded with another parameter in this run (singular normal matrix)")
 			continue
 		}
-		// d value = value · d z, so SE(value) = value · SE(z).
-		fitted[j].SE = best[j] * math.Sqrt(math.Max(s2*inv.At(c, c), 0))
+		fitted[j].SE = se
 		if best[j] <= p.Min*(1+1e-9) || best[j] >= p.Max*(1-1e-9) {
 			fitted[j].Why = "at its bound"
 		}
 	}
 	return fitted, nil
+}
+
+// notIdentified is p kept at its start, with the reason.
+func notIdentified(p Param, why string) Fitted {
+	return Fitted{Name: p.Name, Value: p.Start, Why: why}
+}
+
+// derivative is the predictions' derivative with respect to log-parameter
+// j at z (predictions pred): a central difference over the step the bounds
+// allow (one-sided at a bound), or a one-sided one when the model fails on
+// one side (an infeasible neighbour is just not used).
+func derivative(model Model, params []Param, z, pred []float64, j int) ([]float64, error) {
+	const h = 1e-3
+	var last error
+	at := func(d float64) ([]float64, float64) {
+		zz := slices.Clone(z)
+		zz[j] += d
+		v := clampExp(zz, params)
+		p, err := model(v)
+		if err == nil && len(p) != len(pred) {
+			err = fmt.Errorf("the model gave %d predictions for %d measurements", len(p), len(pred))
+		}
+		if err != nil {
+			last = err
+			return nil, z[j]
+		}
+		return p, math.Log(v[j])
+	}
+	pp, zp := at(h)
+	pm, zm := at(-h)
+	switch {
+	case pp == nil && pm == nil:
+		return nil, fmt.Errorf("the model fails on both sides of the optimum: %w", last)
+	case pp == nil:
+		pp = pred
+	case pm == nil:
+		pm = pred
+	}
+	col := make([]float64, len(pred))
+	if zp == zm {
+		return col, nil // Min = Max: nothing to vary
+	}
+	for i := range col {
+		col[i] = (pp[i] - pm[i]) / (zp - zm)
+	}
+	return col, nil
 }
 
 func clampExp(z []float64, params []Param) []float64 {
