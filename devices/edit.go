@@ -20,3 +20,8 @@ func (p *Profile) Clone() *Profile {
 func (q *Quantity) Set(value, source string) {
 	*q = Quantity{Value: value, Source: source, set: true}
 }
+
+// SetFile sets the name p's validation messages begin with ("" names p by
+// its Name). A derived profile (a fit's candidate) is not the file its base
+// was read from, and its problems must not be reported as that file's.
+func (p *Profile) SetFile(name string) { p.file = name }

@@ -43,7 +43,8 @@ type RunFit struct {
 
 	Tokens              int
 	Measured, Predicted []float64 // per-token wall time, ns, at the fit
-	BytesMatched        int       // tokens whose simulated flash bytes are within 1% of the measured ones
+	BytesChecked        int       // tokens whose run measured the bytes read (0: the replay's reads are unchecked)
+	BytesMatched        int       // of those, tokens whose simulated flash bytes are within 1% of the measured ones
 	Errors              Residuals
 }
 
@@ -53,6 +54,17 @@ type Residuals struct {
 	MeanPredNS, MeanMeasNS     float64
 	MedianPredNS, MedianMeasNS float64
 }
+
+// MinBytesMatched is the share of a run's tokens whose simulated flash bytes
+// FromRun needs within 1% of the measured ones: more than it, i.e. most
+// tokens. A replay of the run's own routing with its cache settings
+// reproduces all or nearly all of them (the BigMoeOnEdge reference: 128 of
+// 128; a live run of a prefetching policy somewhat fewer, as its prefetches
+// follow its timing); another model's trace, another cache size or another
+// layout reproduces almost none (on the reference: 0, 1 and 0 of 128), and
+// a fit to it would explain the measured times with loads the run never
+// made. Half lies far from both.
+const MinBytesMatched = 0.5
 
 // FromRun fits base's compute and load-cost parameters (and a scale on its
 // flash bandwidth) to a measured run whose routing is known (rp). The model:
@@ -64,14 +76,21 @@ type Residuals struct {
 //     management per token) is left to the wall-time fit, where it is absorbed
 //     by memory.efficiency. Without that column the rate is fitted with the rest.
 //   - memory.efficiency and a common scale on every flash curve point are
-//     fitted by least squares on per-token wall time (LeastSquares).
+//     fitted by least squares on per-token wall time (LeastSquares). The
+//     scale is bounded so that every candidate profile validates (a faster
+//     curve point must stay slower than flash.latency per read).
 //
 // Parameters the run cannot separate (compute.layer_overhead and
 // compute.flops against memory.efficiency: per-token compute is the same for
 // every token of a fixed top-k decode; flash.latency against the bandwidth
 // scale: every read has the same size) are kept and listed in Kept.
+//
+// Before fitting, FromRun replays the run once and refuses it when the trace
+// does not decode exactly the run's tokens, or when the replay reproduces
+// the measured flash bytes on MinBytesMatched of the tokens or fewer (a run
+// that does not record bytes read is not checked: BytesChecked is 0).
 func FromRun(base *devices.Profile, rp Replay, run *runs.Run, label string) (*RunFit, error) {
-	return FromRuns(base, []Measured{{Replay: rp, Run: run}}, label)
+	return fromRuns(base, []Measured{{Replay: rp, Run: run}}, label, MinBytesMatched)
 }
 
 // Measured is one measured run with its replay.
@@ -83,50 +102,29 @@ type Measured struct {
 // FromRuns is FromRun over several runs of one device at once (e.g. one
 // bound by flash latency and one by flash throughput, which a single run
 // cannot tell apart): the per-token wall times of all of them are fitted
-// together, in the order given.
+// together, in the order given. Unlike FromRun it does not refuse a replay
+// whose flash bytes differ from the run's: a live run of a prefetching
+// policy (les) loads a little differently from its replay, as its timing
+// differs; RunFit.BytesMatched says how closely they agree.
 func FromRuns(base *devices.Profile, ms []Measured, label string) (*RunFit, error) {
-	if len(ms) == 0 {
-		return nil, errors.New("fit: no runs")
-	}
-	if _, err := base.Device(); err != nil {
+	return fromRuns(base, ms, label, 0)
+}
+
+// fromRuns is FromRuns, refusing a run whose replay reproduces the
+// measured flash bytes on minMatched of its tokens or fewer (0: no check).
+func fromRuns(base *devices.Profile, ms []Measured, label string, minMatched float64) (*RunFit, error) {
+	f, out, err := newFromRun(base, ms, label)
+	if err != nil {
 		return nil, err
 	}
-	f := &fromRun{base: base, label: label}
-	var measured []float64
-	all := &runs.Run{Fields: slices.Clone(ms[0].Run.Fields)}
-	for _, m := range ms {
-		if len(m.Run.Tokens) == 0 {
-			return nil, fmt.Errorf("fit: the run %s has no tokens", m.Run.Name)
-		}
-		for _, t := range m.Run.Tokens {
-			measured = append(measured, float64(t.WallNS))
-		}
-		f.parts = append(f.parts, part{rp: m.Replay, run: m.Run, n: len(m.Run.Tokens)})
-		all.Tokens = append(all.Tokens, m.Run.Tokens...)
-		all.Fields = slices.DeleteFunc(all.Fields, func(x runs.Field) bool { return !m.Run.Has(x) })
+	params, err := f.params(out.Load == nil)
+	if err != nil {
+		return nil, err
 	}
-	run := all
-	f.n = len(measured)
-	out := &RunFit{Tokens: f.n, Measured: measured}
-	if run.Has(runs.FieldMgmt) && run.Has(runs.FieldRead) {
-		l, err := loadLine(run)
-		if err != nil {
-			return nil, err
-		}
-		if l.Slope <= 0 {
-			return nil, fmt.Errorf("fit: management time does not grow with bytes read in %s (slope %.3g ns/B)", label, l.Slope)
-		}
-		out.Load = &l
-		f.loadRate = 1e9 / l.Slope
+	if err := f.checkReplay(params, minMatched); err != nil {
+		return nil, err
 	}
-	params := []Param{
-		{ParamEfficiency, f.baseValue(devices.Dimensionless, base.Memory.Efficiency.Value), 0.01, 1},
-		{ParamFlashScale, 1, 0.05, 8},
-	}
-	if out.Load == nil {
-		params = append(params, Param{ParamLoadRate, 8e9, 1e8, 1e12})
-	}
-	o, err := LeastSquares(f.predict, measured, params, 600)
+	o, err := LeastSquares(f.predict, out.Measured, params, 600)
 	if err != nil {
 		return nil, err
 	}
@@ -138,21 +136,152 @@ func FromRuns(base *devices.Profile, ms []Measured, label string) (*RunFit, erro
 	if out.Predicted, err = f.predict(vals); err != nil {
 		return nil, err
 	}
-	out.BytesMatched = f.bytesMatched()
-	out.Errors = summarise(out.Predicted, measured)
+	out.BytesMatched, out.BytesChecked = f.bytesMatched()
+	out.Errors = summarise(out.Predicted, out.Measured)
 	if out.Profile, err = f.profile(vals, o, out); err != nil {
 		return nil, err
 	}
-	out.Kept = []string{
+	out.Kept = kept(out.Load)
+	return out, nil
+}
+
+// newFromRun checks the runs and gathers their measured wall times and,
+// when every run measures management time and bytes read, the load line.
+func newFromRun(base *devices.Profile, ms []Measured, label string) (*fromRun, *RunFit, error) {
+	if len(ms) == 0 {
+		return nil, nil, errors.New("fit: no runs")
+	}
+	if _, err := base.Device(); err != nil {
+		return nil, nil, err
+	}
+	f := &fromRun{base: base, label: label}
+	var measured []float64
+	all := &runs.Run{Fields: slices.Clone(ms[0].Run.Fields)}
+	for _, m := range ms {
+		if len(m.Run.Tokens) == 0 {
+			return nil, nil, fmt.Errorf("fit: the run %s has no tokens", m.Run.Name)
+		}
+		for _, t := range m.Run.Tokens {
+			if t.WallNS <= 0 {
+				return nil, nil, fmt.Errorf("fit: the run %s: token %d has wall time %d ns, not a positive time", m.Run.Name, t.Step, t.WallNS)
+			}
+			measured = append(measured, float64(t.WallNS))
+		}
+		f.parts = append(f.parts, part{rp: m.Replay, run: m.Run, n: len(m.Run.Tokens)})
+		all.Tokens = append(all.Tokens, m.Run.Tokens...)
+		all.Fields = slices.DeleteFunc(all.Fields, func(x runs.Field) bool { return !m.Run.Has(x) })
+	}
+	f.n = len(measured)
+	out := &RunFit{Tokens: f.n, Measured: measured}
+	if all.Has(runs.FieldMgmt) && all.Has(runs.FieldRead) {
+		l, err := loadLine(all)
+		if err != nil {
+			return nil, nil, err
+		}
+		if l.Slope <= 0 {
+			return nil, nil, fmt.Errorf("fit: management time does not grow with bytes read in %s (slope %.3g ns/B)", label, l.Slope)
+		}
+		out.Load = &l
+		f.loadRate = 1e9 / l.Slope
+	}
+	return f, out, nil
+}
+
+// params are the parameters to fit, in candidate's order: the flash scale
+// bounded to where every candidate profile validates.
+func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
+	params := []Param{
+		{ParamEfficiency, f.baseValue(devices.Dimensionless, f.base.Memory.Efficiency.Value), 0.01, 1},
+		{ParamFlashScale, 1, 0.05, 8},
+	}
+	if fitLoadRate {
+		params = append(params, Param{ParamLoadRate, 8e9, 1e8, 1e12})
+	}
+	start := make([]float64, len(params))
+	for i, p := range params {
+		start[i] = p.Start
+	}
+	lo, hi, err := f.validScales(start, params[1].Min, params[1].Max)
+	if err != nil {
+		return nil, err
+	}
+	params[1].Min, params[1].Max = lo, hi
+	return params, nil
+}
+
+// validScales narrows [lo, hi] to the flash scales whose candidate profile
+// (other parameters at p) validates. NB: the profile bounds a scaled curve
+// point from both sides (its bandwidth, and its transfer rate once
+// flash.latency is removed, which grows without bound as the time per read
+// nears the latency), each monotone in the scale, so the valid scales are
+// one interval around 1; bisection finds its ends.
+func (f *fromRun) validScales(p []float64, lo, hi float64) (float64, float64, error) {
+	valid := func(s float64) error {
+		q := slices.Clone(p)
+		q[1] = s
+		_, err := f.candidate(q, func(string) string { return "fit candidate" }).Device()
+		return err
+	}
+	if err := valid(1); err != nil {
+		return 0, 0, fmt.Errorf("fit: the starting profile does not validate once its values are rewritten: %w", err)
+	}
+	return bisectValid(valid, lo), bisectValid(valid, hi), nil
+}
+
+// bisectValid returns end if valid(end) succeeds, else the valid scale
+// nearest end found by bisection (in log space) between 1 and end.
+func bisectValid(valid func(float64) error, end float64) float64 {
+	if valid(end) == nil {
+		return end
+	}
+	good, bad := 1.0, end
+	for range 40 {
+		mid := math.Sqrt(good * bad)
+		if valid(mid) == nil {
+			good = mid
+		} else {
+			bad = mid
+		}
+	}
+	return good
+}
+
+// checkReplay replays every run at the starting values: the trace must
+// decode each run's tokens, and (minMatched > 0) reproduce its flash bytes
+// on more than minMatched of them.
+func (f *fromRun) checkReplay(params []Param, minMatched float64) error {
+	p := make([]float64, len(params))
+	for i, q := range params {
+		p[i] = q.Start
+	}
+	if _, err := f.predict(p); err != nil {
+		return err
+	}
+	if minMatched <= 0 {
+		return nil
+	}
+	for _, pt := range f.parts {
+		matched, checked := pt.bytesMatched()
+		if checked > 0 && float64(matched) <= minMatched*float64(checked) {
+			return fmt.Errorf("fit: the replay does not reproduce the flash reads of %s: simulated bytes within 1%% of measured on %d of %d tokens (median difference %+.1f%%), and a fit needs more than %.0f%% of them; is the trace this run's routing, and are the cache size, policy and layout the run's?",
+				pt.run.Name, matched, checked, 100*pt.bytesDiff(), 100*minMatched)
+		}
+	}
+	return nil
+}
+
+// kept lists the parameters FromRun leaves as they were, with the reasons.
+func kept(load *Line) []string {
+	out := []string{
 		"compute.flops, compute.layer_overhead: per-token compute is the same for every token of this decode, so they cannot be told apart from memory.efficiency",
 		"flash.latency: every read has the same size, so latency and bandwidth cannot be told apart; the bandwidth scale carries both",
 		"memory.bandwidth: only its product with memory.efficiency matters, and the efficiency was fitted",
 		"memory.ram, memory.reserve, flash.lanes, page_size, read_ahead, fault_cost: not exercised by a per-expert decode with a managed cache",
 	}
-	if out.Load != nil {
-		out.Kept = append(out.Kept, fmt.Sprintf("compute.load_fixed: loads and bytes per token are nearly proportional (one expert size), so the per-load part is in the per-byte slope and the %.2f ms/token intercept in memory.efficiency", out.Load.Intercept/1e6))
+	if load != nil {
+		out = append(out, fmt.Sprintf("compute.load_fixed: loads and bytes per token are nearly proportional (one expert size), so the per-load part is in the per-byte slope and the %.2f ms/token intercept in memory.efficiency", load.Intercept/1e6))
 	}
-	return out, nil
+	return out
 }
 
 // loadLine fits management time against bytes read, per token.
@@ -200,6 +329,7 @@ func (f *fromRun) baseValue(k devices.Kind, s string) float64 {
 // ParamFlashScale[, ParamLoadRate]) with the given sources.
 func (f *fromRun) candidate(p []float64, src func(name string) string) *devices.Profile {
 	c := f.base.Clone()
+	c.SetFile(fmt.Sprintf("fit candidate from %s (%s %.4g, %s %.4g)", f.base.Name, ParamEfficiency, p[0], ParamFlashScale, p[1]))
 	c.Memory.Efficiency.Set(fmt.Sprintf("%.4g", p[0]), src(ParamEfficiency))
 	scale := func(pts []devices.CurveSample) {
 		for i := range pts {
@@ -245,8 +375,8 @@ func (f *fromRun) predict(p []float64) ([]float64, error) {
 		if err != nil {
 			return nil, err
 		}
-		if len(res.Series) < pt.n {
-			return nil, fmt.Errorf("fit: the trace decodes %d tokens, the run measured %d", len(res.Series), pt.n)
+		if len(res.Series) != pt.n {
+			return nil, fmt.Errorf("fit: the trace decodes %d tokens, the run %s measured %d: the trace must be the run's routing, token for token", len(res.Series), pt.run.Name, pt.n)
 		}
 		pt.last = res
 		for _, s := range res.Series[:pt.n] {
@@ -256,24 +386,45 @@ func (f *fromRun) predict(p []float64) ([]float64, error) {
 	return out, nil
 }
 
+// bytesMatched counts, over every part, the tokens whose simulated flash
+// bytes match the measured ones, and the tokens whose run measured them.
+func (f *fromRun) bytesMatched() (matched, checked int) {
+	for _, pt := range f.parts {
+		m, c := pt.bytesMatched()
+		matched, checked = matched+m, checked+c
+	}
+	return matched, checked
+}
+
 // bytesMatched counts tokens whose simulated flash bytes (at the last
 // prediction) are within 1% of the run's measured bytes: a check that the
-// replay reproduces the run's cache behaviour. NB: not exact equality: an
-// engine's aligned direct reads read a little more than the expert's bytes
-// (the BigMoeOnEdge reference reads about 0.4% more, some 13 KB per expert).
-func (f *fromRun) bytesMatched() int {
-	n := 0
-	for _, pt := range f.parts {
-		if pt.last == nil || !pt.run.Has(runs.FieldRead) {
-			continue
-		}
-		for i, t := range pt.run.Tokens {
-			if i < len(pt.last.Series) && math.Abs(float64(pt.last.Series[i].FlashBytes-t.ReadBytes)) <= 0.01*float64(t.ReadBytes) {
-				n++
-			}
+// replay reproduces the run's cache behaviour; checked is the tokens whose
+// run measured them. NB: not exact equality: an engine's aligned direct
+// reads read a little more than the expert's bytes (the BigMoeOnEdge
+// reference reads about 0.4% more, some 13 KB per expert).
+func (pt *part) bytesMatched() (matched, checked int) {
+	if pt.last == nil || !pt.run.Has(runs.FieldRead) {
+		return 0, 0
+	}
+	for i, t := range pt.run.Tokens {
+		checked++
+		if i < len(pt.last.Series) && math.Abs(float64(pt.last.Series[i].FlashBytes-t.ReadBytes)) <= 0.01*float64(t.ReadBytes) {
+			matched++
 		}
 	}
-	return n
+	return matched, checked
+}
+
+// bytesDiff is the median relative difference (simulated − measured) /
+// measured of the flash bytes per token, over tokens that read something.
+func (pt *part) bytesDiff() float64 {
+	var d []float64
+	for i, t := range pt.run.Tokens {
+		if i < len(pt.last.Series) && t.ReadBytes > 0 {
+			d = append(d, float64(pt.last.Series[i].FlashBytes-t.ReadBytes)/float64(t.ReadBytes))
+		}
+	}
+	return median(d)
 }
 
 func (f *fromRun) profile(vals []float64, o *Outcome, out *RunFit) (*devices.Profile, error) {
@@ -299,6 +450,7 @@ func (f *fromRun) profile(vals []float64, o *Outcome, out *RunFit) (*devices.Pro
 		c.Compute.LoadRate = f.base.Clone().Compute.LoadRate // not identified: stays as it was (absent = free)
 	}
 	c.Name = f.base.Name + "-fitted"
+	c.SetFile("") // messages name it by its Name: it is not the base's file
 	c.Description = fmt.Sprintf("%s, fitted to the measured run %s", strings.TrimSpace(f.base.Description), f.label)
 	if _, err := c.Device(); err != nil {
 		return nil, fmt.Errorf("fit: the fitted profile does not validate: %w", err)

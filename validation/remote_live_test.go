@@ -168,7 +168,7 @@ func checkLocalFit(t *testing.T, profile string, rep *Report, o Options) {
 	if string(ly) != string(ry) {
 		t.Errorf("the remote fit's profile differs from the local fit of the same series:\n%s\nlocal:\n%s", ry, ly)
 	}
-	if fmt.Sprintf("%+v", local.Params) != fmt.Sprintf("%+v", rep.Fit.Fit.Params) { // NB: %v, as an unidentified parameter's SE is NaN
+	if fmt.Sprintf("%+v", local.Params) != fmt.Sprintf("%+v", rep.Fit.Fit.Params) { // NB: compared as printed, values and reasons alike
 		t.Errorf("fitted parameters: remote %+v, local %+v", rep.Fit.Fit.Params, local.Params)
 	}
 }

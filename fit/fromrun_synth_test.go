@@ -1,0 +1,183 @@
+package fit
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/runs"
+	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
+)
+
+// synthReplay is a replay of a short synthetic Qwen3-30B-A3B trace with an
+// LRU cache of a quarter of the expert bytes.
+func synthReplay(t *testing.T, layout sim.Layout) Replay {
+	t.Helper()
+	m, err := devices.LookupModel("qwen3-30b-a3b", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := traces.DefaultSynthOptions()
+	o.Tokens, o.PromptTokens, o.Seed = 48, 8, 7
+	meta, steps, err := traces.Synth(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cache, err := sim.ResolveCache("25%", &meta.Model, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Replay{Model: &meta.Model, Steps: steps, Policy: "lru", CacheBytes: cache, Layout: layout, CachedFirst: true, Prefill: true}
+}
+
+// measure simulates rp on d and returns it as a measured run (wall time and
+// bytes read per decode token).
+func measure(t *testing.T, rp Replay, d *devices.Device) *runs.Run {
+	t.Helper()
+	pp := policies.DefaultParams(rp.Model)
+	pp.Trace = rp.Steps
+	pol, err := policies.New(rp.Policy, pp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := sim.Config{Model: rp.Model, Device: d, CacheBytes: rp.CacheBytes, Layout: rp.Layout,
+		CachedFirst: rp.CachedFirst, SpecBlock: 1, Prefill: rp.Prefill, KeepSeries: true}
+	res, err := sim.Run(cfg, rp.Steps, pol)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := &runs.Run{Name: "synth.csv", Fields: []runs.Field{runs.FieldWall, runs.FieldRead}}
+	for i, s := range res.Series {
+		run.Tokens = append(run.Tokens, runs.Token{Step: i + 1, WallNS: s.TimeNS, ReadBytes: s.FlashBytes,
+			IONS: -1, ComputeNS: -1, StallNS: -1, MgmtNS: -1, MajorFaults: -1, CPUNS: -1, CacheHitPct: -1})
+	}
+	return run
+}
+
+// TestFromRunFlashScaleBounded: a run on flash faster than any valid scale
+// of the profile's curve (its latency is lower) is fitted with the scale at
+// the largest valid value, not refused with the profile file blamed for a
+// candidate's invalid curve (calibrate --layout gguf-mmap on the reference
+// run failed so: "profiles/ufs4-phone-12gb.yaml: flash.aggregate[0]:
+// transfer rate after removing flash.latency ... is outside [1 MB/s, 1 TB/s]").
+func TestFromRunFlashScaleBounded(t *testing.T) {
+	base, err := devices.LoadProfile("ufs4-phone-12gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := base.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	truth := *d
+	truth.MemEfficiency, truth.Flash.LatencyNS = 0.3, 20_000
+	for _, c := range []*[]devices.CurvePoint{&truth.Flash.SingleLane, &truth.Flash.Aggregate} {
+		*c = slices.Clone(*c)
+		for i := range *c {
+			(*c)[i].BytesPerSec *= 4
+		}
+	}
+	for _, layout := range []sim.Layout{sim.LayoutGGUFMmap, sim.LayoutPerExpert} {
+		t.Run(string(layout), func(t *testing.T) {
+			rp := synthReplay(t, layout)
+			got, err := FromRun(base, rp, measure(t, rp, &truth), "synth.csv")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.BytesMatched != got.BytesChecked || got.BytesChecked != got.Tokens {
+				t.Errorf("bytes matched on %d of %d (%d tokens)", got.BytesMatched, got.BytesChecked, got.Tokens)
+			}
+			scale := got.Params[1]
+			if scale.Name != ParamFlashScale || !scale.Identified || scale.Why != "at its bound" || scale.Value < 3 || scale.Value > 3.6 {
+				t.Errorf("flash scale %+v, want identified at its bound, about 3.56 (where flash.aggregate[0] reaches flash.latency)", scale)
+			}
+			for _, p := range got.Params {
+				if math.IsNaN(p.SE) || math.IsInf(p.SE, 0) || math.IsNaN(p.Value) {
+					t.Errorf("%+v: not finite", p)
+				}
+			}
+			if _, err := got.Profile.Device(); err != nil {
+				t.Errorf("fitted profile invalid: %v", err)
+			}
+		})
+	}
+}
+
+// TestFromRunRecoversGGUFMmap: a gguf-mmap run on the profile's own flash
+// with another memory efficiency is fitted back to it, every token's bytes
+// matched.
+func TestFromRunRecoversGGUFMmap(t *testing.T) {
+	base, err := devices.LoadProfile("ufs4-phone-12gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	truthP := base.Clone()
+	truthP.Memory.Efficiency.Set("0.3", "test")
+	truth, err := truthP.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := synthReplay(t, sim.LayoutGGUFMmap)
+	got, err := FromRun(base, rp, measure(t, rp, truth), "synth.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e := got.Errors; e.P90Abs > 0.01 {
+		t.Errorf("|error| p90 %.2f%%, want the truth recovered", 100*e.P90Abs)
+	}
+	if eff := got.Params[0]; math.Abs(eff.Value/0.3-1) > 0.02 {
+		t.Errorf("memory.efficiency %+v, want 0.3", eff)
+	}
+	if got.BytesMatched != got.Tokens {
+		t.Errorf("bytes matched on %d of %d", got.BytesMatched, got.Tokens)
+	}
+}
+
+// TestFromRunRefusesOtherReplay: a run whose bytes the replay does not
+// reproduce (a cache four times larger than the run's) is refused, naming
+// the counts and the threshold; FromRuns (validate's fit of live runs)
+// does not check.
+func TestFromRunRefusesOtherReplay(t *testing.T) {
+	base, err := devices.LoadProfile("ufs4-phone-12gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := base.Device()
+	rp := synthReplay(t, sim.LayoutPerExpert)
+	run := measure(t, rp, d)
+	other := rp
+	other.CacheBytes *= 3
+	_, err = FromRun(base, other, run, "synth.csv")
+	if err == nil || !strings.Contains(err.Error(), "the replay does not reproduce the flash reads of synth.csv") || !strings.Contains(err.Error(), "needs more than 50% of them") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := FromRuns(base, []Measured{{Replay: other, Run: run}}, "synth"); err != nil {
+		t.Errorf("FromRuns: %v", err)
+	}
+}
+
+// TestFromRunTokenCount: the trace must decode exactly the run's tokens,
+// in both directions.
+func TestFromRunTokenCount(t *testing.T) {
+	base, err := devices.LoadProfile("ufs4-phone-12gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := base.Device()
+	rp := synthReplay(t, sim.LayoutPerExpert)
+	run := measure(t, rp, d)
+	short := *run
+	short.Tokens = run.Tokens[:24]
+	long := *run
+	long.Tokens = append(slices.Clone(run.Tokens), run.Tokens[:3]...)
+	for _, r := range []*runs.Run{&short, &long} {
+		_, err := FromRun(base, rp, r, "synth.csv")
+		if err == nil || !strings.Contains(err.Error(), "the trace decodes 48 tokens, the run synth.csv measured") {
+			t.Errorf("%d tokens: err = %v", len(r.Tokens), err)
+		}
+	}
+}
