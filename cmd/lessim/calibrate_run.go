@@ -57,7 +57,15 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 	if f.barrier && f.cachedFirst && cmd.Flags().Changed("cached-first") {
 		return fmt.Errorf("--barrier excludes --cached-first: the layer's experts wait for all its loads, then compute")
 	}
-	if err := atomicfile.CheckDistinct(f.out, f.run, f.trace, f.deviceFile); err != nil {
+	plot := f.plot
+	if plot == "" {
+		plot = strings.TrimSuffix(strings.TrimSuffix(f.out, ".yaml"), ".yml") + "-fit"
+	}
+	plot = reports.TrimPlotExt(plot)
+	if err := checkRunPaths(f, plot); err != nil {
+		return err
+	}
+	if err := checkRunLayout(f); err != nil {
 		return err
 	}
 	run, err := runs.Read(f.run, f.runFormat)
@@ -72,11 +80,6 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 	if err != nil {
 		return err
 	}
-	plot := f.plot
-	if plot == "" {
-		plot = strings.TrimSuffix(strings.TrimSuffix(f.out, ".yaml"), ".yml") + "-fit"
-	}
-	plot = reports.TrimPlotExt(plot)
 	label := filepath.Base(f.run)
 	res, err := fit.FromRun(base, *rp, run, label)
 	if err != nil {
@@ -97,6 +100,39 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 		return fmt.Errorf("the profile was written, but the plot failed: %w", err)
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", strings.Join(files, ", "))
+	return nil
+}
+
+// checkRunPaths refuses, before any work, an output that is an input or
+// another output: the profile and the plot's files (PREFIX.png, .svg).
+func checkRunPaths(f *fromRunFlags, plot string) error {
+	outs := []string{f.out}
+	for _, ext := range reports.PlotFormats {
+		outs = append(outs, plot+ext)
+	}
+	for i, o := range outs {
+		if err := atomicfile.CheckDistinct(o, f.run, f.trace, f.deviceFile); err != nil {
+			return err
+		}
+		for _, prev := range outs[:i] {
+			if atomicfile.CheckDistinct(o, prev) != nil {
+				return fmt.Errorf("--out %s and the plot %s (--plot %s) are the same file: the plot would overwrite the profile; choose another --out or --plot", f.out, o, plot)
+			}
+		}
+	}
+	return nil
+}
+
+// checkRunLayout refuses a layout the run's engine cannot have used.
+// NB: BigMoeOnEdge (bmoe-metrics-csv) reads each expert with O_DIRECT into
+// its own LRU cache: the per-expert layout. gguf-mmap replays llama.cpp's
+// page faults instead, which read whole read-ahead windows (2.7% more bytes
+// per token on the reference run) with no such cache, so no token's bytes
+// would match and the times would be fitted to loads the run never made.
+func checkRunLayout(f *fromRunFlags) error {
+	if f.runFormat == "bmoe-metrics-csv" && f.layout == string(sim.LayoutGGUFMmap) {
+		return fmt.Errorf("--layout gguf-mmap: a bmoe-metrics-csv run is BigMoeOnEdge's, which reads each expert with O_DIRECT into its own cache (--layout %s); gguf-mmap replays llama.cpp's page-faulting mmap, whose reads are not this run's (it fits runs of plain mmap, such as lessim live --stock --series)", sim.LayoutPerExpert)
+	}
 	return nil
 }
 
@@ -157,18 +193,25 @@ func runCache(flag string, run *runs.Run, m *devices.ModelSpec) (int64, error) {
 func printRunFit(w io.Writer, f *fromRunFlags, rp *fit.Replay, r *fit.RunFit) {
 	e := r.Errors
 	fmt.Fprintf(w, "wrote %s: device %s\n\n", f.out, r.Profile.Name)
-	fmt.Fprintf(w, "fitted to %d measured tokens (replay: %s, cache %s; simulated flash bytes within 1%% of measured on %d of %d tokens)\n",
-		r.Tokens, rp.Policy, sim.FormatBytes(rp.CacheBytes), r.BytesMatched, r.Tokens)
+	bytes := fmt.Sprintf("simulated flash bytes within 1%% of measured on %d of %d tokens", r.BytesMatched, r.BytesChecked)
+	if r.BytesChecked == 0 {
+		bytes = "the run records no bytes read, so the replay's flash bytes are not checked"
+	}
+	fmt.Fprintf(w, "fitted to %d measured tokens (replay: %s, cache %s; %s)\n",
+		r.Tokens, rp.Policy, sim.FormatBytes(rp.CacheBytes), bytes)
 	if r.Load != nil {
 		fmt.Fprintf(w, "  %-22s %.4g ms per MB ± %.2g (management time vs bytes read: intercept %.2f ms/token, R² %.3f)\n",
 			fit.ParamLoadRate, r.Load.Slope, r.Load.SlopeSE, r.Load.Intercept/1e6, r.Load.R2)
 	}
 	for _, p := range r.Params {
-		note := ""
-		if !p.Identified || p.Why != "" {
-			note = "  (" + p.Why + ")"
+		switch {
+		case !p.Identified:
+			fmt.Fprintf(w, "  %-22s %.4g  (not identified: %s; kept as it was)\n", p.Name, p.Value, p.Why)
+		case p.Why != "":
+			fmt.Fprintf(w, "  %-22s %.4g ± %.2g  (%s)\n", p.Name, p.Value, p.SE, p.Why)
+		default:
+			fmt.Fprintf(w, "  %-22s %.4g ± %.2g\n", p.Name, p.Value, p.SE)
 		}
-		fmt.Fprintf(w, "  %-22s %.4g ± %.2g%s\n", p.Name, p.Value, p.SE, note)
 	}
 	fmt.Fprintf(w, "\nper-token time: mean %.1f ms predicted vs %.1f measured (%+.1f%%), median %.1f vs %.1f (%+.1f%%)\n",
 		e.MeanPredNS/1e6, e.MeanMeasNS/1e6, 100*(e.MeanPredNS/e.MeanMeasNS-1),
