@@ -1,9 +1,6 @@
 package traces
 
-import (
-	"errors"
-	"os"
-)
+import "os"
 
 // Columns says which optional vector columns a Reader skips. The zero value
 // reads every column the file has (what Open does). A skipped vector is nil in
@@ -46,9 +43,14 @@ func OpenColumns(path string, cols Columns) (*Reader, error) {
 	if err != nil {
 		return nil, err
 	}
-	r, err := newReaderCols(f, path, 0, cols)
+	// NB: the Parquet reader must not close f (file.Reader.Close closes a
+	// source that has Close, and so did a failed open): f is closed once,
+	// here on failure or by Reader.Close.
+	r, err := newReaderCols(pqNoCloseRA{f}, path, 0, cols)
 	if err != nil {
-		return nil, errors.Join(err, f.Close())
+		f.Close() // read-only: the open error is the one to report
+		return nil, err
 	}
+	r.file = f
 	return r, nil
 }

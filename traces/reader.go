@@ -24,6 +24,7 @@ import (
 // does. A Reader is not safe for concurrent use.
 type Reader struct {
 	name string
+	file *os.File // the file Open opened, closed by Close; nil for NewReader
 	meta Meta
 	read Meta // meta with the skipped columns marked absent (Columns)
 	// noWeights: the gate weights column is skipped (Columns.NoWeights).
@@ -58,20 +59,11 @@ type pqLayerBuf struct {
 }
 
 // Open opens the trace file at path (see NewReader). Close closes the file.
-func Open(path string) (*Reader, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	r, err := newReaderCols(f, path, 0, Columns{})
-	if err != nil {
-		return nil, errors.Join(err, f.Close())
-	}
-	return r, nil
-}
+func Open(path string) (*Reader, error) { return OpenColumns(path, Columns{}) }
 
 // pqNoCloseRA hides a reader's Close: file.Reader.Close closes its source when
-// it can, and NewReader's caller owns theirs.
+// it can, and NewReader's caller owns theirs (Open's file is closed by
+// Reader.Close, once).
 type pqNoCloseRA struct{ parquet.ReaderAtSeeker }
 
 // NewReader reads a trace from r; name is used in errors. It reads the footer,
@@ -281,12 +273,16 @@ func (r *Reader) Close() error {
 		r.rr.Release()
 		r.rr = nil
 	}
+	var errs []error
 	if r.pf != nil {
-		err := r.pf.Close()
+		errs = append(errs, r.pf.Close())
 		r.pf = nil
-		return err
 	}
-	return nil
+	if r.file != nil {
+		errs = append(errs, r.file.Close())
+		r.file = nil
+	}
+	return errors.Join(errs...)
 }
 
 // nextBatch makes the next record batch current; io.EOF at the end.

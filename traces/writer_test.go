@@ -144,6 +144,48 @@ func TestCreateOpen(t *testing.T) {
 	}
 }
 
+// TestOpenErrorClosesOnce: a file Open refuses after reading its footer is
+// closed once, and the error is the reason alone (no "close FILE: file
+// already closed" beside it); Close of an opened trace also closes once.
+func TestOpenErrorClosesOnce(t *testing.T) {
+	m := ioTestMeta(ioShape{layers: 2, experts: 4, topK: 1})
+	data := ioWrite(t, m, ioTestSteps(rand.New(rand.NewPCG(4, 5)), m, 4, false), 0)
+	bad := bytes.Replace(data, []byte(`"has_logits":false`), []byte(`"has_logits":true `), 1)
+	dir := t.TempDir()
+	for _, c := range []struct {
+		file string
+		data []byte
+		want string // "" = opens
+	}{
+		{"good.parquet", data, ""},
+		{"logits.parquet", bad, "column logits missing"},
+		{"text.parquet", []byte("not parquet at all"), "not a Parquet file"},
+	} {
+		path := filepath.Join(dir, c.file)
+		if err := os.WriteFile(path, c.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		for _, open := range []func() (*Reader, error){
+			func() (*Reader, error) { return Open(path) },
+			func() (*Reader, error) { return OpenColumns(path, Columns{NoWeights: true}) },
+		} {
+			r, err := open()
+			if c.want == "" {
+				if err != nil {
+					t.Fatalf("%s: %v", c.file, err)
+				}
+				if err := r.Close(); err != nil {
+					t.Fatalf("%s: Close: %v", c.file, err)
+				}
+				continue
+			}
+			if err == nil || !strings.Contains(err.Error(), c.want) || strings.Contains(err.Error(), "close") || strings.Count(err.Error(), "\n") > 0 {
+				t.Errorf("%s: error %q, want one line with %q", c.file, err, c.want)
+			}
+		}
+	}
+}
+
 // TestNewWriterDoesNotClose checks that Close leaves the caller's writer open.
 func TestNewWriterDoesNotClose(t *testing.T) {
 	m := ioTestMeta(ioShape{layers: 2, experts: 4, topK: 1})
