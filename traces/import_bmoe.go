@@ -58,15 +58,16 @@ const bmoeHeader = "turn,phase,step,layer,slot,expert,weight,residency,expert_by
 const bmoeMaxErrors = 10
 
 // ImportBMoE reads a BigMoeOnEdge route trace (see the comment at the top of
-// import_bmoe.go), plain or gzip-compressed. Errors are positioned:
-// "file.csv:LINE: reason".
+// import_bmoe.go), plain or gzip-compressed. Errors are positioned and name
+// the file by path as given: "dir/file.csv:LINE: reason". The metadata's
+// provenance (Info "file", the model's Source) names its base name.
 func ImportBMoE(path string) (Meta, []Step, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Meta{}, nil, err
 	}
 	defer f.Close()
-	return parseBMoE(f, filepath.Base(path))
+	return parseBMoE(f, path)
 }
 
 // bmoePreamble is the model description from the comment lines.
@@ -89,7 +90,8 @@ type bmoeGroupKey struct {
 
 // bmoeParser holds the reader's state.
 type bmoeParser struct {
-	name  string
+	name  string // the file as errors name it
+	base  string // its base name, for the trace's provenance
 	line  int
 	errs  []error
 	pre   bmoePreamble
@@ -125,7 +127,7 @@ func (p *bmoeParser) splitLines(data []byte, atEOF bool) (int, []byte, error) {
 }
 
 func parseBMoE(r io.Reader, name string) (Meta, []Step, error) {
-	p := &bmoeParser{name: name, index: map[bmoeTokenKey]int{}, seen: map[bmoeGroupKey]bool{}}
+	p := &bmoeParser{name: name, base: filepath.Base(name), index: map[bmoeTokenKey]int{}, seen: map[bmoeGroupKey]bool{}}
 	in, done, err := textin.Reader(r)
 	if err != nil {
 		return Meta{}, nil, fmt.Errorf("%s: gzip: %w", name, err)
@@ -413,7 +415,7 @@ func (p *bmoeParser) finish() (Meta, []Step, error) {
 	base := filepath.Base(pre.model)
 	modelName := strings.TrimSuffix(base, filepath.Ext(base))
 	if modelName == "" || modelName == "." {
-		modelName = strings.TrimSuffix(p.name, filepath.Ext(p.name))
+		modelName = strings.TrimSuffix(p.base, filepath.Ext(p.base))
 	}
 	variant := ""
 	if m := bmoeVariant.FindStringSubmatch(modelName); m != nil {
@@ -426,7 +428,7 @@ func (p *bmoeParser) finish() (Meta, []Step, error) {
 		Blocks:  pre.nLayer,
 		Experts: pre.nExpert,
 		TopK:    pre.nUsed,
-		Source:  fmt.Sprintf("route_trace v1 preamble of %s (hidden size, FFN sizes and FLOPs not recorded)", p.name),
+		Source:  fmt.Sprintf("route_trace v1 preamble of %s (hidden size, FFN sizes and FLOPs not recorded)", p.base),
 	}
 	for l := range pre.nLayer {
 		spec.Layers = append(spec.Layers, devices.LayerSpec{
@@ -441,7 +443,7 @@ func (p *bmoeParser) finish() (Meta, []Step, error) {
 		Model:  spec,
 		Origin: "import:bmoe-route-csv",
 		Info: map[string]string{
-			"file":        p.name,
+			"file":        p.base,
 			"format":      "route_trace v1 (bmoe-route-csv)",
 			"attribution": "BigMoeOnEdge engine route trace, github.com/Helldez/BigMoeOnEdge, docs/bench-data/2026-07-15-route-trace/, Apache-2.0",
 			"model_path":  pre.model,

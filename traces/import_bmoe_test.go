@@ -302,6 +302,34 @@ func TestImportBMoEErrors(t *testing.T) {
 	}
 }
 
+// TestImportBMoENamesPath: errors name the file by the path given (not its
+// base name), while the trace's provenance keeps the base name.
+func TestImportBMoENamesPath(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sub")
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	bad := filepath.Join(dir, "x.csv")
+	good := filepath.Join(dir, "y.csv")
+	in := strings.Replace(tsBMoEBase, "0,1,0,0,1,2,0.4,0,100", "0,1,0,0,1,x,0.4,0,100", 1)
+	if err := os.WriteFile(bad, []byte(in), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(good, []byte(tsBMoEBase), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ImportBMoE(bad); err == nil || !strings.HasPrefix(err.Error(), bad+":7: ") {
+		t.Errorf("error %v, want it to start with %q", err, bad+":7: ")
+	}
+	meta, _, err := ImportBMoE(good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if meta.Info["file"] != "y.csv" || !strings.Contains(meta.Model.Source, "preamble of y.csv ") {
+		t.Errorf("provenance file %q, source %q: want the base name y.csv", meta.Info["file"], meta.Model.Source)
+	}
+}
+
 func FuzzImportBMoE(f *testing.F) {
 	small, err := os.ReadFile("testdata/bmoe-small.csv")
 	if err != nil {
