@@ -197,3 +197,27 @@ func TestSimulatePlot(t *testing.T) {
 		}
 	}
 }
+
+// TestTraceSynthInapplicable: options about the lookahead scores are refused
+// with --depth 0, which writes none; nothing is written.
+func TestTraceSynthInapplicable(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--depth", "0", "--lookahead-recall", "0.3"}, "lessim: --lookahead-recall does not apply with --depth 0: the trace has no lookahead scores\n"},
+		{[]string{"--depth", "0", "--lookahead-top", "4"}, "lessim: --lookahead-top does not apply with --depth 0: the trace has no lookahead scores\n"},
+	} {
+		args := append([]string{"trace", "synth", "--tokens", "5", "--out", "t.parquet"}, c.args...)
+		if got := runCLI(t, dir, args...); got != c.want {
+			t.Errorf("%v: got %q, want %q", c.args, got, c.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "t.parquet")); err == nil {
+		t.Error("a refused synth wrote its output")
+	}
+	if got := runCLI(t, dir, "trace", "synth", "--tokens", "5", "--depth", "0", "--out", "t.parquet"); strings.Contains(got, "lessim: ") {
+		t.Errorf("--depth 0 alone: %q", got)
+	}
+}

@@ -36,6 +36,11 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
+			if o.LookaheadDepth == 0 {
+				if err := refuseFlags(cmd, []string{"lookahead-recall", "lookahead-top"}, "with --depth 0: the trace has no lookahead scores"); err != nil {
+					return err
+				}
+			}
 			m, err := devices.LookupModel(model, variant)
 			if err != nil {
 				return err
