@@ -267,3 +267,34 @@ func TestModelSpecValidate(t *testing.T) {
 		t.Errorf("valid spec: %v", err)
 	}
 }
+
+// TestRecordedProblems: a trace's spec may leave hidden, expert_ffn and its
+// tensors' quant types unknown (an imported route trace records only bytes);
+// everything else is checked as Validate checks it, without the name prefix.
+func TestRecordedProblems(t *testing.T) {
+	m, err := LookupModel(MiniCPMV47, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Hidden, m.ExpertFFN = 0, 0
+	for i := range m.Layers {
+		for j := range m.Layers[i].Tensors {
+			m.Layers[i].Tensors[j].Type = ""
+		}
+	}
+	if ps := m.RecordedProblems(); ps != nil {
+		t.Errorf("unrecorded shape: %q", ps)
+	}
+	if m.Validate() == nil {
+		t.Error("Validate accepts an unstated shape")
+	}
+	m.Hidden, m.TopK = -1, 0
+	m.Layers[3].ExpertBytes = 0
+	ps := m.RecordedProblems()
+	want := []string{"top_k: 0 is outside [1, 64]", "hidden: -1 is outside [1, 65536]", "layers[3].expert_bytes: 0 B is outside [16 B, 4 GiB]"}
+	for _, w := range want {
+		if !slices.ContainsFunc(ps, func(p string) bool { return strings.HasPrefix(p, w) }) {
+			t.Errorf("problems %q lack one starting %q", ps, w)
+		}
+	}
+}

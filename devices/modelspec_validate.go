@@ -13,6 +13,24 @@ func joinNames(names []string) string { return strings.Join(names, ", ") }
 // Bounds), and returns one error listing every problem, each as
 // "model NAME: field: reason".
 func (m *ModelSpec) Validate() error {
+	ps := m.check(false)
+	if len(ps) == 0 {
+		return nil
+	}
+	return shapeError(m.Name, ps)
+}
+
+// RecordedProblems checks a spec as a trace file records it and returns every
+// problem as "field: reason" (field as in the spec's JSON: "top_k",
+// "layers[3].expert_bytes"), or nil. It is Validate except for what a trace's
+// source may not know: hidden and expert_ffn may be 0 (an imported route
+// trace records bytes, not the matrices' shape) and an expert tensor may have
+// no quant type; whatever the spec states is checked as Validate checks it.
+func (m *ModelSpec) RecordedProblems() []string { return m.check(true) }
+
+// check lists every problem of the spec; recorded relaxes what a recorded
+// spec may leave unknown (RecordedProblems).
+func (m *ModelSpec) check(recorded bool) problems {
 	var ps problems
 	if strings.TrimSpace(m.Name) == "" {
 		ps.add("name", "missing")
@@ -24,6 +42,9 @@ func (m *ModelSpec) Validate() error {
 		{"experts", m.Experts}, {"top_k", m.TopK}, {"hidden", m.Hidden}, {"expert_ffn", m.ExpertFFN}, {"blocks", m.Blocks},
 		{"shared_experts", m.SharedExperts}, {"shared_ffn", m.SharedFFN}, {"vocab", m.Vocab}, {"layers", len(m.Layers)},
 	} {
+		if recorded && d.v == 0 && (d.name == "hidden" || d.name == "expert_ffn") {
+			continue // not recorded
+		}
 		ps.checkBound(d.name, "model."+d.name, float64(d.v))
 	}
 	if m.TopK > m.Experts && m.Experts >= 1 {
@@ -48,7 +69,7 @@ func (m *ModelSpec) Validate() error {
 		if len(l.Tensors) > 0 {
 			var sum int64
 			for j, t := range l.Tensors {
-				if _, ok := quantBlocks[t.Type]; !ok {
+				if _, ok := quantBlocks[t.Type]; !ok && !(recorded && t.Type == "") {
 					ps.add(fmt.Sprintf("%s.tensors[%d].type", p, j), "unknown quant type %q (valid: %s)", string(t.Type), joinNames(QuantTypes()))
 				}
 				if t.Bytes <= 0 || t.Bytes > l.ExpertBytes {
@@ -82,10 +103,7 @@ func (m *ModelSpec) Validate() error {
 	if head := min(max(m.HeadBytes, 0), 1<<40); m.NonExpertBytes < dense+head && m.NonExpertBytes >= 0 {
 		ps.add("non_expert_bytes", "%d is less than the layers' dense bytes plus the head (%d): they are part of it", m.NonExpertBytes, dense+head)
 	}
-	if len(ps) == 0 {
-		return nil
-	}
-	return shapeError(m.Name, ps)
+	return ps
 }
 
 // checkBound reports v at path when it lies outside the bound of field.

@@ -37,8 +37,11 @@
 // Meta.HasRouterInputs), hit, compute_ns. Absent vectors are nulls; lookahead
 // depths that would score a layer past the last one are always null. Meta is
 // stored as JSON in the file's key-value metadata under MetaKey, the schema
-// version under VersionKey. The full format, with units and examples of
-// reading it from DuckDB and pandas, is docs/trace-format.md.
+// version under VersionKey; a reader decodes it strictly (unknown and repeated
+// keys are errors) and checks its model spec against the model bounds
+// (devices.ModelSpec.RecordedProblems), as a writer does before writing. The
+// full format, with units and examples of reading it from DuckDB and pandas,
+// is docs/trace-format.md.
 //
 // Files are written deterministically (same steps, same bytes): no timestamps,
 // row groups of whole tokens sized from Meta alone (about 64 MiB of

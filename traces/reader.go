@@ -3,7 +3,6 @@ package traces
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -162,11 +161,11 @@ func (r *Reader) init(batchRows int64, cols Columns) error {
 	case *ver != FormatVersion:
 		return fmt.Errorf("%s: trace format version %q not supported (this lessim reads version %s)", r.name, *ver, FormatVersion)
 	}
-	if err := json.Unmarshal([]byte(*js), &r.meta); err != nil {
+	if err := decodeMeta([]byte(*js), &r.meta); err != nil {
 		return fmt.Errorf("%s: bad %s metadata: %w", r.name, MetaKey, err)
 	}
-	if err := pqCheckMeta(&r.meta); err != nil {
-		return fmt.Errorf("%s: %s metadata: %w", r.name, MetaKey, err)
+	if err := pqCheckMeta(&r.meta, r.name); err != nil {
+		return err
 	}
 	r.read = cols.project(r.meta)
 	layers := int64(len(r.meta.Model.Layers))

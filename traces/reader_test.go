@@ -212,7 +212,8 @@ func TestReaderErrors(t *testing.T) {
 		{name: "meta of the wrong shape", kv: func(kv map[string]*string) { kv[MetaKey] = ioStr(`{"model": {"experts": "eight"}}`) },
 			want: "bad.parquet: bad lessim.trace.meta metadata: json: cannot unmarshal string into Go struct field ModelSpec.model.experts of type int"},
 		{name: "invalid meta", meta: func(m *Meta) { m.Model.Experts = 0; m.LookaheadDepth = 7 },
-			want: "bad.parquet: lessim.trace.meta metadata: invalid trace meta: model.experts 0 out of range [1,1048576]; lookahead_depth 7 out of range [0,3] (depth d scores MoE layer i+d)"},
+			want: "bad.parquet: lessim.trace.meta: model.experts: 0 is outside [1, 4096] experts, whole: routed experts per layer: 8 (Mixtral) to 512 (Qwen3-Next) in released models; 4096 leaves room for finer-grained research models\n" +
+				"bad.parquet: lessim.trace.meta: lookahead_depth: 7 out of range [0,3] (depth d scores MoE layer i+d)"},
 		{name: "meta with fewer layers than the rows", meta: func(m *Meta) { m.Model.Layers = m.Model.Layers[:3]; m.LookaheadDepth = 1 },
 			want: "bad.parquet: row 2: lookahead depth 1 scores layer 3, past the last MoE layer 2"},
 	}
@@ -441,5 +442,83 @@ func TestReaderDecodesOnDemand(t *testing.T) {
 	}
 	if !r.Next() || r.ahead == nil {
 		t.Fatalf("first Next: %v, read-ahead started %v", r.Err(), r.ahead != nil)
+	}
+}
+
+// TestReaderMetaStrict: the metadata JSON is decoded strictly (an unknown
+// key, a key given twice) and its model spec checked against the model
+// bounds when the file is opened, every problem at once, each line naming the
+// file. The edits are those a corrupted byte or a careless rewrite makes.
+func TestReaderMetaStrict(t *testing.T) {
+	meta := ioTestMeta(ioBadShape)
+	js := mustJSON(t, meta)
+	pre := "bad.parquet: lessim.trace.meta: "
+	for _, c := range []struct {
+		name, old, new string
+		want           []string // lines of the error, each after pre
+	}{
+		{"unknown key", `"dense_bytes":0`, `"dense_bytez":0`, nil},
+		{"duplicate key", `"top_k":2`, `"top_k":2,"top_k":1`, nil},
+		{"duplicate nested key", `"block":2,`, `"block":2,"block":7,`, nil},
+		{"top_k 0", `"top_k":2`, `"top_k":0`, []string{"model.top_k: 0 is outside [1, 64] experts"}},
+		{"every problem at once", `"blocks":5,"experts":8,"top_k":2,"shared_experts":0,"hidden":0`,
+			`"blocks":0,"experts":8,"top_k":2,"shared_experts":0,"hidden":-1`,
+			[]string{"model.blocks: 0 is outside [1, 1024] blocks", "model.hidden: -1 is outside [1, 65536]"}},
+		{"layer sizes", `{"block":1,"expert_bytes":1024,"dense_bytes":0,"dense_flops_per_token":0`,
+			`{"block":1,"expert_bytes":0,"dense_bytes":0,"dense_flops_per_token":-5`,
+			[]string{"model.layers[0].expert_bytes: 0 B is outside [16 B, 4 GiB]", "model.layers[0].dense_flops_per_token: -5 is outside [0, 1e12] FLOP"}},
+		{"blocks out of order", `{"block":2,`, `{"block":1,`, []string{"model.layers[1].block: must be greater than the previous layer's block 1 (got 1)"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			edited := strings.Replace(js, c.old, c.new, 1)
+			if edited == js {
+				t.Fatalf("%q not in %s", c.old, js)
+			}
+			kv := ioKV(t, meta)
+			kv[MetaKey] = ioStr(edited)
+			_, _, err := ioRead(ioRawFile(t, meta, nil, ioGoodRows(2), kv), "bad.parquet", 5)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			lines := strings.Split(err.Error(), "\n")
+			switch {
+			case c.want == nil && c.name == "unknown key":
+				if err.Error() != `bad.parquet: bad lessim.trace.meta metadata: json: unknown field "dense_bytez"` {
+					t.Errorf("error %q", err)
+				}
+			case c.want == nil:
+				if len(lines) != 1 || !strings.HasPrefix(err.Error(), "bad.parquet: bad lessim.trace.meta metadata: key ") || !strings.Contains(err.Error(), " appears twice") {
+					t.Errorf("error %q", err)
+				}
+			default:
+				for _, w := range c.want {
+					if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, pre+w) }) {
+						t.Errorf("error\n%v\nlacks a line starting %q", err, pre+w)
+					}
+				}
+				for _, l := range lines {
+					if !strings.HasPrefix(l, pre) {
+						t.Errorf("line %q does not start with %q", l, pre)
+					}
+				}
+			}
+		})
+	}
+}
+
+// TestJSONDuplicateKey pins the paths jsonDuplicateKey reports.
+func TestJSONDuplicateKey(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"a":1,"b":{"c":[1,{"d":2}]},"e":"a"}`:    "",
+		`{"a":1,"a":2}`:                            "a",
+		`{"a":{"b":1,"c":{"b":2},"b":3}}`:          "a.b",
+		`{"l":[{"x":1},{"x":1,"y":[],"x":2}]}`:     "l[1].x",
+		`{"l":[[],[{"k":"k"}],{"k":{},"k":null}]}`: "l[2].k",
+		`{"info":{"k":"v","v":"k"},"k":1}`:         "",
+	} {
+		got, err := jsonDuplicateKey([]byte(in))
+		if err != nil || got != want {
+			t.Errorf("%s: %q, %v; want %q", in, got, err, want)
+		}
 	}
 }

@@ -2,8 +2,8 @@ package traces
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/parquet"
@@ -26,14 +26,10 @@ const (
 	colComputeNS   = "compute_ns"
 )
 
-// Limits a trace file can describe: the layer column is int16 and the
-// fixed-size list lengths are int32. The vector limits also keep a
-// corrupt header from sizing huge buffers.
-const (
-	pqMaxLayers  = 1 << 15 // 32768 MoE layers
-	pqMaxExperts = 1 << 20
-	pqMaxHidden  = 1 << 20
-)
+// pqMaxHidden bounds the router input vectors a trace can describe, so a
+// corrupt header cannot size huge buffers. The layer and expert counts are
+// bounded by the model spec's checks (pqCheckMeta).
+const pqMaxHidden = 1 << 20
 
 // Sizing of row groups (writer) and record batches (reader). Both follow from
 // Meta only, so the same Meta always gives the same file layout.
@@ -170,31 +166,43 @@ func pqMetaJSON(m *Meta) (string, error) {
 	return string(b), nil
 }
 
-// pqCheckMeta reports every reason meta cannot describe a trace file, or nil.
-func pqCheckMeta(m *Meta) error {
-	var p []string
-	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
-	layers := len(m.Model.Layers)
-	switch {
-	case layers == 0:
-		add("model has no MoE layers")
-	case layers > pqMaxLayers:
-		add("model has %d MoE layers, at most %d fit the layer column", layers, pqMaxLayers)
-	}
-	if m.Model.Experts < 1 || m.Model.Experts > pqMaxExperts {
-		add("model.experts %d out of range [1,%d]", m.Model.Experts, pqMaxExperts)
-	}
-	if m.LookaheadDepth < 0 || (layers > 0 && m.LookaheadDepth >= layers) {
-		add("lookahead_depth %d out of range [0,%d] (depth d scores MoE layer i+d)", m.LookaheadDepth, max(layers-1, 0))
-	}
-	if m.LookaheadTop < 0 || m.LookaheadTop > m.Model.Experts || m.LookaheadTop > 0 && m.LookaheadDepth == 0 {
-		add("lookahead_top %d out of range [0,%d] (and needs lookahead_depth >= 1)", m.LookaheadTop, m.Model.Experts)
-	}
-	if m.HasRouterInputs && (m.Model.Hidden < 1 || m.Model.Hidden > pqMaxHidden) {
-		add("has_router_inputs needs model.hidden in [1,%d], got %d", pqMaxHidden, m.Model.Hidden)
-	}
-	if len(p) == 0 {
+// pqCheckMeta reports every reason meta cannot describe a trace file, one
+// line each as "NAME: lessim.trace.meta: field: reason" (NAME omitted when
+// empty), or nil. The model spec is checked as recorded specs are
+// (devices.ModelSpec.RecordedProblems): its bounds also keep the layer count
+// within the int16 layer column and the vectors' sizes sane.
+func pqCheckMeta(m *Meta, name string) error {
+	ps := pqMetaProblems(m)
+	if len(ps) == 0 {
 		return nil
 	}
-	return fmt.Errorf("invalid trace meta: %s", strings.Join(p, "; "))
+	prefix := MetaKey + ": "
+	if name != "" {
+		prefix = name + ": " + prefix
+	}
+	errs := make([]error, len(ps))
+	for i, p := range ps {
+		errs[i] = errors.New(prefix + p)
+	}
+	return errors.Join(errs...)
+}
+
+// pqMetaProblems lists meta's problems as "field: reason".
+func pqMetaProblems(m *Meta) []string {
+	var p []string
+	for _, mp := range m.Model.RecordedProblems() {
+		p = append(p, "model."+mp)
+	}
+	add := func(format string, a ...any) { p = append(p, fmt.Sprintf(format, a...)) }
+	layers := len(m.Model.Layers)
+	if m.LookaheadDepth < 0 || (layers > 0 && m.LookaheadDepth >= layers) {
+		add("lookahead_depth: %d out of range [0,%d] (depth d scores MoE layer i+d)", m.LookaheadDepth, max(layers-1, 0))
+	}
+	if m.LookaheadTop < 0 || m.LookaheadTop > m.Model.Experts || m.LookaheadTop > 0 && m.LookaheadDepth == 0 {
+		add("lookahead_top: %d out of range [0,%d] (and needs lookahead_depth >= 1)", m.LookaheadTop, m.Model.Experts)
+	}
+	if m.HasRouterInputs && (m.Model.Hidden < 1 || m.Model.Hidden > pqMaxHidden) {
+		add("has_router_inputs: needs model.hidden in [1,%d], got %d", pqMaxHidden, m.Model.Hidden)
+	}
+	return p
 }

@@ -61,8 +61,8 @@ type pqBuilders struct {
 // and whenever Close fails or Abort is called, whatever was at path stays
 // as it was and the temporary is removed.
 func Create(path string, meta Meta) (*Writer, error) {
-	if err := pqCheckMeta(&meta); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	if err := pqCheckMeta(&meta, path); err != nil {
+		return nil, err
 	}
 	f, err := atomicfile.Create(path)
 	if err != nil {
@@ -80,7 +80,7 @@ func Create(path string, meta Meta) (*Writer, error) {
 // NewWriter returns a Writer that writes a trace described by meta to out.
 // Close flushes the trace but does not close out.
 func NewWriter(out io.Writer, meta Meta) (*Writer, error) {
-	if err := pqCheckMeta(&meta); err != nil {
+	if err := pqCheckMeta(&meta, ""); err != nil {
 		return nil, err
 	}
 	return newWriter(out, meta, "")

@@ -265,7 +265,7 @@ func TestWriterBadMeta(t *testing.T) {
 	if err == nil {
 		t.Fatal("NewWriter accepted an invalid meta")
 	}
-	for _, want := range []string{"model.experts 0 out of range", "lookahead_depth 3 out of range [0,2]", "has_router_inputs needs model.hidden"} {
+	for _, want := range []string{"lessim.trace.meta: model.experts: 0 is outside [1, 4096]", "lessim.trace.meta: lookahead_depth: 3 out of range [0,2]", "lessim.trace.meta: has_router_inputs: needs model.hidden"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
