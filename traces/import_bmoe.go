@@ -21,9 +21,12 @@ package traces
 //
 // Mapping: one Step per (turn, step) with Seq = turn, Pos = step; prefill
 // tokens of a turn share one Pass, each decode token has its own; Experts,
-// Weights and Hit come from the slots in rank order. A (token, layer) the file
-// does not list stays empty (llama.cpp keeps only the output row in the last
-// layer of a prefill). The ModelSpec comes from the preamble: one ExpertTensor
+// Weights and Hit come from the slots in rank order. Only a prefill token's
+// last layer may be absent from the file, and stays empty (llama.cpp keeps
+// only the output row in the last layer of a prefill); a decode token missing
+// any layer, a prefill token missing another, or a turn whose steps skip a
+// number is an error at the line where the rows would be (a file cut at a
+// line boundary shows as its last token missing layers). The ModelSpec comes from the preamble: one ExpertTensor
 // per layer named "expert" with the layer's bytes and no quant type (the CSV
 // does not give the gate/up/down split), TopK = n_expert_used (the run's
 // top-k, which may differ from the model's default).
@@ -98,6 +101,10 @@ type bmoeParser struct {
 	steps []Step
 	index map[bmoeTokenKey]int
 	seen  map[bmoeGroupKey]bool
+	// first[i][l] is the line of token i's first row at layer l (0: none);
+	// last[i] the line of its last row. Tokens are in file order, as steps.
+	first [][]int
+	last  []int
 	cur   bmoeGroupKey // group being filled
 	curN  int          // slots of cur so far (0: no group open)
 	curAt int          // line where cur began
@@ -113,7 +120,12 @@ func (p *bmoeParser) errorf(format string, a ...any) bool {
 	if p.cut {
 		msg = "truncated file: the last line ends without a newline and is incomplete (" + msg + ")"
 	}
-	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.name, p.line, msg))
+	return p.errorAt(p.line, "%s", msg)
+}
+
+// errorAt records an error at line; it reports whether the cap was reached.
+func (p *bmoeParser) errorAt(line int, format string, a ...any) bool {
+	p.errs = append(p.errs, fmt.Errorf("%s:%d: %s", p.name, line, fmt.Sprintf(format, a...)))
 	return len(p.errs) >= bmoeMaxErrors
 }
 
@@ -187,6 +199,9 @@ func parseBMoE(r io.Reader, name string) (Meta, []Step, error) {
 			p.errorf("no rows")
 		default:
 			p.closeGroup()
+			if len(p.errs) == 0 { // rows refused above would show as missing
+				p.checkTokens()
+			}
 		}
 	}
 	if len(p.errs) > 0 {
@@ -352,6 +367,7 @@ func (p *bmoeParser) row(text string) bool {
 		i = len(p.steps)
 		p.index[tk] = i
 		p.steps = append(p.steps, Step{Seq: int32(turn), Pos: int32(step), Phase: Phase(phase), Layers: make([]LayerStep, pre.nLayer)})
+		p.first, p.last = append(p.first, make([]int, pre.nLayer)), append(p.last, 0)
 	} else if p.steps[i].Phase != Phase(phase) {
 		return p.errorf("phase %d for turn %d step %d, earlier rows say %d", phase, turn, step, p.steps[i].Phase)
 	}
@@ -364,6 +380,10 @@ func (p *bmoeParser) row(text string) bool {
 		ls.Weights = make([]float32, 0, pre.nUsed)
 		ls.Hit = make([]bool, 0, pre.nUsed)
 	}
+	if p.first[i][layer] == 0 {
+		p.first[i][layer] = p.line
+	}
+	p.last[i] = p.line
 	ls.Experts = append(ls.Experts, int32(expert))
 	ls.Weights = append(ls.Weights, float32(w))
 	ls.Hit = append(ls.Hit, res == 1)
@@ -382,6 +402,78 @@ func (p *bmoeParser) closeGroup() bool {
 	n := p.curN
 	p.curN = 0
 	return p.errorf("turn %d step %d layer %d (from line %d) has %d of n_expert_used=%d slots", c.turn, c.step, c.layer, p.curAt, n, p.pre.nUsed)
+}
+
+// checkTokens reports rows the file lacks once every row is read: a token
+// must route every MoE layer (a prefill token may lack only the last one,
+// which llama.cpp computes for the output row alone), and the steps of a turn
+// follow each other without a gap. Each error is at the line where the
+// missing rows would be.
+func (p *bmoeParser) checkTokens() {
+	for i := range p.steps {
+		if p.checkLayers(i) {
+			return
+		}
+	}
+	order := make([]int, len(p.steps))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		sa, sb := &p.steps[a], &p.steps[b]
+		if sa.Seq != sb.Seq {
+			return int(sa.Seq) - int(sb.Seq)
+		}
+		return int(sa.Pos) - int(sb.Pos)
+	})
+	for k := 1; k < len(order); k++ {
+		prev, cur := &p.steps[order[k-1]], &p.steps[order[k]]
+		if cur.Seq == prev.Seq && cur.Pos > prev.Pos+1 &&
+			p.errorAt(p.first[order[k]][0], "turn %d %s missing: no rows between step %d and step %d", cur.Seq, bmoeSpan("step", int(prev.Pos)+1, int(cur.Pos)-1), prev.Pos, cur.Pos) {
+			return
+		}
+	}
+}
+
+// checkLayers reports the layers token i lacks; it reports whether the error
+// cap was reached.
+func (p *bmoeParser) checkLayers(i int) bool {
+	st, first := &p.steps[i], p.first[i]
+	need := len(first)
+	if st.Phase == Prefill {
+		need--
+	}
+	for l := 0; l < need; l++ {
+		if first[l] != 0 {
+			continue
+		}
+		end := l
+		for end+1 < need && first[end+1] == 0 {
+			end++
+		}
+		line, hint := p.last[i]+1, ""
+		if j := slices.IndexFunc(first[end+1:], func(n int) bool { return n != 0 }); j >= 0 {
+			line = first[end+1+j]
+		} else if p.last[i] == p.lastRowLine() {
+			hint = " (its rows end the file: was the file cut short?)"
+		}
+		if p.errorAt(line, "turn %d step %d has no rows for %s%s", st.Seq, st.Pos, bmoeSpan("layer", l, end), hint) {
+			return true
+		}
+		l = end
+	}
+	return false
+}
+
+// lastRowLine is the line of the file's last row.
+func (p *bmoeParser) lastRowLine() int { return slices.Max(p.last) }
+
+// bmoeSpan names one item or a range: "layer 10", "layers 20-47".
+func bmoeSpan(noun string, from, to int) string {
+	if from == to {
+		return fmt.Sprintf("%s %d", noun, from)
+	}
+	return fmt.Sprintf("%ss %d-%d", noun, from, to)
 }
 
 // bmoeVariant finds a quant suffix such as "Q4_K_M" at the end of a model file name.

@@ -248,6 +248,23 @@ turn,phase,step,layer,slot,expert,weight,residency,expert_bytes
 0,1,0,1,1,0,0.4,0,150
 `
 
+// tsBMoERows are tsBMoEBase's rows.
+const tsBMoERows = `0,1,0,0,0,1,0.6,0,100
+0,1,0,0,1,2,0.4,0,100
+0,1,0,1,0,3,0.6,0,150
+0,1,0,1,1,0,0.4,0,150
+`
+
+// tsBMoEPrefillRows are two prefill tokens; the first is not routed at the
+// last layer (its first two lines are 44 bytes).
+const tsBMoEPrefillRows = `0,0,0,0,0,2,0.6,0,100
+0,0,0,0,1,3,0.4,0,100
+0,0,1,0,0,1,0.6,0,100
+0,0,1,0,1,2,0.4,0,100
+0,0,1,1,0,3,0.6,0,150
+0,0,1,1,1,0,0.4,0,150
+`
+
 func TestImportBMoEErrors(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -276,6 +293,14 @@ func TestImportBMoEErrors(t *testing.T) {
 		{"wrong bytes", "0,1,0,0,1,2,0.4,0,100", "0,1,0,0,1,2,0.4,0,150", []string{"t.csv:7: expert_bytes 150 must be 0 or layer 0's"}},
 		{"phase changes", "0,1,0,1,0,3,0.6,0,150\n0,1,0,1,1", "0,0,0,1,0,3,0.6,0,150\n0,0,0,1,1", []string{"t.csv:8: phase 0 for turn 0 step 0, earlier rows say 1"}},
 		{"bad phase", "0,1,0,0,0,1", "0,2,0,0,0,1", []string{"t.csv:6: phase 2 must be 0"}},
+		{"decode token without its last layer", "0,1,0,1,0,3,0.6,0,150\n0,1,0,1,1,0,0.4,0,150\n", "",
+			[]string{"t.csv:8: turn 0 step 0 has no rows for layer 1 (its rows end the file: was the file cut short?)"}},
+		{"decode token without a layer", "0,1,0,0,0,1,0.6,0,100\n0,1,0,0,1,2,0.4,0,100\n", "",
+			[]string{"t.csv:6: turn 0 step 0 has no rows for layer 0"}},
+		{"prefill token without a layer but the last", tsBMoERows, "0,0,0,1,0,3,0.6,0,150\n0,0,0,1,1,0,0.4,0,150\n" + tsBMoEPrefillRows[44:],
+			[]string{"t.csv:6: turn 0 step 0 has no rows for layer 0"}},
+		{"step missing", "0,1,0,1,1,0,0.4,0,150\n", "0,1,0,1,1,0,0.4,0,150\n0,1,2,0,0,1,0.6,0,100\n0,1,2,0,1,2,0.4,0,100\n0,1,2,1,0,3,0.6,0,150\n0,1,2,1,1,0,0.4,0,150\n",
+			[]string{"t.csv:10: turn 0 step 1 missing: no rows between step 0 and step 2"}},
 		{"no rows", "0,1,0,0,0,1,0.6,0,100\n0,1,0,0,1,2,0.4,0,100\n0,1,0,1,0,3,0.6,0,150\n0,1,0,1,1,0,0.4,0,150\n", "", []string{"t.csv:5: no rows"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -296,6 +321,12 @@ func TestImportBMoEErrors(t *testing.T) {
 	}
 	if _, _, err := parseBMoE(strings.NewReader(tsBMoEBase), "t.csv"); err != nil {
 		t.Errorf("base input: %v", err)
+	}
+	// A prefill token may lack the last layer (llama.cpp computes it for the
+	// output row alone); the prompt's last token and decode tokens have all.
+	prefill := strings.Replace(tsBMoEBase, tsBMoERows, tsBMoEPrefillRows, 1)
+	if _, steps, err := parseBMoE(strings.NewReader(prefill), "t.csv"); err != nil || len(steps) != 2 || steps[0].Layers[1].Experts != nil {
+		t.Errorf("prefill token without its last layer: %v, %d steps", err, len(steps))
 	}
 	if _, _, err := ImportBMoE("testdata/no-such.csv"); err == nil {
 		t.Error("missing file: no error")
@@ -358,9 +389,12 @@ func FuzzImportBMoE(f *testing.F) {
 			if len(st.Layers) != L {
 				t.Fatalf("step has %d layers, model %d", len(st.Layers), L)
 			}
-			for _, ls := range st.Layers {
+			for l, ls := range st.Layers {
 				if n := len(ls.Experts); (n != 0 && n != K) || len(ls.Weights) != n || len(ls.Hit) != n {
 					t.Fatalf("layer step %v / %v / %v with top-k %d", ls.Experts, ls.Weights, ls.Hit, K)
+				}
+				if len(ls.Experts) == 0 && (st.Phase == Decode || l < L-1) {
+					t.Fatalf("turn %d step %d (phase %d) imported without layer %d of %d", st.Seq, st.Pos, st.Phase, l, L)
 				}
 				for _, e := range ls.Experts {
 					if e < 0 || int(e) >= E {

@@ -139,10 +139,20 @@ func TestReaderErrors(t *testing.T) {
 			want: "bad.parquet: row 9: expert 3 selected twice"},
 		{name: "too many experts", rows: set(2, "experts", []int32{0, 1, 2, 3, 4, 5, 6, 7, 0}),
 			want: "bad.parquet: row 2: 9 experts selected, want 0..8 (and 2 more problems in token (seq 0, pos 0))"},
-		// An empty layer is valid (prefill tokens llama.cpp does not route at the
-		// last layer), but its weights must then be empty too.
-		{name: "no experts", rows: set(2, "experts", []int32{}),
-			want: "bad.parquet: row 2: 2 weights for 0 experts"},
+		// An empty layer is valid in prefill (prompt tokens llama.cpp does not
+		// route at the last layer), but its weights must then be empty too.
+		{name: "no experts in prefill", rows: func(r ioRows) ioRows {
+			for i := range 4 {
+				r[i]["phase"] = 0
+			}
+			r[2]["experts"] = []int32{}
+			return r
+		}, want: "bad.parquet: row 2: 2 weights for 0 experts"},
+		// A decode pass routes every MoE layer.
+		{name: "no experts in decode", rows: func(r ioRows) ioRows {
+			r[6]["experts"], r[6]["weights"] = []int32{}, []float32{}
+			return r
+		}, want: "bad.parquet: row 6: a decode token routes no experts (a decode pass routes every MoE layer)"},
 		{name: "missing layer", rows: drop(7),
 			want: "bad.parquet: row 7: token (seq 0, pos 1) has 3 layers, want 4 (next row is seq 0, pos 2)"},
 		{name: "file ends mid-token", rows: drop(23),

@@ -46,7 +46,9 @@ func (e *StepError) Error() string {
 }
 
 // Validate checks one step against the trace's meta: one LayerStep per MoE
-// layer; experts in [0, experts) without duplicates, at most `experts` of them;
+// layer; experts in [0, experts) without duplicates, at most `experts` of them,
+// at least one in a decode token (only a prefill token may leave a layer
+// unrouted);
 // weights and hit flags absent or one per expert; logits, lookahead scores and
 // router inputs absent or full-length and present only when meta says the
 // trace carries them; no lookahead past the last MoE layer. Floats are not
@@ -102,9 +104,13 @@ func (c *stepChecker) check(m *Meta, s *Step) *StepError {
 	for i := range s.Layers {
 		ls := &s.Layers[i]
 		n := len(ls.Experts)
-		// NB: zero experts is valid: in a batched prefill llama.cpp keeps only
-		// the output row at the last layer, so other prompt tokens are not
-		// routed there (imported and recorded traces both show it).
+		// NB: zero experts is valid in prefill only: in a batched prefill
+		// llama.cpp keeps only the output row at the last layer, so other
+		// prompt tokens are not routed there (imported and recorded traces
+		// both show it). A decode pass routes its token at every MoE layer.
+		if n == 0 && s.Phase == Decode {
+			add(i, "a decode token routes no experts (a decode pass routes every MoE layer)")
+		}
 		if n > experts {
 			add(i, "%d experts selected, want 0..%d", n, experts)
 		}
