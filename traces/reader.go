@@ -301,13 +301,44 @@ func (r *Reader) nextBatch() error {
 	if err == nil {
 		err = r.bind(rec)
 	}
+	if err == nil {
+		err = r.checkLists()
+	}
 	if err != nil {
 		if rec != nil {
 			rec.Release()
 		}
+		var pe *pqRowError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("%s: row %d: %s", r.name, pe.row, pe.msg)
+		}
 		return fmt.Errorf("%s: near row %d: %w", r.name, r.base, err)
 	}
 	r.rec, r.idx = rec, 0
+	return nil
+}
+
+// pqRowError is a problem nextBatch found at a known file row.
+type pqRowError struct {
+	row int64
+	msg string
+}
+
+func (e *pqRowError) Error() string { return fmt.Sprintf("row %d: %s", e.row, e.msg) }
+
+// checkLists refuses a batch whose list offsets run past its element values
+// (pqList.short), naming the null element the file holds when it can find it.
+func (r *Reader) checkLists() error {
+	for _, c := range r.batch.lists() {
+		if !c.short() {
+			continue
+		}
+		if row, j, ok := pqFindNullElement(r.pf, c.name); ok {
+			return &pqRowError{row: row, msg: fmt.Sprintf("%s[%d] is null", c.name, j)}
+		}
+		_, end := c.list.ValueOffsets(c.list.Len() - 1)
+		return fmt.Errorf("%s: corrupt list: offsets reach %d of %d values", c.name, end, c.child.Len())
+	}
 	return nil
 }
 

@@ -207,10 +207,26 @@ func (c *pqList) span(i int) (s, e int, ok bool, err error) {
 	if c.child.NullN() > 0 {
 		off := c.child.Data().Offset()
 		if bitutil.CountSetBits(c.child.NullBitmapBytes(), off+s, e-s) != e-s {
-			return 0, 0, false, fmt.Errorf("%s has a null element", c.name)
+			j := s
+			for c.child.IsValid(j) {
+				j++
+			}
+			return 0, 0, false, fmt.Errorf("%s[%d] is null", c.name, j-s)
 		}
 	}
 	return s, e, true, nil
+}
+
+// short reports whether the batch's list offsets run past the element
+// values: arrow-go reads a null element of a column whose Parquet schema says
+// its elements are required as a missing value (no validity bitmap, one
+// value fewer), so every later element shifts (see pqFindNullElement).
+func (c *pqList) short() bool {
+	if c.list == nil || c.list.Len() == 0 {
+		return false
+	}
+	_, end := c.list.ValueOffsets(c.list.Len() - 1)
+	return end > int64(c.child.Len())
 }
 
 // pqBatch is one record batch's columns, bound in pqWanted order.
@@ -278,6 +294,18 @@ func (b *pqBatch) bind(rec arrow.RecordBatch, m *Meta, noWeights bool) error {
 		errs = append(errs, b.hit.bind(colHit, a))
 	}
 	return errors.Join(errs...)
+}
+
+// lists returns the batch's bound list columns.
+func (b *pqBatch) lists() []*pqList {
+	ls := []*pqList{&b.experts, &b.weights, &b.logits, &b.ri, &b.hit}
+	for d := range b.look {
+		ls = append(ls, &b.look[d])
+	}
+	for d := range b.lookTop {
+		ls = append(ls, &b.lookTop[d])
+	}
+	return ls
 }
 
 // pqFloats copies row i of a float32 list column into buf and returns it:

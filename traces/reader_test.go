@@ -182,7 +182,14 @@ func TestReaderErrors(t *testing.T) {
 			want: "bad.parquet: row 10: experts is null"},
 		{name: "null expert element", rows: set(10, "experts", []any{1, nil}),
 			sc:   withField(colExperts, arrow.Field{Name: colExperts, Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)}),
-			want: "bad.parquet: row 10: experts has a null element"},
+			want: "bad.parquet: row 10: experts[1] is null"},
+		// The trace schema's elements are required: arrow-go reads a null one
+		// written anyway as a missing value and shifts the rest, so the reader
+		// finds it in the Parquet levels.
+		{name: "null element of a required-element list", rows: set(10, "experts", []any{1, nil}),
+			want: "bad.parquet: row 10: experts[1] is null"},
+		{name: "null weight element", rows: set(17, "weights", []any{0.5, nil}),
+			want: "bad.parquet: row 17: weights[1] is null"},
 		{name: "null seq", rows: set(1, "seq", nil),
 			sc:   withField(colSeq, arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int32, Nullable: true}),
 			want: "bad.parquet: row 1: seq is null"},
