@@ -40,7 +40,7 @@ type Device struct {
 	// one (the profile does not state it).
 	ComputeThreads int `json:"compute_threads,omitempty"`
 
-	// Backend is the processor that decodes: "" or BackendCPU, or BackendGPU.
+	// Backend is the processor that decodes: "" (the CPU) or BackendGPU.
 	// With the GPU every layer pays GPUSyncNS on the host to read the layer's
 	// top-k back, and a lookahead router (les) one more.
 	Backend   string `json:"backend,omitempty"`

@@ -178,7 +178,7 @@ func (in *Inputs) resolveDevice(r *Spec) (*devices.Device, error) {
 	if err != nil {
 		return nil, err
 	}
-	if errs := checkDevice(d); len(errs) > 0 {
+	if errs := d.Check(); len(errs) > 0 {
 		return nil, fmt.Errorf("device %s: %w", d.Name, errors.Join(errs...))
 	}
 	r.Device.Profile = d

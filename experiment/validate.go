@@ -200,63 +200,12 @@ func (s *Spec) validateDevice(ps *problems) {
 		if d.Name != "" && d.Profile.Name != d.Name {
 			ps.add("device.profile.name", "%q differs from device.name %q", d.Profile.Name, d.Name)
 		}
-		for _, err := range checkDevice(d.Profile) {
-			ps.add("device.profile", "%v", err)
+		// NB: the one check of an inline profile, with the bounds a
+		// device file passes; a sweep's device.profile axes land here too.
+		for _, err := range d.Profile.Check() {
+			*ps = append(*ps, fmt.Errorf("device.profile.%w", err))
 		}
 	}
-}
-
-// checkDevice refuses a resolved device that no profile could produce:
-// missing fields, non-finite or non-positive rates. (Physical plausibility
-// is the profile validation's job, in devices.)
-func checkDevice(d *devices.Device) []error {
-	var errs []error
-	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
-	pos := func(name string, v float64) {
-		if !finite(v) || v <= 0 {
-			bad("%s must be a finite number > 0 (got %v)", name, v)
-		}
-	}
-	if d.Name == "" {
-		bad("name: missing")
-	}
-	if d.RAMBytes <= 0 || d.ReserveBytes < 0 || d.ReserveBytes >= d.RAMBytes {
-		bad("ram_bytes (%d) must be > 0 and reserve_bytes (%d) in [0, ram_bytes)", d.RAMBytes, d.ReserveBytes)
-	}
-	pos("mem_bandwidth", d.MemBandwidth)
-	if !finite(d.MemEfficiency) || d.MemEfficiency <= 0 || d.MemEfficiency > 1 {
-		bad("mem_efficiency must be in (0, 1] (got %v)", d.MemEfficiency)
-	}
-	pos("compute_flops", d.ComputeFLOPS)
-	f := &d.Flash
-	if d.LayerOverhead < 0 || d.LoadFixedNS < 0 || f.LatencyNS < 0 || f.FaultNS < 0 || f.PageBytes < 0 || f.ReadAheadBytes < 0 || f.ThermalBytes < 0 {
-		bad("layer_overhead_ns, load_fixed_ns, flash latency_ns, fault_ns, page_bytes, read_ahead_bytes and thermal_bytes must be >= 0")
-	}
-	if !finite(d.LoadRate) || d.LoadRate < 0 {
-		bad("load_rate must be a finite number >= 0 (0: loading is free; got %v)", d.LoadRate)
-	}
-	if !finite(f.ThermalFloor) || f.ThermalFloor < 0 || f.ThermalFloor > 1 || (f.ThermalBytes > 0) != (f.ThermalFloor > 0) {
-		bad("flash.thermal_floor must be in (0, 1] with thermal_bytes > 0, or both 0 (got %v, %d)", f.ThermalFloor, f.ThermalBytes)
-	}
-	if f.Lanes < 1 {
-		bad("flash.lanes must be >= 1 (got %d)", f.Lanes)
-	}
-	for _, nc := range []struct {
-		name string
-		c    []devices.CurvePoint
-	}{{"flash.single_lane", f.SingleLane}, {"flash.aggregate", f.Aggregate}} {
-		name, c := nc.name, nc.c
-		if len(c) == 0 {
-			bad("%s: missing", name)
-		}
-		for i, p := range c {
-			if p.ReadBytes <= 0 || (i > 0 && p.ReadBytes <= c[i-1].ReadBytes) {
-				bad("%s[%d]: read_bytes must be > 0 and increasing (got %d)", name, i, p.ReadBytes)
-			}
-			pos(fmt.Sprintf("%s[%d].bytes_per_sec", name, i), p.BytesPerSec)
-		}
-	}
-	return errs
 }
 
 func (s *Spec) validatePolicy(ps *problems) {

@@ -1,8 +1,11 @@
 package experiment
 
 import (
+	"math"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/devices"
 )
 
 // TestValidateSpecFiles: a spec file is held to the same rules as flags, and
@@ -37,7 +40,7 @@ func TestValidateSpecFiles(t *testing.T) {
 		{`{"spec_from_trace":true}`, []string{"spec_from_trace: needs a trace file"}},
 		{`{"prefill":true}`, []string{"prefill: the synthetic trace has no prefill"}},
 		{`{"device":{"name":"a","file":"b"}}`, []string{"device: an embedded name (a) and a file (b) exclude each other"}},
-		{`{"device":{"profile":{"name":"x"}}}`, []string{"device.profile: ram_bytes", "device.profile: mem_bandwidth", "device.profile: flash.lanes", "flash.single_lane: missing"}},
+		{`{"device":{"profile":{"name":"x"}}}`, []string{"device.profile.ram_bytes: 0 B is outside", "device.profile.mem_bandwidth: 0 B/s is outside", "device.profile.flash.lanes: 0 is outside", "device.profile.flash.single_lane: empty"}},
 		{`{"cache":{"bytes":-1}}`, []string{"cache.bytes: must be >= 0"}},
 		{`{"cache":{"size":"-2GiB"}}`, []string{`cache "-2GiB": must be positive`}},
 		{`{"cache":{"size":"NaN%"}}`, []string{`cache "NaN%": a percentage must be in (0, 100]`}},
@@ -69,5 +72,28 @@ func TestValidateSpecFiles(t *testing.T) {
 	}
 	if s, _ := Parse([]byte(`{}`)); s.Validate() != nil {
 		t.Errorf("the empty spec (all defaults) is invalid: %v", s.Validate())
+	}
+}
+
+// TestInlineProfileBounds: a spec's inline device profile (as a resolved
+// spec or a sweep's device.profile axes carry it) is held to the bounds a
+// device file is, every problem at once, named by its spec path.
+func TestInlineProfileBounds(t *testing.T) {
+	d, err := devices.LoadDevice(DefaultDevice)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Flash.LatencyNS, d.MemBandwidth, d.Backend = math.MaxInt64, 1e-300, "GPU"
+	s := DefaultSpec()
+	s.Device = Device{Name: DefaultDevice, Profile: d}
+	err = s.Validate()
+	for _, want := range []string{
+		"device.profile.flash.latency_ns: 9223372036854775807 ns is outside [1 us, 100 ms]",
+		"device.profile.mem_bandwidth: 1e-300 B/s is outside [1 GB/s, 10 TB/s]",
+		`device.profile.backend: "GPU" is not a backend`,
+	} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v lacks %q", err, want)
+		}
 	}
 }
