@@ -114,6 +114,7 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 			errs = append(errs, fmt.Errorf("--out %s: %w", f.out, err))
 		}
 	}
+	errs = append(errs, checkOutputs(ablateOutputs(f), ablateInputs(cmd)...))
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
@@ -174,4 +175,25 @@ func checkOutDir(dir string) error {
 			return err
 		}
 	}
+}
+
+// ablateOutputs are the files ablate writes: the results rows and the
+// plot's files.
+func ablateOutputs(f *ablateFlags) []string {
+	var out []string
+	if f.out != "" {
+		out = append(out, filepath.Join(f.out, ablation.ResultsFile))
+	}
+	return append(out, plotFiles(f.plot)...)
+}
+
+// ablateInputs are the files ablate reads: the trace and the device file.
+func ablateInputs(cmd *cobra.Command) []string {
+	var in []string
+	for _, name := range []string{"trace", "device-file"} {
+		if fl := cmd.Flags().Lookup(name); fl.Changed {
+			in = append(in, fl.Value.String())
+		}
+	}
+	return in
 }

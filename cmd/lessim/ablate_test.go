@@ -177,3 +177,36 @@ func TestAblateOut(t *testing.T) {
 		t.Errorf("out under a file: out %q, err %v", out, err)
 	}
 }
+
+// TestAblateOutputIsInput: an output that is an input (--out's results
+// rows, the plot's files, against --trace and --device-file) is refused
+// before any work, and the input is left as it was.
+func TestAblateOutputIsInput(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "ab"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLIErr(t, dir, "trace", "synth", "--tokens", "20", "--out", "ab/ablation.parquet"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "p.png"), []byte("keep"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := os.ReadFile(filepath.Join(dir, "ab", "ablation.parquet"))
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--trace", "ab/ablation.parquet", "--out", "ab"}, "output ab/ablation.parquet is the input ab/ablation.parquet"},
+		{[]string{"--trace", "ab/ablation.parquet", "--out", "./ab/"}, "is the input ab/ablation.parquet"},
+		{[]string{"--trace", "ab/ablation.parquet", "--device-file", "p.png", "--plot", "p"}, "output p.png is the input p.png"},
+	} {
+		out, _, err := runCLIErr(t, dir, append([]string{"ablate", "--cache", "3GiB"}, tc.args...)...)
+		if err == nil || out != "" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: out %q, err %v; want %q", tc.args, out, err, tc.want)
+		}
+	}
+	if after, _ := os.ReadFile(filepath.Join(dir, "ab", "ablation.parquet")); !bytes.Equal(before, after) {
+		t.Error("the input trace changed")
+	}
+}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
@@ -101,6 +102,9 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	}
 	if f.plot != "" {
 		if err := checkWritableDir(reports.TrimPlotExt(f.plot)); err != nil {
+			return fmt.Errorf("--plot %s: %w", f.plot, err)
+		}
+		if err := checkOutputs(plotFiles(f.plot), f.spec, spec.Trace.Path, spec.Device.File); err != nil {
 			return fmt.Errorf("--plot %s: %w", f.plot, err)
 		}
 	}
@@ -214,6 +218,29 @@ func readSpecFile(cmd *cobra.Command, file string, anyOutput bool) (s experiment
 		}
 	}
 	return s, func(g string) bool { _, ok := top[g]; return ok }, nil
+}
+
+// plotFiles are the files --plot prefix writes (none without a prefix).
+func plotFiles(prefix string) []string {
+	if prefix == "" {
+		return nil
+	}
+	var files []string
+	for _, ext := range reports.PlotFormats {
+		files = append(files, reports.TrimPlotExt(prefix)+ext)
+	}
+	return files
+}
+
+// checkOutputs refuses an output file that is one of the inputs, or that
+// another output also writes, before any work: a run must never overwrite
+// what it reads.
+func checkOutputs(outputs []string, inputs ...string) error {
+	var errs []error
+	for i, o := range outputs {
+		errs = append(errs, atomicfile.CheckDistinct(o, append(slices.Clone(inputs), outputs[:i]...)...))
+	}
+	return errors.Join(errs...)
 }
 
 // checkWritableDir checks that files named prefix+ext can be created: the
