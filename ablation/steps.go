@@ -100,8 +100,8 @@ func DefaultSettings() Settings {
 // validate checks the settings that are the ablation's own.
 func (s *Settings) validate() error {
 	var errs []error
-	if s.SpecBlock < 2 {
-		errs = append(errs, fmt.Errorf("--spec-block %d: the speculative step verifies at least 2 tokens per pass", s.SpecBlock))
+	if s.SpecBlock < 2 || s.SpecBlock > experiment.MaxSpecBlock {
+		errs = append(errs, fmt.Errorf("--spec-block %d: the speculative step verifies 2 to %d tokens per pass", s.SpecBlock, experiment.MaxSpecBlock))
 	}
 	if math.IsNaN(s.SpecAccept) || s.SpecAccept < 0 || s.SpecAccept > 1 {
 		errs = append(errs, fmt.Errorf("--spec-accept %v: must be a probability in [0, 1]", s.SpecAccept))
@@ -110,12 +110,23 @@ func (s *Settings) validate() error {
 		errs = append(errs, fmt.Errorf("--drafter %q: unknown drafter (valid: %s)", s.Drafter, strings.Join(experiment.DrafterKinds(), ", ")))
 	}
 	switch {
-	case s.DrafterBytes < 0 || s.DrafterFLOPs < 0:
-		errs = append(errs, fmt.Errorf("--drafter-bytes %d, --drafter-flops %d: must be >= 0", s.DrafterBytes, s.DrafterFLOPs))
+	case s.DrafterBytes < 0 || s.DrafterFLOPs < 0 || s.DrafterBytes > experiment.MaxDraftBytes || s.DrafterFLOPs > experiment.MaxDraftFLOPs:
+		errs = append(errs, fmt.Errorf("--drafter-bytes %d, --drafter-flops %d: must be in [0, 16TiB] and [0, %.0e] per draft token", s.DrafterBytes, s.DrafterFLOPs, float64(experiment.MaxDraftFLOPs)))
 	case s.Drafter == experiment.DrafterExplicit && s.DrafterBytes == 0 && s.DrafterFLOPs == 0:
 		errs = append(errs, errors.New("--drafter explicit: state its cost per draft token with --drafter-bytes and/or --drafter-flops"))
 	case s.Drafter != experiment.DrafterExplicit && (s.DrafterBytes != 0 || s.DrafterFLOPs != 0):
 		errs = append(errs, fmt.Errorf("--drafter-bytes and --drafter-flops state an explicit drafter's cost; drafter %s's follows from its kind", s.Drafter))
+	}
+	if len(errs) == 0 {
+		// NB: the speculative step's options as experiment reads them, so a
+		// value it refuses fails here, not as a skipped step.
+		values := map[string]string{}
+		for _, c := range s.specChanges() {
+			values[c.Option] = c.Value
+		}
+		if _, err := experiment.FromOptions(values); err != nil {
+			errs = append(errs, fmt.Errorf("the speculative step: %w", err))
+		}
 	}
 	for name := range s.Base {
 		if strings.HasPrefix(name, "spec-") || strings.HasPrefix(name, "drafter") || name == "seed" || name == "accept-seed" {

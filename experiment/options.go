@@ -342,8 +342,8 @@ var options = []Option{
 		apply: func(s *Spec, v any) error {
 			n := v.(int)
 			switch {
-			case n < 1:
-				return errors.New("must be >= 1")
+			case n < 1 || n > MaxSpecBlock:
+				return fmt.Errorf("must be in [1, %d] (1 = off; drafters propose a few tokens per pass)", MaxSpecBlock)
 			case n == 1:
 				s.Speculative = nil
 			default:
@@ -388,12 +388,18 @@ var options = []Option{
 			return nil
 		}, applies: speculativeOnly},
 	{Name: "drafter-bytes", Kind: KindSize, Default: "0", Usage: "explicit drafter: weight bytes read per draft token (e.g. 400MB)",
-		apply: func(s *Spec, v any) error { s.Speculative.Drafter.Bytes = v.(int64); return nil }, applies: explicitDrafterOnly},
+		apply: func(s *Spec, v any) error {
+			if b := v.(int64); b > MaxDraftBytes {
+				return errors.New("must be at most 16TiB (a drafter's weights fit in RAM)")
+			}
+			s.Speculative.Drafter.Bytes = v.(int64)
+			return nil
+		}, applies: explicitDrafterOnly},
 	{Name: "drafter-flops", Kind: KindFloat, Default: "0", Usage: "explicit drafter: FLOPs per draft token (e.g. 1.2e9)",
 		apply: func(s *Spec, v any) error {
 			f := v.(float64)
-			if f < 0 || f > 1e18 {
-				return errors.New("must be in [0, 1e18]")
+			if f < 0 || f > float64(MaxDraftFLOPs) {
+				return fmt.Errorf("must be in [0, %.0e]", float64(MaxDraftFLOPs))
 			}
 			s.Speculative.Drafter.FLOPs = int64(math.Round(f))
 			return nil

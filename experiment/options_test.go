@@ -126,7 +126,7 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		{map[string]string{"spec-block": "3", "drafter": "eagle"}, "--drafter eagle: unknown drafter (valid: free, mtp, ngram, explicit)"},
 		{map[string]string{"spec-block": "3", "drafter": "mtp", "drafter-bytes": "1MB"}, "--drafter-bytes does not apply: it states an explicit drafter's cost"},
 		{map[string]string{"spec-block": "3", "drafter-flops": "1"}, "--drafter-flops does not apply"},
-		{map[string]string{"spec-block": "3", "drafter": "explicit", "drafter-flops": "-1"}, "must be in [0, 1e18]"},
+		{map[string]string{"spec-block": "3", "drafter": "explicit", "drafter-flops": "-1"}, "must be in [0, 1e+15]"},
 		{map[string]string{"spec-block": "3", "spec-accept-from-trace": "true"}, "--spec-accept-from-trace does not apply: a synthetic trace records one token per pass"},
 		{map[string]string{"trace": "t.parquet", "spec-block": "3", "spec-accept-from-trace": "true", "spec-accept": "0.5"}, "--spec-accept does not apply: --spec-accept-from-trace estimates it"},
 	} {

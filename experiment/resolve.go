@@ -289,10 +289,13 @@ func resolvePolicy(r *Spec, p *Plan) error {
 		l.Depth = max(l.Depth, 1)
 		if l.Threshold > 0 {
 			if l.MaxCandidates == 0 {
-				l.MaxCandidates = 2 * m.TopK
+				l.MaxCandidates = min(2*m.TopK, m.Experts)
 			}
 		} else if l.TopN == 0 {
 			l.TopN = m.TopK
+		}
+		if err := checkCandidates(l, m); err != nil {
+			return err
 		}
 		have := p.Meta.LookaheadDepth
 		switch {
@@ -315,6 +318,20 @@ func resolvePolicy(r *Spec, p *Plan) error {
 		}
 	}
 	return nil
+}
+
+// checkCandidates refuses more lookahead candidates per layer than the
+// model has experts: they would be clamped, so two specs (two hashes) would
+// run the same.
+func checkCandidates(l *LES, m *devices.ModelSpec) error {
+	var errs []error
+	if l.TopN > m.Experts {
+		errs = append(errs, fmt.Errorf("policy.les.top_n %d: model %s has %d experts per layer", l.TopN, m.Name, m.Experts))
+	}
+	if l.MaxCandidates > m.Experts {
+		errs = append(errs, fmt.Errorf("policy.les.max_candidates %d: model %s has %d experts per layer", l.MaxCandidates, m.Name, m.Experts))
+	}
+	return errors.Join(errs...)
 }
 
 // params are the policy's parameters for a resolved spec.

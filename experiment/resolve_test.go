@@ -148,6 +148,8 @@ func TestResolveRefuses(t *testing.T) {
 		{"missing file", map[string]string{"trace": "nope.parquet"}, nil, "nope.parquet"},
 		{"unknown device", map[string]string{"device": "pixel"}, nil, "pixel"},
 		{"unknown variant", map[string]string{"variant": "q2"}, nil, "q2"},
+		{"top_n beyond experts", map[string]string{"tokens": "20", "top-n": "257"}, nil, "policy.les.top_n 257: model minicpm-v-4.7-35b-a3b has 256 experts per layer"},
+		{"max_candidates beyond experts", map[string]string{"tokens": "20", "threshold": "0.5", "max-candidates": "257"}, nil, "policy.les.max_candidates 257: model minicpm-v-4.7-35b-a3b has 256 experts per layer"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s, err := FromOptions(tc.opts)

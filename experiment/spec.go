@@ -191,6 +191,25 @@ type Speculative struct {
 	Drafter *Drafter `json:"drafter,omitempty"`
 }
 
+// Bounds of the speculative settings. NB: like the device bounds, they also
+// keep simulated time exact: a draft token's bytes at the slowest memory
+// (1 GB/s × 1%) take at most 1.8e15 ns and its FLOPs at 1 GFLOPS 1e15 ns,
+// below 2^53, and a pass drafts at most MaxSpecBlock-1 of them.
+const (
+	// MaxSpecBlock is the most tokens one verify pass may hold: drafters in
+	// use propose a few tokens per pass (MTP heads 1-3, EAGLE-2 trees about
+	// 60 nodes), and beyond 64 a block is a different decoding scheme.
+	MaxSpecBlock = 64
+	// MaxDraftBytes is the most weight bytes one draft token may read: a
+	// drafter reads from DRAM, so its weights fit in RAM, at most 16 TiB
+	// (the bound of a profile's memory.ram).
+	MaxDraftBytes int64 = 16 << 40
+	// MaxDraftFLOPs is the most FLOPs one draft token may do: 2 per weight
+	// of a model of at most 1024 blocks of 1e12 FLOPs (the bounds of a model
+	// spec's blocks and per-layer FLOPs).
+	MaxDraftFLOPs int64 = 1e15
+)
+
 // Drafter kinds (Drafter.Kind).
 const (
 	// DrafterFree drafts at no cost: the old behaviour, an upper bound, warned.

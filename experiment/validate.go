@@ -69,6 +69,8 @@ func (s *Spec) Validate() error {
 	if sp := s.Speculative; sp != nil {
 		if sp.Block < 2 {
 			ps.add("speculative.block", "must be >= 2 (got %d); omit the speculative group for no speculative decoding", sp.Block)
+		} else if sp.Block > MaxSpecBlock {
+			ps.add("speculative.block", "must be at most %d tokens per verify pass (got %d): drafters propose a few tokens per pass (MTP 1-3, EAGLE-2 trees about 60)", MaxSpecBlock, sp.Block)
 		}
 		ps.unit("speculative.accept", sp.Accept, 0, 1)
 		if s.SpecFromTrace {
@@ -123,9 +125,13 @@ func validateDrafter(ps *problems, d *Drafter) {
 		}
 		return
 	}
-	if d.Bytes < 0 || d.FLOPs < 0 {
-		ps.add("speculative.drafter", "bytes and flops per draft token must be >= 0 (got %d, %d)", d.Bytes, d.FLOPs)
-	} else if d.Bytes == 0 && d.FLOPs == 0 {
+	if d.Bytes < 0 || d.Bytes > MaxDraftBytes {
+		ps.add("speculative.drafter.bytes", "must be in [0, %d] (16 TiB: a drafter's weights fit in RAM) per draft token (got %d)", MaxDraftBytes, d.Bytes)
+	}
+	if d.FLOPs < 0 || d.FLOPs > MaxDraftFLOPs {
+		ps.add("speculative.drafter.flops", "must be in [0, %.0e] per draft token (got %d)", float64(MaxDraftFLOPs), d.FLOPs)
+	}
+	if d.Bytes == 0 && d.FLOPs == 0 {
 		ps.add("speculative.drafter", "an explicit drafter needs bytes or flops per draft token > 0 (a drafter that costs nothing is kind free)")
 	}
 }

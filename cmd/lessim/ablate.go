@@ -12,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/ablation"
-	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/reports"
 )
@@ -97,13 +96,7 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	if f.explain && f.format == "json" {
 		errs = append(errs, errors.New("--explain does not apply with --format json: each step's JSON holds its changes and full spec"))
 	}
-	if f.drafterBytes != "0" {
-		n, err := devices.ParseSize(f.drafterBytes)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--drafter-bytes %s: %w", f.drafterBytes, err))
-		}
-		f.set.DrafterBytes = n
-	}
+	errs = append(errs, drafterCost(cmd, f))
 	if f.plot != "" {
 		if err := checkWritableDir(reports.TrimPlotExt(f.plot)); err != nil {
 			errs = append(errs, fmt.Errorf("--plot %s: %w", f.plot, err))
@@ -159,6 +152,27 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	}
 	fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", strings.Join(files, ", "))
 	return nil
+}
+
+// drafterCost reads --drafter-bytes into the settings and refuses
+// --drafter-bytes or --drafter-flops given (whatever their value) with a
+// drafter other than explicit, whose cost follows from its kind.
+func drafterCost(cmd *cobra.Command, f *ablateFlags) error {
+	var errs []error
+	for _, name := range []string{"drafter-bytes", "drafter-flops"} {
+		if cmd.Flags().Changed(name) && f.set.Drafter != experiment.DrafterExplicit {
+			errs = append(errs, fmt.Errorf("--%s does not apply: it states an explicit drafter's cost; drafter %s's follows from its kind", name, f.set.Drafter))
+		}
+	}
+	if cmd.Flags().Changed("drafter-bytes") {
+		n, err := experiment.LookupOption("drafter-bytes").Parse(f.drafterBytes)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--drafter-bytes %s: %w", f.drafterBytes, err))
+		} else {
+			f.set.DrafterBytes = n.(int64)
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkOutDir checks that a results folder is writable, or that the nearest

@@ -210,3 +210,24 @@ func TestAblateOutputIsInput(t *testing.T) {
 		t.Error("the input trace changed")
 	}
 }
+
+// TestAblateRefusesUpFront: an invalid speculative setting fails ablate
+// before any run (not a skipped step), and a drafter cost flag given with a
+// drafter other than explicit is refused whatever its value.
+func TestAblateRefusesUpFront(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--drafter", "explicit", "--drafter-flops", "9223372036854775807"}, "--drafter-flops 9223372036854775807: must be in [0, 16TiB] and [0, 1e+15]"},
+		{[]string{"--drafter", "explicit", "--drafter-bytes", "8185TiB"}, "must be in [0, 16TiB]"},
+		{[]string{"--spec-block", "65"}, "--spec-block 65: the speculative step verifies 2 to 64 tokens per pass"},
+		{[]string{"--drafter", "mtp", "--drafter-bytes", "0"}, "--drafter-bytes does not apply: it states an explicit drafter's cost; drafter mtp's follows from its kind"},
+		{[]string{"--drafter", "mtp", "--drafter-flops", "0"}, "--drafter-flops does not apply"},
+	} {
+		out, _, err := runCLIErr(t, t.TempDir(), append([]string{"ablate", "--tokens", "20", "--cache", "3GiB"}, tc.args...)...)
+		if err == nil || out != "" || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: out %q, err %v; want %q", tc.args, out, err, tc.want)
+		}
+	}
+}
