@@ -249,10 +249,29 @@ func (s *Spec) validatePolicy(ps *problems) {
 			ps.add("policy.les.max_inflight_bytes", "must be >= 0 (got %d)", l.MaxInflightBytes)
 		}
 	}
+	s.validateLookahead(ps)
 	if h := p.PinnedHot; h != nil && h.PinFraction != 0 {
 		if !finite(h.PinFraction) || h.PinFraction <= 0 || h.PinFraction > 1 {
 			ps.add("policy.pinned_hot.pin_fraction", "must be a finite number in (0, 1] (got %v)", h.PinFraction)
 		}
+	}
+}
+
+// validateLookahead refuses les prefetching deeper than a synthetic trace's
+// lookahead scores (without a stated predictor, which brings its own): a
+// trace of lookahead_depth 0 has none, so les could not prefetch at all.
+// (A trace file's depth is known when it is read: Resolve checks it.)
+func (s *Spec) validateLookahead(ps *problems) {
+	y, l := s.Trace.Synthetic, s.Policy.LES
+	if y == nil || s.Predictor != nil || s.Policy.Name != "les" || (l != nil && l.NoPrefetch) {
+		return
+	}
+	depth := 1
+	if l != nil {
+		depth = max(l.Depth, 1)
+	}
+	if depth > y.LookaheadDepth {
+		ps.add("policy.les.depth", "%d: the synthetic trace carries lookahead scores to depth %d only (trace.synthetic.lookahead_depth); raise it, or set les no_prefetch or policy ondemand for no prefetch", depth, y.LookaheadDepth)
 	}
 }
 

@@ -30,6 +30,8 @@ func TestValidateSpecFiles(t *testing.T) {
 		{`{"policy":{"name":"les","les":{"threshold":1.5}}}`, []string{"policy.les.threshold: must be a finite number in [0, 1]"}},
 		{`{"policy":{"name":"pinned-hot","pinned_hot":{"pin_fraction":-0.1}}}`, []string{"pin_fraction: must be a finite number in (0, 1]"}},
 		{`{"policy":{"name":"fifo"}}`, []string{`unknown policy "fifo"`}},
+		{`{"trace":{"synthetic":{"lookahead_depth":0}}}`, []string{"policy.les.depth: 1: the synthetic trace carries lookahead scores to depth 0 only"}},
+		{`{"trace":{"synthetic":{"lookahead_depth":1}},"policy":{"name":"les","les":{"depth":3}}}`, []string{"policy.les.depth: 3: the synthetic trace carries lookahead scores to depth 1 only"}},
 		{`{"speculative":{"block":1}}`, []string{"speculative.block: must be >= 2"}},
 		{`{"speculative":{"block":65,"drafter":{"kind":"mtp"}}}`, []string{"speculative.block: must be at most 64 tokens per verify pass (got 65)"}},
 		{`{"speculative":{"drafter":{"kind":"explicit","bytes":9223372036854775807,"flops":1000000000000001}}}`,
