@@ -413,7 +413,13 @@ var options = []Option{
 			return ""
 		}},
 	{Name: "context", Kind: KindInt, Default: "0", Usage: "context tokens charged to the KV cache (0 = longest sequence in the trace)",
-		apply: func(s *Spec, v any) error { s.ContextTokens = v.(int); return nil }, applies: always},
+		apply: func(s *Spec, v any) error {
+			if n := v.(int); n < 0 || n > MaxContextTokens {
+				return fmt.Errorf("must be in [0, %d] (0 = the trace's longest sequence; released models hold at most 10 M tokens of context)", MaxContextTokens)
+			}
+			s.ContextTokens = v.(int)
+			return nil
+		}, applies: always},
 	{Name: "context-cost", Kind: KindBool, Default: "false", Usage: "charge KV-cache reads and attention growing with each token's position, and hybrid layers' recurrent state (time and memory)",
 		apply: func(s *Spec, v any) error { s.ContextCost = v.(bool); return nil }, applies: always},
 	{Name: "seed", Kind: KindUint, Default: "1", Usage: "seed of everything random in the run: the synthetic trace, the stated predictor and speculative acceptance (--trace-seed, --predict-seed, --accept-seed override each)",

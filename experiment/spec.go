@@ -210,6 +210,12 @@ const (
 	MaxDraftFLOPs int64 = 1e15
 )
 
+// MaxContextTokens bounds Spec.ContextTokens: the longest context windows of
+// released models hold 10 M tokens (Llama 4 Scout); 1e8 leaves room, and
+// its KV cache (at most 64 MiB per token, a model spec's bound) stays far
+// within int64 bytes.
+const MaxContextTokens = 100_000_000
+
 // Drafter kinds (Drafter.Kind).
 const (
 	// DrafterFree drafts at no cost: the old behaviour, an upper bound, warned.

@@ -87,8 +87,8 @@ func (s *Spec) Validate() error {
 	if s.Prefill && s.Trace.Synthetic != nil && s.Trace.Synthetic.PromptTokens == 0 {
 		ps.add("prefill", "the synthetic trace has no prefill (prompt_tokens 0)")
 	}
-	if s.ContextTokens < 0 {
-		ps.add("context_tokens", "must be >= 0 (got %d)", s.ContextTokens)
+	if s.ContextTokens < 0 || s.ContextTokens > MaxContextTokens {
+		ps.add("context_tokens", "must be in [0, %d] (got %d): 0 is the trace's longest sequence; released models hold at most 10 M tokens of context", MaxContextTokens, s.ContextTokens)
 	}
 	return errors.Join(ps...)
 }

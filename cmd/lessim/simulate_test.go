@@ -222,3 +222,20 @@ func TestSimulatePlotFailureKeepsResult(t *testing.T) {
 		t.Errorf("after the result: %q", rest)
 	}
 }
+
+// TestSimulateContextBound: --context beyond its bound is refused, and a
+// device budget the resident weights and KV cache overdraw is shown as
+// none, never as a negative size.
+func TestSimulateContextBound(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"simulate", "--tokens", "20", "--cache", "3GiB"}
+	out, _, err := runCLIErr(t, dir, append(args, "--context", "99999999999999")...)
+	if err == nil || out != "" || !strings.Contains(err.Error(), "--context 99999999999999: must be in [0, 100000000]") {
+		t.Errorf("out %q, err %v", out, err)
+	}
+	out, _, err = runCLIErr(t, dir, append(args, "--context", "1000000")...)
+	if err != nil || !strings.Contains(out, "(device budget none: resident weights and KV exceed the device's memory by 14.61 GiB)") ||
+		!strings.Contains(out, "expert budget none (14.61 GiB short)") || strings.Contains(out, "budget -") {
+		t.Errorf("out %q, err %v", out, err)
+	}
+}
