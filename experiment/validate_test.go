@@ -53,7 +53,8 @@ func TestValidateSpecFiles(t *testing.T) {
 		{`{"layout":"zip"}`, []string{`unknown layout "zip"`}},
 		{`{"expert_quant":"Q9_K"}`, []string{`expert_quant: unknown quant type "Q9_K" (valid: BF16, F16, F32, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, Q8_K)`}},
 		{`{"expert_quant":"q3_k"}`, []string{`expert_quant: write "q3_k" as GGUF files spell it: "Q3_K"`}},
-		{`{"context_tokens":-1}`, []string{"context_tokens: must be >= 0"}},
+		{`{"context_tokens":-1}`, []string{"context_tokens: must be in [0, 100000000] (got -1)"}},
+		{`{"context_tokens":99999999999999}`, []string{"context_tokens: must be in [0, 100000000] (got 99999999999999)"}},
 		{`{"trace":{"synthetic":{"tokens":0,"sequences":0,"skew":-1,"reuse":2}}}`,
 			[]string{"tokens (0) and prompt_tokens (0)", "sequences: must be >= 1", "skew: must be", "reuse: must be"}},
 		// Every problem at once.
