@@ -335,7 +335,7 @@ func TestBadInput(t *testing.T) {
 		edit func(*Settings)
 		want string
 	}{
-		{"block 1", func(s *Settings) { s.SpecBlock = 1 }, "at least 2 tokens per pass"},
+		{"block 1", func(s *Settings) { s.SpecBlock = 1 }, "2 to 64 tokens per pass"},
 		{"accept", func(s *Settings) { s.SpecAccept = 1.5 }, "probability in [0, 1]"},
 		{"own option", func(s *Settings) { s.Base["spec-block"] = "3" }, "the ablation's own setting"},
 		{"own drafter option", func(s *Settings) { s.Base["drafter"] = "free" }, "the ablation's own setting"},
