@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/lessim/lessim/internal/jsonscan"
 )
 
 // Parse reads a spec from JSON: either a bare spec or a result as `simulate
@@ -22,6 +24,9 @@ func Parse(data []byte) (Spec, error) {
 	}
 	if top == nil {
 		return Spec{}, errors.New("spec: want a JSON object, got null")
+	}
+	if err := jsonscan.DuplicateKeys(data); err != nil {
+		return Spec{}, fmt.Errorf("spec: %w", err)
 	}
 	raw, wrapped := top["spec"]
 	if !wrapped {

@@ -184,3 +184,21 @@ func TestValidateRefusesNonFinite(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRefusesDuplicates: a key given twice is refused with its path
+// and line (encoding/json keeps the last), in a bare spec and in a result's.
+func TestParseRefusesDuplicates(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"policy":{"name":"lru"},"policy":{"name":"les"}}`, "spec: line 1: duplicate key policy"},
+		{"{\"spec\":{\"cache\":{\"size\":\"3GiB\",\n\"size\":\"auto\"}}}", "spec: line 2: duplicate key spec.cache.size"},
+		{`{"device":{"profile":{"flash":{"lanes":4,"lanes":8}}}}`, "duplicate key device.profile.flash.lanes"},
+	} {
+		_, err := Parse([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.in, err, tc.want)
+		}
+	}
+	if _, err := Parse([]byte(`{"policy":{"name":"lru"},"cache":{"size":"3GiB"}}`)); err != nil {
+		t.Errorf("a spec without repeats: %v", err)
+	}
+}
