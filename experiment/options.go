@@ -69,6 +69,10 @@ func (o *Option) Parse(v string) (any, error) {
 			return nil, fmt.Errorf("%q is not true or false", v)
 		}
 		return b, nil
+	case KindString:
+		if strings.TrimSpace(v) == "" {
+			return nil, errors.New("empty value: give one, or omit the option for its default")
+		}
 	case KindSize:
 		if strings.TrimSpace(v) == "0" {
 			return int64(0), nil

@@ -117,7 +117,7 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		{map[string]string{"layout": "gguf-mmap", "page-cache": "lots"}, "want budget or free-ram"},
 		{map[string]string{"trce": "x"}, `unknown option "trce"`},
 		{map[string]string{"expert-quant": "Q9"}, `--expert-quant Q9: unknown quant type "Q9" (valid: BF16, F16, F32, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, Q8_K)`},
-		{map[string]string{"expert-quant": ""}, `--expert-quant : unknown quant type "" (valid: BF16`},
+		{map[string]string{"expert-quant": ""}, "--expert-quant : empty value: give one, or omit the option for its default"},
 		{map[string]string{"depth": "0"}, "use --no-prefetch"},
 		{map[string]string{"pin-fraction": "0", "policy": "pinned-hot"}, "pinning nothing is lru"},
 		{map[string]string{"spec-accept": "NaN", "spec-block": "2"}, "not a finite number"},

@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/lessim/lessim/internal/jsonscan"
+	"github.com/lessim/lessim/policies"
 )
 
 // Parse reads a spec from JSON: either a bare spec or a result as `simulate
@@ -64,6 +66,9 @@ func parseSpec(data []byte) (Spec, error) {
 	if err := strictDecode(data, &s); err != nil {
 		return Spec{}, fmt.Errorf("spec: %w", err)
 	}
+	if err := checkEmpty(data); err != nil {
+		return Spec{}, err
+	}
 	def := DefaultSpec()
 	if s.Version == 0 {
 		s.Version = Version
@@ -87,6 +92,33 @@ func parseSpec(data []byte) (Spec, error) {
 		s.Layout = def.Layout
 	}
 	return s, nil
+}
+
+// emptyHints are the fields whose absence means a default, with the values
+// they take: null or "" there would silently mean the default too, so they
+// are refused (omit the field for the default).
+var emptyHints = map[string]string{
+	"model.name":  "a built-in model (lessim models list)",
+	"device":      "a device group",
+	"device.name": "an embedded profile (lessim devices list)",
+	"device.file": "a profile YAML file",
+	"trace.path":  "a Parquet trace",
+	"policy":      "a policy group",
+	"policy.name": "a policy (" + strings.Join(policies.Names(), ", ") + ")",
+	"cache":       "a cache group",
+	"cache.size":  "a size (3GiB, 40%, auto)",
+	"layout":      "a layout (per-expert, gguf-mmap)",
+}
+
+// checkEmpty refuses null or "" in a field of emptyHints, naming each.
+func checkEmpty(data []byte) error {
+	var errs []error
+	_ = jsonscan.Scan(data, func(path string, v json.Token) {
+		if hint, ok := emptyHints[path]; ok && (v == nil || v == "") {
+			errs = append(errs, fmt.Errorf("spec: %s: empty: give %s, or omit the field for the default", path, hint))
+		}
+	}) // NB: strictDecode has read data already: no syntax error is left
+	return errors.Join(errs...)
 }
 
 // strictDecode decodes one JSON value into v, refusing unknown fields and

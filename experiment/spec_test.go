@@ -185,13 +185,18 @@ func TestValidateRefusesNonFinite(t *testing.T) {
 	}
 }
 
-// TestParseRefusesDuplicates: a key given twice is refused with its path
-// and line (encoding/json keeps the last), in a bare spec and in a result's.
-func TestParseRefusesDuplicates(t *testing.T) {
+// TestParseRefusesDuplicatesAndEmpty: a key given twice is refused with
+// its path and line (encoding/json keeps the last), in a bare spec and in a
+// result's; null or "" where absence means the default is refused too.
+func TestParseRefusesDuplicatesAndEmpty(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
 		{`{"policy":{"name":"lru"},"policy":{"name":"les"}}`, "spec: line 1: duplicate key policy"},
 		{"{\"spec\":{\"cache\":{\"size\":\"3GiB\",\n\"size\":\"auto\"}}}", "spec: line 2: duplicate key spec.cache.size"},
 		{`{"device":{"profile":{"flash":{"lanes":4,"lanes":8}}}}`, "duplicate key device.profile.flash.lanes"},
+		{`{"policy":{"name":null}}`, "spec: policy.name: empty: give a policy (belady, les, lfu, lru, ondemand, oracle, pinned-hot), or omit the field for the default"},
+		{`{"policy":null}`, "spec: policy: empty"},
+		{`{"cache":{"size":""}}`, "spec: cache.size: empty: give a size (3GiB, 40%, auto), or omit the field for the default"},
+		{`{"layout":""}`, "spec: layout: empty"},
 	} {
 		_, err := Parse([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -199,6 +204,6 @@ func TestParseRefusesDuplicates(t *testing.T) {
 		}
 	}
 	if _, err := Parse([]byte(`{"policy":{"name":"lru"},"cache":{"size":"3GiB"}}`)); err != nil {
-		t.Errorf("a spec without repeats: %v", err)
+		t.Errorf("a spec without repeats or empties: %v", err)
 	}
 }

@@ -96,7 +96,7 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	if f.explain && f.format == "json" {
 		errs = append(errs, errors.New("--explain does not apply with --format json: each step's JSON holds its changes and full spec"))
 	}
-	errs = append(errs, drafterCost(cmd, f))
+	errs = append(errs, drafterCost(cmd, f), refuseEmpty(cmd, "plot", "out"))
 	if f.plot != "" {
 		if err := checkWritableDir(reports.TrimPlotExt(f.plot)); err != nil {
 			errs = append(errs, fmt.Errorf("--plot %s: %w", f.plot, err))

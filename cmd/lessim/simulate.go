@@ -96,6 +96,9 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	if err := checkFormat(f.format); err != nil {
 		return err
 	}
+	if err := refuseEmpty(cmd, "spec", "plot"); err != nil {
+		return err
+	}
 	spec, err := simulateSpec(cmd, f.spec)
 	if err != nil {
 		return err
@@ -218,6 +221,19 @@ func readSpecFile(cmd *cobra.Command, file string, anyOutput bool) (s experiment
 		}
 	}
 	return s, func(g string) bool { _, ok := top[g]; return ok }, nil
+}
+
+// refuseEmpty refuses a flag among names that was given an empty value: a
+// file name or prefix left empty by a script would otherwise silently mean
+// "not given".
+func refuseEmpty(cmd *cobra.Command, names ...string) error {
+	var errs []error
+	for _, n := range names {
+		if fl := cmd.Flags().Lookup(n); fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
+			errs = append(errs, fmt.Errorf("--%s: empty value (%s)", n, fl.Usage))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // plotFiles are the files --plot prefix writes (none without a prefix).

@@ -239,3 +239,17 @@ func TestSimulateContextBound(t *testing.T) {
 		t.Errorf("out %q, err %v", out, err)
 	}
 }
+
+// TestSimulateRefusesEmpty: a flag given an empty value is refused, not
+// taken as absent (--spec "" ran the flags' experiment, --plot "" drew
+// nothing).
+func TestSimulateRefusesEmpty(t *testing.T) {
+	for _, args := range [][]string{
+		{"--spec", ""}, {"--plot", ""}, {"--variant", ""}, {"--trace", " "},
+	} {
+		out, _, err := runCLIErr(t, t.TempDir(), append([]string{"simulate", "--tokens", "5", "--cache", "3GiB"}, args...)...)
+		if err == nil || out != "" || !strings.Contains(err.Error(), "empty value") {
+			t.Errorf("%q: out %q, err %v", args, out, err)
+		}
+	}
+}
