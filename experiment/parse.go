@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/lessim/lessim/internal/jsonscan"
@@ -35,7 +36,13 @@ func Parse(data []byte) (Spec, error) {
 		if _, ok := top["inputs"]; ok {
 			return Spec{}, errors.New("spec: this result has no \"spec\" (written by lessim before specs existed): rerun it to get one")
 		}
+		if err := resultWithoutSpec(top); err != nil {
+			return Spec{}, err
+		}
 		return parseSpec(data)
+	}
+	if bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return Spec{}, errors.New("spec: the result's \"spec\" is null: a result holds the spec it ran")
 	}
 	for k := range top {
 		if k != "spec" && k != "spec_hash" && k != "result" {
@@ -56,6 +63,22 @@ func Parse(data []byte) (Spec, error) {
 		}
 	}
 	return s, nil
+}
+
+// resultWithoutSpec refuses a result's JSON (spec_hash or result beside
+// the spec) whose "spec" is missing, rather than read its members as
+// unknown spec fields.
+func resultWithoutSpec(top map[string]json.RawMessage) error {
+	var have []string
+	for _, k := range []string{"spec_hash", "result"} {
+		if _, ok := top[k]; ok {
+			have = append(have, strconv.Quote(k))
+		}
+	}
+	if have == nil {
+		return nil
+	}
+	return fmt.Errorf("spec: this is a result's JSON (it has %s) without its \"spec\": the spec it ran is missing; use the whole output of simulate --format json, or a bare spec", strings.Join(have, " and "))
 }
 
 // parseSpec decodes a bare spec strictly and fills absent groups.

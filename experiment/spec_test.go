@@ -207,3 +207,18 @@ func TestParseRefusesDuplicatesAndEmpty(t *testing.T) {
 		t.Errorf("a spec without repeats or empties: %v", err)
 	}
 }
+
+// TestParseResultWithoutSpec: a result's JSON whose spec is missing or null
+// says so, instead of naming spec_hash an unknown spec field.
+func TestParseResultWithoutSpec(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{`{"spec_hash":"ab","result":{}}`, `spec: this is a result's JSON (it has "spec_hash" and "result") without its "spec"`},
+		{`{"result":{}}`, `(it has "result") without its "spec"`},
+		{`{"spec":null,"spec_hash":"ab"}`, `spec: the result's "spec" is null`},
+	} {
+		_, err := Parse([]byte(tc.in))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: got %v, want %q", tc.in, err, tc.want)
+		}
+	}
+}
