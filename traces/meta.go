@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/jsonscan"
 )
 
 // Meta is a trace's file-level metadata: the model it was recorded on (shape,
@@ -61,73 +61,6 @@ func decodeMeta(data []byte, m *Meta) error {
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("data after the JSON object")
 	}
-	path, err := jsonDuplicateKey(data)
-	if err == nil && path != "" {
-		err = fmt.Errorf("key %s appears twice (which value is meant?)", path)
-	}
-	return err
-}
-
-// jsonFrame is one open object or array in jsonDuplicateKey's walk.
-type jsonFrame struct {
-	path    string
-	keys    map[string]bool // nil for an array
-	key     string          // object: the key whose value comes next
-	wantKey bool            // object: the next token is a key (or '}')
-	n       int             // array: the index of the next element
-}
-
-// valuePath returns the path of the value that starts next in f and moves on.
-func (f *jsonFrame) valuePath() string {
-	if f.keys == nil {
-		f.n++
-		return fmt.Sprintf("%s[%d]", f.path, f.n-1)
-	}
-	f.wantKey = true
-	if f.path == "" {
-		return f.key
-	}
-	return f.path + "." + f.key
-}
-
-// jsonDuplicateKey returns the path ("model.layers[3].block") of the first
-// key that appears twice in one object of data, "" when none does, or the
-// JSON syntax error that stopped the walk.
-func jsonDuplicateKey(data []byte) (string, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	var stack []*jsonFrame
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF {
-			return "", nil
-		}
-		if err != nil {
-			return "", err
-		}
-		var top *jsonFrame
-		if len(stack) > 0 {
-			top = stack[len(stack)-1]
-		}
-		if k, ok := tok.(string); ok && top != nil && top.wantKey {
-			if top.keys[k] {
-				top.key = k
-				return top.valuePath(), nil
-			}
-			top.keys[k], top.key, top.wantKey = true, k, false
-			continue
-		}
-		path := ""
-		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
-			stack = stack[:len(stack)-1]
-			continue
-		} else if top != nil {
-			path = top.valuePath()
-		}
-		switch tok {
-		case json.Delim('{'):
-			stack = append(stack, &jsonFrame{path: path, keys: map[string]bool{}, wantKey: true})
-		case json.Delim('['):
-			stack = append(stack, &jsonFrame{path: path})
-		}
-	}
+	// NB: the JSON is valid by now, so the scan's only error is a repeated key.
+	return jsonscan.DuplicateKeys(data)
 }

@@ -14,6 +14,10 @@ func TestDuplicateKeys(t *testing.T) {
 		{`{"a":[{"x":1,"x":1}]}`, "duplicate key a[0].x"},
 		{`{"a":1`, "EOF"},
 		{`{"a":1} 2`, "trailing data"},
+		{`{"a":{"b":1,"c":{"b":2},"b":3}}`, "duplicate key a.b:"},
+		{`{"l":[{"x":1},{"x":1,"y":[],"x":2}]}`, "duplicate key l[1].x:"},
+		{`{"l":[[],[{"k":"k"}],{"k":{},"k":null}]}`, "duplicate key l[2].k:"},
+		{`{"info":{"k":"v","v":"k"},"k":1}`, ""},
 	} {
 		err := DuplicateKeys([]byte(tc.in))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
