@@ -142,16 +142,10 @@ func TestFromRunRecoversGGUFMmap(t *testing.T) {
 // the counts and the threshold; FromRuns (validate's fit of live runs)
 // does not check.
 func TestFromRunRefusesOtherReplay(t *testing.T) {
-	base, err := devices.LoadProfile("ufs4-phone-12gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := base.Device()
-	rp := synthReplay(t, sim.LayoutPerExpert)
-	run := measure(t, rp, d)
+	base, rp, run := selfRun(t)
 	other := rp
 	other.CacheBytes *= 3
-	_, err = FromRun(base, other, run, "synth.csv")
+	_, err := FromRun(base, other, run, "synth.csv")
 	if err == nil || !strings.Contains(err.Error(), "the replay does not reproduce the flash reads of synth.csv") || !strings.Contains(err.Error(), "needs more than 50% of them") {
 		t.Fatalf("err = %v", err)
 	}
@@ -163,13 +157,7 @@ func TestFromRunRefusesOtherReplay(t *testing.T) {
 // TestFromRunTokenCount: the trace must decode exactly the run's tokens,
 // in both directions.
 func TestFromRunTokenCount(t *testing.T) {
-	base, err := devices.LoadProfile("ufs4-phone-12gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, _ := base.Device()
-	rp := synthReplay(t, sim.LayoutPerExpert)
-	run := measure(t, rp, d)
+	base, rp, run := selfRun(t)
 	short := *run
 	short.Tokens = run.Tokens[:24]
 	long := *run
@@ -180,4 +168,20 @@ func TestFromRunTokenCount(t *testing.T) {
 			t.Errorf("%d tokens: err = %v", len(r.Tokens), err)
 		}
 	}
+}
+
+// selfRun is the ufs4-phone-12gb profile, a per-expert replay and that
+// replay's run measured on the profile's own device.
+func selfRun(t *testing.T) (*devices.Profile, Replay, *runs.Run) {
+	t.Helper()
+	base, err := devices.LoadProfile("ufs4-phone-12gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := base.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := synthReplay(t, sim.LayoutPerExpert)
+	return base, rp, measure(t, rp, d)
 }
