@@ -13,9 +13,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lessim/lessim/internal/pqsafe"
 )
 
 // Table is a results table in memory: the rows of every Parquet file of a
@@ -28,8 +29,11 @@ type Table struct {
 	Names []string
 	// Files are the files read, in order.
 	Files []string
-	rows  int
-	cols  map[string]*Column
+	// Ignored are the Parquet files that hold no rows of results (a trace
+	// file, say), each "FILE: why"; they are not read.
+	Ignored []string
+	rows    int
+	cols    map[string]*Column
 }
 
 // Column is one column of a Table. Exactly one of Str, Num or List is used,
@@ -113,47 +117,86 @@ func ReadResults(dir string) (*Table, error) {
 	return ReadTables(files...)
 }
 
-// ReadTables reads the given Parquet files as one table.
+// ReadTables reads the given Parquet files as one table. A file that holds
+// no rows of results is not read but listed in Ignored: rows are lessim's
+// results files (the lessim.results.format metadata key of sweep, validate
+// and ablate) or files of another tool's rows with a source column (measured
+// runs). It fails when no file holds rows.
 func ReadTables(files ...string) (*Table, error) {
 	t := &Table{cols: map[string]*Column{}}
 	for _, f := range files {
-		if err := t.readFile(f); err != nil {
+		why, err := t.readFile(f)
+		if err != nil {
 			return nil, err
 		}
+		if why != "" {
+			t.Ignored = append(t.Ignored, f+": "+why)
+		}
+	}
+	if len(t.Files) == 0 && len(t.Ignored) > 0 {
+		return nil, fmt.Errorf("no results: %s", strings.Join(t.Ignored, "; "))
 	}
 	return t, nil
 }
 
-// readFile appends one file's rows.
-func (t *Table) readFile(path string) (err error) {
-	// NB: last resort only, as traces' reader: arrow-go may panic on a
-	// corrupt file; report it instead of crashing.
+// Metadata keys that tell a results file (sweep.FormatKey) and a trace
+// (traces.MetaKey); reports imports neither package.
+const (
+	resultsFormatKey = "lessim.results.format"
+	traceMetaKey     = "lessim.trace.meta"
+)
+
+// notRows says why the file pf holds no rows of results, or "".
+func notRows(pf *file.Reader) string {
+	md := pf.MetaData()
+	kv := md.KeyValueMetadata()
+	switch {
+	case kv.FindValue(resultsFormatKey) != nil:
+		return ""
+	case kv.FindValue(traceMetaKey) != nil:
+		return "a lessim trace, not results"
+	case md.Schema.ColumnIndexByName(colSource) >= 0:
+		return ""
+	}
+	return fmt.Sprintf("not results (no %s metadata, no %s column)", resultsFormatKey, colSource)
+}
+
+// readFile appends one file's rows, or returns why it holds none.
+func (t *Table) readFile(path string) (ignored string, err error) {
+	// NB: last resort only: pqsafe.Open checks the footer first; arrow-go
+	// may still panic on corrupt pages.
 	defer func() {
 		if p := recover(); p != nil {
-			err = fmt.Errorf("%s: corrupt Parquet file (arrow-go panicked: %v)", path, p)
+			err = pqsafe.Recovered(path, p)
 		}
 	}()
 	f, err := os.Open(path)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer f.Close()
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
-	props.BufferedStreamEnabled = true
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	pf, err := pqsafe.Open(f, path)
 	if err != nil {
-		return fmt.Errorf("%s: not a readable Parquet file: %w", path, err)
+		return "", err
 	}
 	defer pf.Close()
+	if why := notRows(pf); why != "" {
+		return why, nil
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return "", pqsafe.Corrupt(path, err)
 	}
 	tbl, err := fr.ReadTable(context.Background())
 	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
+		return "", pqsafe.Corrupt(path, err)
 	}
 	defer tbl.Release()
+	return "", t.appendTable(path, tbl)
+}
+
+// appendTable appends the rows of tbl, read from path.
+func (t *Table) appendTable(path string, tbl arrow.Table) error {
 	n := int(tbl.NumRows())
 	base := t.rows
 	for i := range int(tbl.NumCols()) {

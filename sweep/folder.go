@@ -12,13 +12,14 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/pqsafe"
 )
 
 // Files of a results folder besides its parts.
@@ -82,9 +83,9 @@ func ReadManifest(dir string) (*Manifest, error) {
 
 // prepareFolder creates dir if needed, checks that it is writable and that
 // any results already in it belong to the same sweep in the same format, and
-// writes the manifest and config when absent. It returns the ids of the
-// points already finished there and the next part number of each shard.
-func prepareFolder(dir string, want Manifest, config []byte) (done map[string]bool, err error) {
+// writes the manifest and config when absent. It returns the points already
+// finished there: each id's error ("" when it ran).
+func prepareFolder(dir string, want Manifest, config []byte) (done map[string]string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("results folder: %w", err)
 	}
@@ -120,14 +121,14 @@ func prepareFolder(dir string, want Manifest, config []byte) (done map[string]bo
 			return nil, err
 		}
 	}
-	done = map[string]bool{}
+	done = map[string]string{}
 	for _, p := range parts {
-		ids, err := readPart(p, want.SweepID)
+		rows, err := readPart(p, want.SweepID)
 		if err != nil {
 			return nil, err
 		}
-		for _, id := range ids {
-			done[id] = true
+		for _, r := range rows {
+			done[r.id] = r.err
 		}
 	}
 	return done, nil
@@ -165,62 +166,98 @@ func nextSeq(dir string, shard, shards int) (int, error) {
 	return seq + 1, nil
 }
 
-// readPart reads a part's point ids, checking its format and sweep.
-func readPart(path, sweepID string) ([]string, error) {
+// partRow is what a resumed sweep needs of a row already written.
+type partRow struct {
+	id, err string // point_id and error columns
+}
+
+// readPart reads a part whole, checking its format and sweep, and returns
+// each row's point id and error. A part that cannot be read whole is
+// refused: its points must not count as finished.
+func readPart(path, sweepID string) (rows []partRow, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rows, err = nil, pqsafe.Recovered(path, p)
+		}
+		if err != nil {
+			err = fmt.Errorf("%w (delete the part and rerun: its points run again)", err)
+		}
+	}()
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
-	props.BufferedStreamEnabled = true
-	pf, err := file.NewParquetReader(f, file.WithReadProps(props))
+	pf, err := pqsafe.Open(f, path)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, err
 	}
 	defer pf.Close()
-	kv := pf.MetaData().KeyValueMetadata()
+	if err := checkPartMeta(path, pf.MetaData().KeyValueMetadata(), sweepID); err != nil {
+		return nil, err
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, pqsafe.Corrupt(path, err)
+	}
+	// NB: every column is read, not only point_id: a part whose other
+	// pages are corrupt would otherwise count as finished here and fail
+	// every report.
+	tbl, err := fr.ReadTable(context.Background())
+	if err != nil {
+		return nil, pqsafe.Corrupt(path, err)
+	}
+	defer tbl.Release()
+	return partRows(path, tbl)
+}
+
+// checkPartMeta checks a part's results format and sweep id.
+func checkPartMeta(path string, kv metadata.KeyValueMetadata, sweepID string) error {
 	if v := kv.FindValue(FormatKey); v == nil || *v != strconv.Itoa(FormatVersion) {
 		got := "none"
 		if v != nil {
 			got = *v
 		}
-		return nil, fmt.Errorf("%s: results format %s, this lessim reads format %d: use a new --out folder", path, got, FormatVersion)
+		return fmt.Errorf("%s: results format %s, this lessim reads format %d: use a new --out folder", path, got, FormatVersion)
 	}
 	if v := kv.FindValue(SweepKey); v == nil || *v != sweepID {
-		return nil, fmt.Errorf("%s: belongs to another sweep than the folder's manifest", path)
+		return fmt.Errorf("%s: belongs to another sweep than the folder's manifest", path)
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
+	return nil
+}
+
+// partRows takes the point_id and error columns of a part's table.
+func partRows(path string, tbl arrow.Table) ([]partRow, error) {
+	ids, err := stringColumn(tbl, "point_id")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	idx := fr.Manifest.Fields
-	col := -1
-	for i, fld := range idx {
-		if fld.Field.Name == "point_id" {
-			col = i
-		}
-	}
-	if col < 0 {
-		return nil, fmt.Errorf("%s: no point_id column", path)
-	}
-	rr, err := fr.GetRecordReader(context.Background(), []int{col}, nil)
+	errs, err := stringColumn(tbl, "error")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	defer rr.Release()
-	var ids []string
-	for rr.Next() {
-		a, ok := rr.RecordBatch().Column(0).(*array.String)
+	rows := make([]partRow, len(ids))
+	for i := range rows {
+		rows[i] = partRow{id: ids[i], err: errs[i]}
+	}
+	return rows, nil
+}
+
+// stringColumn is the values of tbl's string column name.
+func stringColumn(tbl arrow.Table, name string) ([]string, error) {
+	idx := tbl.Schema().FieldIndices(name)
+	if len(idx) != 1 {
+		return nil, fmt.Errorf("no %s column", name)
+	}
+	var out []string
+	for _, chunk := range tbl.Column(idx[0]).Data().Chunks() {
+		a, ok := chunk.(*array.String)
 		if !ok {
-			return nil, fmt.Errorf("%s: point_id is not a string column", path)
+			return nil, fmt.Errorf("%s is not a string column", name)
 		}
 		for i := range a.Len() {
-			ids = append(ids, a.Value(i))
+			out = append(out, a.Value(i))
 		}
 	}
-	if err := rr.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return ids, nil
+	return out, nil
 }

@@ -62,8 +62,8 @@ func TestPartsReadByParquetGo(t *testing.T) {
 			}
 			return true
 		})
-		if got != ids[i] {
-			t.Errorf("row %d: parquet-go point_id %q, arrow %q (column %d)", i, got, ids[i], col)
+		if got != ids[i].id {
+			t.Errorf("row %d: parquet-go point_id %q, arrow %q (column %d)", i, got, ids[i].id, col)
 		}
 	}
 }

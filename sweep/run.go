@@ -142,7 +142,7 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	sum.Mine = len(mine)
 	var todo []Point
 	for _, p := range mine {
-		if done[p.ID] {
+		if _, ok := done[p.ID]; ok {
 			sum.Skipped++
 		} else {
 			todo = append(todo, p)

@@ -1,7 +1,6 @@
 package traces
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lessim/lessim/internal/pqsafe"
 )
 
 // Reader streams the steps of a trace file, like bufio.Scanner: call Next
@@ -86,21 +87,16 @@ func newReader(src parquet.ReaderAtSeeker, name string, batchRows int64) (*Reade
 
 // newReaderCols is newReader reading only the columns cols keeps.
 func newReaderCols(src parquet.ReaderAtSeeker, name string, batchRows int64, cols Columns) (rd *Reader, err error) {
-	// NB: last resort only. Everything below is checked first; this turns a
-	// panic inside arrow-go on a corrupt footer into an error.
+	// NB: last resort only. pqsafe.Open checks the footer first; this turns
+	// a panic inside arrow-go on a corrupt footer into an error.
 	defer func() {
 		if p := recover(); p != nil {
-			rd, err = nil, fmt.Errorf("%s: corrupt Parquet file (arrow-go panicked: %v)", name, p)
+			rd, err = nil, pqsafe.Recovered(name, p)
 		}
 	}()
-	if err := pqCheckMagic(src, name); err != nil {
-		return nil, err
-	}
-	props := parquet.NewReaderProperties(memory.DefaultAllocator)
-	props.BufferedStreamEnabled = true
-	pf, err := file.NewParquetReader(src, file.WithReadProps(props))
+	pf, err := pqsafe.Open(src, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: corrupt Parquet footer: %w", name, err)
+		return nil, err
 	}
 	r := &Reader{name: name, pf: pf}
 	if err := r.init(batchRows, cols); err != nil {
@@ -108,44 +104,6 @@ func newReaderCols(src parquet.ReaderAtSeeker, name string, batchRows int64, col
 		return nil, err
 	}
 	return r, nil
-}
-
-// pqCheckMagic tells a non-Parquet file from a truncated one before arrow-go
-// sees it: a Parquet file starts and ends with "PAR1".
-func pqCheckMagic(src parquet.ReaderAtSeeker, name string) error {
-	size, err := src.Seek(0, io.SeekEnd)
-	if err != nil {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	magic := []byte("PAR1")
-	head := make([]byte, 4)
-	n, err := src.ReadAt(head, 0)
-	if n < 4 {
-		if err != nil && err != io.EOF {
-			return fmt.Errorf("%s: %w", name, err)
-		}
-		if bytes.HasPrefix(magic, head[:n]) {
-			return fmt.Errorf("%s: truncated Parquet file (%d bytes)", name, size)
-		}
-		return fmt.Errorf("%s: not a Parquet file", name)
-	}
-	if !bytes.Equal(head, magic) {
-		return fmt.Errorf("%s: not a Parquet file", name)
-	}
-	tail := make([]byte, 8)
-	if size < 12 {
-		return fmt.Errorf("%s: truncated Parquet file (%d bytes)", name, size)
-	}
-	if _, err := src.ReadAt(tail, size-8); err != nil && err != io.EOF {
-		return fmt.Errorf("%s: %w", name, err)
-	}
-	if !bytes.Equal(tail[4:], magic) {
-		return fmt.Errorf("%s: truncated Parquet file (no footer; was it closed?)", name)
-	}
-	if footer := int64(tail[0]) | int64(tail[1])<<8 | int64(tail[2])<<16 | int64(tail[3])<<24; footer+12 > size {
-		return fmt.Errorf("%s: truncated Parquet file (footer of %d bytes in a %d-byte file)", name, footer, size)
-	}
-	return nil
 }
 
 // init reads Meta and checks the schema, then starts the record reader.

@@ -398,7 +398,7 @@ func TestEncodings(t *testing.T) {
 // page: the reader's last-resort guard must turn both into errors.
 func TestReaderArrowPanics(t *testing.T) {
 	for _, c := range []struct{ file, want string }{
-		{"io-corrupt-footer.parquet", "corrupt Parquet file (arrow-go panicked: "},
+		{"io-corrupt-footer.parquet", "io-corrupt-footer.parquet: corrupt Parquet file: unreadable data"},
 		{"io-corrupt-page.parquet", "near row 0: corrupt Parquet data (arrow-go panicked: "},
 	} {
 		t.Run(c.file, func(t *testing.T) {

@@ -24,7 +24,8 @@ when the rows allow: tokens/s and hit rate vs cache size per policy, a heatmap o
 cache size × les recall threshold, per-token latency CDFs, the stall breakdown, the
 ablation bars and predicted-vs-measured tokens/s. It writes each plot as PNG and SVG
 and report.html (plots embedded, a table of the rows) to --out, and says which plots
-it left out and why.
+it left out and why. A Parquet file that holds no rows (a trace, say: neither lessim's
+results metadata nor a source column) is ignored with a note on stderr.
 
 --table prints the rows table of report.html (point, source, the spec fields that
 vary, tokens/s, hit rate, p50/p99 latency, stall, flash MiB per token, cache, error)
@@ -36,6 +37,9 @@ to stdout instead; with --out as well it does both.`,
 			t, err := reports.ReadResults(args[0])
 			if err != nil {
 				return err
+			}
+			for _, s := range t.Ignored {
+				fmt.Fprintf(cmd.ErrOrStderr(), "ignored %s\n", s)
 			}
 			if table {
 				if err := printRowTable(cmd.OutOrStdout(), t); err != nil || !cmd.Flags().Changed("out") {

@@ -71,3 +71,24 @@ func TestSweepThenReport(t *testing.T) {
 		t.Errorf("indexed job shard:\n%s", got)
 	}
 }
+
+// TestReportIgnoresNonResults: a trace file inside a results folder is not
+// read as rows (it once added its 2,000 trace rows to the count); report
+// names it on stderr.
+func TestReportIgnoresNonResults(t *testing.T) {
+	grid, err := filepath.Abs(smallGrid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	t.Setenv(jobIndexEnv, "")
+	runCLI(t, dir, "sweep", "--config", grid, "--out", "rr", "--quiet")
+	runCLI(t, dir, "trace", "synth", "--tokens", "50", "--out", "rr/t.parquet", "--quiet")
+	out, errs, err := runCLIErr(t, dir, "report", "rr", "--out", "rep")
+	if err != nil || !strings.Contains(out, "read     9 rows from 1 file in rr") {
+		t.Errorf("report: %v\n%s", err, out)
+	}
+	if want := "ignored rr/t.parquet: a lessim trace, not results\n"; errs != want {
+		t.Errorf("stderr %q, want %q", errs, want)
+	}
+}

@@ -1,0 +1,175 @@
+package pqsafe
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/metadata"
+)
+
+// arrowSchemaKey is the key-value metadata key under which pqarrow stores
+// the Arrow schema of the written table.
+const arrowSchemaKey = "ARROW:schema"
+
+// maxChunkBytes bounds a column chunk's uncompressed size: arrow-go reads a
+// page into one buffer, and no lessim file comes near it.
+const maxChunkBytes = 1 << 34
+
+// Open checks src (named name in errors) and returns its Parquet reader.
+// It fails with a clear error when src is not a Parquet file, is truncated,
+// or its footer describes data outside the file. Closing the reader closes
+// src when src has a Close method.
+func Open(src parquet.ReaderAtSeeker, name string) (pf *file.Reader, err error) {
+	// NB: last resort only: everything below is checked first.
+	defer func() {
+		if p := recover(); p != nil {
+			pf, err = nil, Recovered(name, p)
+		}
+	}()
+	size, err := CheckMagic(src, name)
+	if err != nil {
+		return nil, err
+	}
+	props := parquet.NewReaderProperties(memory.DefaultAllocator)
+	props.BufferedStreamEnabled = true
+	pf, err = file.NewParquetReader(src, file.WithReadProps(props))
+	if err != nil {
+		return nil, fmt.Errorf("%s: corrupt Parquet footer: %w", name, err)
+	}
+	if err := CheckLayout(pf.MetaData(), size); err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("%s: corrupt Parquet file: %w", name, err)
+	}
+	dropArrowSchema(pf.MetaData())
+	return pf, nil
+}
+
+// CheckMagic tells a non-Parquet file from a truncated one before arrow-go
+// sees it (a Parquet file starts and ends with "PAR1", and its footer fits
+// in it) and returns the file's size.
+func CheckMagic(src parquet.ReaderAtSeeker, name string) (int64, error) {
+	size, err := src.Seek(0, io.SeekEnd)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	ra := src
+	magic := []byte("PAR1")
+	head := make([]byte, 4)
+	n, err := ra.ReadAt(head, 0)
+	if n < 4 {
+		if err != nil && err != io.EOF {
+			return 0, fmt.Errorf("%s: %w", name, err)
+		}
+		if bytes.HasPrefix(magic, head[:n]) {
+			return 0, fmt.Errorf("%s: truncated Parquet file (%d bytes)", name, size)
+		}
+		return 0, fmt.Errorf("%s: not a Parquet file", name)
+	}
+	if !bytes.Equal(head, magic) {
+		return 0, fmt.Errorf("%s: not a Parquet file", name)
+	}
+	tail := make([]byte, 8)
+	if size < 12 {
+		return 0, fmt.Errorf("%s: truncated Parquet file (%d bytes)", name, size)
+	}
+	if _, err := ra.ReadAt(tail, size-8); err != nil && err != io.EOF {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if !bytes.Equal(tail[4:], magic) {
+		return 0, fmt.Errorf("%s: truncated Parquet file (no footer; was it closed?)", name)
+	}
+	if footer := int64(tail[0]) | int64(tail[1])<<8 | int64(tail[2])<<16 | int64(tail[3])<<24; footer+12 > size {
+		return 0, fmt.Errorf("%s: truncated Parquet file (footer of %d bytes in a %d-byte file)", name, footer, size)
+	}
+	return size, nil
+}
+
+// CheckLayout checks md, the footer of a file of size bytes, before any
+// page is read: row counts are not negative and add up, and every column
+// chunk lies between the leading magic and the footer with sane sizes.
+func CheckLayout(md *metadata.FileMetaData, size int64) error {
+	end := size - 8 - int64(md.Size()) // where the footer starts
+	if md.NumRows < 0 {
+		return fmt.Errorf("%d rows", md.NumRows)
+	}
+	var rows int64
+	for g := range md.NumRowGroups() {
+		rg := md.RowGroup(g)
+		if rg.NumRows() < 0 || rg.NumColumns() != md.Schema.NumColumns() {
+			return fmt.Errorf("row group %d: %d rows, %d columns (the schema has %d)", g, rg.NumRows(), rg.NumColumns(), md.Schema.NumColumns())
+		}
+		rows += rg.NumRows()
+		for c := range rg.NumColumns() {
+			if err := checkChunk(rg, c, end); err != nil {
+				return fmt.Errorf("row group %d, column %s: %w", g, md.Schema.Column(c).Path(), err)
+			}
+		}
+	}
+	if rows != md.NumRows {
+		return fmt.Errorf("the row groups hold %d rows, the footer says %d", rows, md.NumRows)
+	}
+	return nil
+}
+
+// checkChunk checks one column chunk's offsets and sizes against end, the
+// footer's first byte.
+func checkChunk(rg *metadata.RowGroupMetaData, c int, end int64) error {
+	cc, err := rg.ColumnChunk(c)
+	if err != nil {
+		return err
+	}
+	start := cc.DataPageOffset()
+	if cc.HasDictionaryPage() {
+		if d := cc.DictionaryPageOffset(); d < start {
+			start = d
+		}
+	}
+	comp, raw := cc.TotalCompressedSize(), cc.TotalUncompressedSize()
+	switch {
+	case cc.NumValues() < 0:
+		return fmt.Errorf("%d values", cc.NumValues())
+	case start < 4 || cc.DataPageOffset() >= end:
+		return fmt.Errorf("pages at offset %d, outside the data (bytes 4 to %d)", start, end)
+	case comp < 0 || comp > end-start:
+		return fmt.Errorf("%d compressed bytes at offset %d, past the data's end %d", comp, start, end)
+	case raw < 0 || raw > maxChunkBytes:
+		return fmt.Errorf("%d uncompressed bytes", raw)
+	}
+	return nil
+}
+
+// dropArrowSchema removes the stored Arrow schema from md's key-value
+// metadata. NB: arrow-go decodes that flatbuffer without bounds checks (a
+// corrupt vector length allocates its claimed size); without it the columns
+// take their types from the Parquet schema.
+func dropArrowSchema(md *metadata.FileMetaData) {
+	kv := md.FileMetaData.KeyValueMetadata
+	out := kv[:0]
+	for _, e := range kv {
+		if e.Key != arrowSchemaKey {
+			out = append(out, e)
+		}
+	}
+	md.FileMetaData.KeyValueMetadata = out
+}
+
+// Recovered is the error for a panic recovered while reading name: the file
+// is corrupt in a way the checks above did not catch. The panic's text (a
+// Go runtime error inside arrow-go) is not shown.
+func Recovered(name string, _ any) error {
+	return fmt.Errorf("%s: corrupt Parquet file: unreadable data (the Parquet reader failed on it)", name)
+}
+
+// Corrupt wraps err, an error reading name's pages, as a corrupt file. An
+// error arrow-go made of a recovered panic is reworded as Recovered's.
+func Corrupt(name string, err error) error {
+	if msg := err.Error(); strings.Contains(msg, "panic") || strings.Contains(msg, "runtime error") {
+		return Recovered(name, err)
+	}
+	return fmt.Errorf("%s: corrupt Parquet file: %w", name, err)
+}
