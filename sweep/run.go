@@ -73,6 +73,21 @@ type Options struct {
 	Progress func(done, total int)
 }
 
+// check refuses options out of range, before anything is written.
+func (opt *Options) check() error {
+	var errs []error
+	if opt.Shards < 1 || opt.Shard < 0 || opt.Shard >= opt.Shards {
+		errs = append(errs, fmt.Errorf("shard %d/%d: want 0 <= shard < shards", opt.Shard, opt.Shards))
+	}
+	if opt.Workers < 0 {
+		errs = append(errs, fmt.Errorf("workers %d: want >= 0 (0 = GOMAXPROCS)", opt.Workers))
+	}
+	if opt.PartRows < 0 {
+		errs = append(errs, fmt.Errorf("part rows %d: want >= 0 (0 = 64)", opt.PartRows))
+	}
+	return errors.Join(errs...)
+}
+
 // Summary is what a sweep did.
 type Summary struct {
 	SweepID string
@@ -117,8 +132,8 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	if opt.Shards == 0 {
 		opt.Shards = 1
 	}
-	if opt.Shards < 1 || opt.Shard < 0 || opt.Shard >= opt.Shards {
-		return nil, fmt.Errorf("shard %d/%d: want 0 <= shard < shards", opt.Shard, opt.Shards)
+	if err := opt.check(); err != nil {
+		return nil, err
 	}
 	if opt.Run == nil {
 		keep := opt.KeepSeries

@@ -296,3 +296,20 @@ axes:
 		t.Errorf("trace reads %v, want each file once", reads)
 	}
 }
+
+// TestRunRefusesBadOptions: negative workers (once a makechan panic after
+// the manifest was written) and part rows are refused before the folder is
+// created.
+func TestRunRefusesBadOptions(t *testing.T) {
+	g, pts := mustExpand(t, testGrid)
+	out := filepath.Join(t.TempDir(), "r")
+	for _, opt := range []Options{{Workers: -1}, {PartRows: -1}, {Shard: 2, Shards: 2}} {
+		opt.Out = out
+		if _, err := Run(context.Background(), g.Name, pts, opt); err == nil {
+			t.Errorf("%+v: no error", opt)
+		}
+		if _, err := os.Stat(out); !os.IsNotExist(err) {
+			t.Errorf("%+v: the folder was created (stat: %v)", opt, err)
+		}
+	}
+}

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +15,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/sweep"
@@ -56,7 +59,7 @@ point. See docs/sweeps.md.`,
 	fl.IntVar(&f.workers, "workers", 0, "points run at once (0 = all cores)")
 	fl.IntVar(&f.partRows, "part-rows", 64, "rows per Parquet part (a part is also written every 10 s)")
 	fl.BoolVar(&f.keepSeries, "keep-series", false, "store each run's per-pass samples (series.* columns: exact latency CDFs in reports; bigger files)")
-	fl.BoolVar(&f.list, "list", false, "print the grid's points and run nothing")
+	fl.BoolVar(&f.list, "list", false, "print the grid's points (of --shard's shard when given) and run nothing")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
 	return cmd
 }
@@ -64,6 +67,9 @@ point. See docs/sweeps.md.`,
 func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if f.config == "" {
 		return fmt.Errorf("--config is required (a sweep file; see docs/sweeps.md)")
+	}
+	if err := checkSweepFlags(cmd.Flags(), f); err != nil {
+		return err
 	}
 	g, err := sweep.ReadGrid(f.config)
 	if err != nil {
@@ -74,15 +80,12 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 		return err
 	}
 	out := cmd.OutOrStdout()
-	if f.list {
-		return listPoints(out, g, points)
-	}
-	if f.out == "" {
-		return fmt.Errorf("--out is required (the results folder)")
-	}
 	shard, shards, err := parseShard(f.shard, f.shards, os.Getenv(jobIndexEnv))
 	if err != nil {
 		return err
+	}
+	if f.list {
+		return listPoints(out, g, points, shard, shards)
 	}
 	cfg, err := g.ResolvedConfig(points, version)
 	if err != nil {
@@ -129,6 +132,36 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	return nil
 }
 
+// checkSweepFlags refuses flag values out of range and flags that do not
+// apply (those of a run with --list), before anything is read or written.
+func checkSweepFlags(fl *pflag.FlagSet, f *sweepFlags) error {
+	var errs []error
+	if fl.Changed("shard") && f.shard == "" {
+		errs = append(errs, errors.New("--shard is empty: want i/n (shard i of n, i from 0)"))
+	}
+	if fl.Changed("shards") && f.shards < 1 {
+		errs = append(errs, fmt.Errorf("--shards must be >= 1 (got %d)", f.shards))
+	}
+	if f.list {
+		for _, name := range []string{"out", "workers", "part-rows", "keep-series"} {
+			if fl.Changed(name) {
+				errs = append(errs, fmt.Errorf("--%s does not apply with --list (it runs nothing)", name))
+			}
+		}
+		return errors.Join(errs...)
+	}
+	if f.out == "" {
+		errs = append(errs, errors.New("--out is required (the results folder)"))
+	}
+	if f.workers < 0 {
+		errs = append(errs, fmt.Errorf("--workers must be >= 0 (got %d; 0 = all cores)", f.workers))
+	}
+	if f.partRows < 1 {
+		errs = append(errs, fmt.Errorf("--part-rows must be >= 1 (got %d)", f.partRows))
+	}
+	return errors.Join(errs...)
+}
+
 // parseShard resolves --shard i/n, or the Indexed Job index with --shards n.
 func parseShard(flag string, shards int, jobIndex string) (int, int, error) {
 	if flag != "" {
@@ -162,15 +195,16 @@ func parseShard(flag string, shards int, jobIndex string) (int, int, error) {
 	return 0, 1, nil
 }
 
-// listPoints prints each point's index, id prefix and axis values.
-func listPoints(w interface{ Write([]byte) (int, error) }, g *sweep.Grid, points []sweep.Point) error {
+// listPoints prints each point of shard i/n: its index, id prefix and axis
+// values.
+func listPoints(w io.Writer, g *sweep.Grid, points []sweep.Point, shard, shards int) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "POINT\tID")
 	for _, ax := range g.Axes {
 		fmt.Fprintf(tw, "\t%s", strings.ToUpper(ax.Field))
 	}
 	fmt.Fprintln(tw)
-	for _, p := range points {
+	for _, p := range sweep.ShardPoints(points, shard, shards) {
 		fmt.Fprintf(tw, "%d\t%s", p.Index, p.ID[:12])
 		for _, v := range p.Values {
 			s := "-"
@@ -182,6 +216,10 @@ func listPoints(w interface{ Write([]byte) (int, error) }, g *sweep.Grid, points
 		}
 		fmt.Fprintln(tw)
 	}
-	fmt.Fprintf(tw, "%d points (sweep %s)\n", len(points), sweep.SweepID(points))
+	if shards > 1 {
+		fmt.Fprintf(tw, "%d of %d points in shard %d/%d (sweep %s)\n", len(sweep.ShardPoints(points, shard, shards)), len(points), shard, shards, sweep.SweepID(points))
+	} else {
+		fmt.Fprintf(tw, "%d points (sweep %s)\n", len(points), sweep.SweepID(points))
+	}
 	return tw.Flush()
 }

@@ -30,10 +30,20 @@ func TestSweepGolden(t *testing.T) {
 		{"err-sweep-shard", []string{"sweep", "--config", grid, "--out", "r", "--shard", "3/3"}, ""},
 		{"err-sweep-job-index", []string{"sweep", "--config", grid, "--out", "r"}, "2"},
 		{"err-report-empty", []string{"report", "."}, ""},
+		{"err-sweep-workers", []string{"sweep", "--config", grid, "--out", "r", "--workers", "-1", "--part-rows", "0"}, ""},
+		{"err-sweep-shards", []string{"sweep", "--config", grid, "--out", "r", "--shards", "0"}, ""},
+		{"err-sweep-shards-job", []string{"sweep", "--config", grid, "--out", "r", "--shards", "-5"}, "2"},
+		{"err-sweep-shard-empty", []string{"sweep", "--config", grid, "--out", "r", "--shard", ""}, ""},
+		{"err-sweep-list-flags", []string{"sweep", "--config", grid, "--list", "--out", "r", "--workers", "2", "--part-rows", "3", "--keep-series"}, ""},
+		{"sweep-list-shard", []string{"sweep", "--config", grid, "--list", "--shard", "1/3"}, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Setenv(jobIndexEnv, tc.env)
-			golden(t, tc.name, runCLI(t, t.TempDir(), tc.args...))
+			dir := t.TempDir()
+			golden(t, tc.name, runCLI(t, dir, tc.args...))
+			if _, err := os.Stat(filepath.Join(dir, "r")); !os.IsNotExist(err) {
+				t.Errorf("wrote the --out folder (stat: %v)", err)
+			}
 		})
 	}
 }
