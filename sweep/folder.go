@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -78,14 +79,38 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, ManifestFile), err)
 	}
+	if err := m.check(); err != nil {
+		return nil, fmt.Errorf("%s: not a valid manifest: %w (lessim sweep writes it; was it edited? use a new --out folder)", filepath.Join(dir, ManifestFile), err)
+	}
 	return &m, nil
+}
+
+// sweepIDRE matches a sweep id (SweepID).
+var sweepIDRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// check lists every field of m that lessim could not have written.
+func (m *Manifest) check() error {
+	var probs []string
+	if m.FormatVersion < 1 {
+		probs = append(probs, fmt.Sprintf("format_version %d (missing or not positive)", m.FormatVersion))
+	}
+	if !sweepIDRE.MatchString(m.SweepID) {
+		probs = append(probs, fmt.Sprintf("sweep_id %q (want 16 hex digits)", m.SweepID))
+	}
+	if m.Points < 1 {
+		probs = append(probs, fmt.Sprintf("points %d (want at least 1)", m.Points))
+	}
+	if len(probs) > 0 {
+		return errors.New(strings.Join(probs, "; "))
+	}
+	return nil
 }
 
 // prepareFolder creates dir if needed, checks that it is writable and that
 // any results already in it belong to the same sweep in the same format, and
 // writes the manifest and config when absent. It returns the points already
 // finished there: each id's error ("" when it ran).
-func prepareFolder(dir string, want Manifest, config []byte) (done map[string]string, err error) {
+func prepareFolder(dir string, want Manifest, config []byte, configPath string) (done map[string]string, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("results folder: %w", err)
 	}
@@ -106,6 +131,9 @@ func prepareFolder(dir string, want Manifest, config []byte) (done map[string]st
 			return nil, fmt.Errorf("results folder %s has %d result parts but no %s: refusing to add to results of unknown origin (use a new --out folder)", dir, len(parts), ManifestFile)
 		}
 		if config != nil {
+			if err := checkConfigPath(dir, configPath); err != nil {
+				return nil, err
+			}
 			if err := atomicfile.WriteFile(filepath.Join(dir, ConfigFile), config); err != nil {
 				return nil, err
 			}
@@ -134,6 +162,17 @@ func prepareFolder(dir string, want Manifest, config []byte) (done map[string]st
 	return done, nil
 }
 
+// checkConfigPath refuses a sweep file that is the sweep.yaml a new
+// results folder dir gets (a path, a link or another spelling of it): writing
+// it would replace the user's file with the resolved sweep.
+func checkConfigPath(dir, configPath string) error {
+	if err := atomicfile.CheckDistinct(filepath.Join(dir, ConfigFile), configPath); err != nil {
+		return fmt.Errorf("sweep file %s is the %s that the new results folder %s gets: refusing to overwrite it (keep the sweep file outside --out, or use another --out)",
+			configPath, ConfigFile, dir)
+	}
+	return nil
+}
+
 // checkManifest refuses a folder written in another format or by another grid.
 func checkManifest(dir string, have, want *Manifest) error {
 	if have.FormatVersion != want.FormatVersion {
@@ -143,6 +182,10 @@ func checkManifest(dir string, have, want *Manifest) error {
 	if have.SweepID != want.SweepID {
 		return fmt.Errorf("results folder %s holds another sweep (%s, %d points, id %s); %s expands to %d points, id %s: use a new --out folder",
 			dir, have.Grid, have.Points, have.SweepID, want.Grid, want.Points, want.SweepID)
+	}
+	if have.Points != want.Points {
+		return fmt.Errorf("%s: says sweep %s has %d points; it has %d (was the manifest edited?): use a new --out folder",
+			filepath.Join(dir, ManifestFile), have.SweepID, have.Points, want.Points)
 	}
 	return nil
 }

@@ -58,6 +58,9 @@ type Options struct {
 	// Config is the resolved sweep file written beside the results as
 	// sweep.yaml when the folder is new (see ResolvedConfig).
 	Config []byte
+	// ConfigPath is the sweep file Config was read from, if any: a new
+	// folder whose sweep.yaml would be that file is refused.
+	ConfigPath string
 	// Run runs one point; nil means Simulate (keeping per-pass samples
 	// when KeepSeries is set).
 	Run RunFunc
@@ -149,7 +152,7 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	opt.PartInterval = cmp.Or(opt.PartInterval, 10*time.Second)
 	sum := &Summary{SweepID: SweepID(points), Points: len(points), Shard: fmt.Sprintf("%d/%d", opt.Shard, opt.Shards)}
 	man := Manifest{FormatVersion: FormatVersion, SweepID: sum.SweepID, Points: len(points), LessimVersion: opt.Version, Grid: gridName}
-	done, err := prepareFolder(opt.Out, man, opt.Config)
+	done, err := prepareFolder(opt.Out, man, opt.Config, opt.ConfigPath)
 	if err != nil {
 		return nil, err
 	}

@@ -94,7 +94,7 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	var bar *progress.Bar
 	opt := sweep.Options{Out: f.out, Shard: shard, Shards: shards, Workers: f.workers, PartRows: f.partRows,
 		KeepSeries: f.keepSeries,
-		Version:    version, Config: cfg}
+		Version:    version, Config: cfg, ConfigPath: f.config}
 	opt.Progress = func(done, total int) {
 		if bar == nil {
 			bar = progress.New(cmd.ErrOrStderr(), int64(total), "sweep", progress.Options{Quiet: f.quiet, Unit: "points"})
