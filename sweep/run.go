@@ -94,14 +94,25 @@ func (opt *Options) check() error {
 // Summary is what a sweep did.
 type Summary struct {
 	SweepID string
-	Points  int      // points in the grid
-	Shard   string   // "i/n"
-	Mine    int      // points of this shard
-	Skipped int      // finished earlier (found in the folder's parts)
-	Ran     int      // run now
-	Failed  int      // of Ran, points whose Error is set
-	Parts   []string // part files written now
-	Errors  []string // the first few point errors, "point N: error"
+	Points  int    // points in the grid
+	Shard   string // "i/n"
+	Mine    int    // points of this shard
+	Skipped int    // finished earlier (found in the folder's parts)
+	Ran     int    // run now
+	Failed  int    // of Mine, points whose row has an Error (run now or before)
+	// FailedBefore is, of Failed, the points whose failed row was found in
+	// the folder: they are not run again (a failure is deterministic).
+	FailedBefore int
+	Parts        []string // part files written now
+	Errors       []string // the first few point errors, "point N: error"
+}
+
+// failed counts a failed point and keeps its error if there is room.
+func (s *Summary) failed(index int, msg string) {
+	s.Failed++
+	if len(s.Errors) < 5 {
+		s.Errors = append(s.Errors, fmt.Sprintf("point %d: %s", index, msg))
+	}
 }
 
 // SweepID is the hash of the points' ids in order: a grid's identity.
@@ -128,7 +139,8 @@ func ShardPoints(points []Point, shard, shards int) []Point {
 // Run runs the points of opt's shard that are not already in opt.Out, in
 // parallel, writing their rows in parts as they finish. It refuses a folder
 // holding another sweep or another results format. A point that fails gets
-// a row with its Error (it is not retried on a rerun); Run itself fails on
+// a row with its Error; a rerun does not retry it but counts it again in
+// Summary.Failed (FailedBefore), so every run reports it. Run itself fails on
 // bad options, an unusable folder, a write error, or a cancelled ctx (after
 // writing the rows of the points already finished).
 func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Summary, error) {
@@ -160,8 +172,12 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	sum.Mine = len(mine)
 	var todo []Point
 	for _, p := range mine {
-		if _, ok := done[p.ID]; ok {
+		if e, ok := done[p.ID]; ok {
 			sum.Skipped++
+			if e != "" {
+				sum.FailedBefore++
+				sum.failed(p.Index, e+" (in a part written before; not retried)")
+			}
 		} else {
 			todo = append(todo, p)
 		}
@@ -332,10 +348,7 @@ func (w *partWriter) add(r Row) error {
 	w.buf = append(w.buf, r)
 	w.sum.Ran++
 	if r.Error != "" {
-		w.sum.Failed++
-		if len(w.sum.Errors) < 5 {
-			w.sum.Errors = append(w.sum.Errors, fmt.Sprintf("point %d: %s", r.PointIndex, r.Error))
-		}
+		w.sum.failed(r.PointIndex, r.Error)
 	}
 	if w.opt.Progress != nil {
 		w.opt.Progress(w.sum.Skipped+w.sum.Ran, w.sum.Mine)

@@ -218,6 +218,13 @@ func TestFailedPointsGetRows(t *testing.T) {
 	if failed != 6 {
 		t.Errorf("%d failed rows, want 6", failed)
 	}
+	// A rerun does not retry them but still reports them (a Job retried
+	// after a failure must not succeed on the same folder).
+	again := runGrid(t, src, dir, Options{})
+	if again.Ran != 0 || again.Failed != 6 || again.FailedBefore != 6 || len(again.Errors) != 5 ||
+		!strings.Contains(again.Errors[0], "too small") || !strings.Contains(again.Errors[0], "not retried") {
+		t.Errorf("rerun summary %+v", again)
+	}
 }
 
 // TestSharedStepsUnchanged runs every policy concurrently on one Inputs and

@@ -125,11 +125,20 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	if sum.Failed > 0 {
-		return fmt.Errorf("%d of %d points failed (their rows carry the reason in the error column):\n  %s",
-			sum.Failed, sum.Ran, strings.Join(sum.Errors, "\n  "))
+	return failedPoints(sum)
+}
+
+// failedPoints is the error naming the shard's failed points, or nil.
+func failedPoints(sum *sweep.Summary) error {
+	if sum.Failed == 0 {
+		return nil
 	}
-	return nil
+	before := ""
+	if sum.FailedBefore > 0 {
+		before = fmt.Sprintf("; %d failed in an earlier run and were not retried: delete the parts holding them to run them again", sum.FailedBefore)
+	}
+	return fmt.Errorf("%d of %d points failed (their rows carry the reason in the error column%s):\n  %s",
+		sum.Failed, sum.Mine, before, strings.Join(sum.Errors, "\n  "))
 }
 
 // checkSweepFlags refuses flag values out of range and flags that do not

@@ -102,3 +102,20 @@ func TestReportIgnoresNonResults(t *testing.T) {
 		t.Errorf("stderr %q, want %q", errs, want)
 	}
 }
+
+// TestSweepRerunReportsFailures: a rerun over a folder holding failed rows
+// exits with an error naming them, as the first run did.
+func TestSweepRerunReportsFailures(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(jobIndexEnv, "")
+	os.WriteFile(filepath.Join(dir, "sf.yaml"), []byte("base:\n  trace: {synthetic: {tokens: 50}}\naxes:\n  cache.size: [1MiB, 3GiB]\n"), 0o644)
+	for i := range 2 {
+		out, _, err := runCLIErr(t, dir, "sweep", "--config", "sf.yaml", "--out", "sfo", "--quiet")
+		if err == nil || !strings.Contains(err.Error(), "1 of 2 points failed") || !strings.Contains(out, ", 1 failed") {
+			t.Errorf("run %d: %v\n%s", i+1, err, out)
+		}
+		if i == 1 && !strings.Contains(err.Error(), "failed in an earlier run") {
+			t.Errorf("rerun: %v", err)
+		}
+	}
+}
