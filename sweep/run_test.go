@@ -171,12 +171,12 @@ func TestRefusesForeignFolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m.FormatVersion = 0
+	m.FormatVersion = 1
 	js, _ := json.Marshal(m)
 	os.WriteFile(filepath.Join(dir, ManifestFile), js, 0o644)
 	g, pts = mustExpand(t, testGrid)
 	_, err = Run(context.Background(), g.Name, pts, Options{Out: dir})
-	if err == nil || !strings.Contains(err.Error(), "results format 0") {
+	if err == nil || !strings.Contains(err.Error(), "results format 1") {
 		t.Errorf("old format: got %v", err)
 	}
 	// Parts without a manifest.
