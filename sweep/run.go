@@ -8,11 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"sync"
-	"time"
 
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/internal/atomicfile"
@@ -48,11 +48,10 @@ type Options struct {
 	Shard, Shards int
 	// Workers is how many points run at once; 0 means GOMAXPROCS.
 	Workers int
-	// PartRows is how many rows a part holds at most; 0 means 64.
+	// PartRows is how many rows a part holds at most; 0 means 64. The
+	// points of the shard still to run are cut, in the order they run, into
+	// parts of PartRows points, each written when its last point finishes.
 	PartRows int
-	// PartInterval writes a part at least this often while points finish,
-	// so a kill loses little work; 0 means 10 s.
-	PartInterval time.Duration
 	// Version is lessim's version, stored in the rows and manifest.
 	Version string
 	// Config is the resolved sweep file written beside the results as
@@ -161,7 +160,6 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	}
 	opt.Workers = cmp.Or(opt.Workers, runtime.GOMAXPROCS(0))
 	opt.PartRows = cmp.Or(opt.PartRows, 64)
-	opt.PartInterval = cmp.Or(opt.PartInterval, 10*time.Second)
 	sum := &Summary{SweepID: SweepID(points), Points: len(points), Shard: fmt.Sprintf("%d/%d", opt.Shard, opt.Shards)}
 	man := Manifest{FormatVersion: FormatVersion, SweepID: sum.SweepID, Points: len(points), LessimVersion: opt.Version, Grid: gridName}
 	done, err := prepareFolder(opt.Out, man, opt.Config, opt.ConfigPath)
@@ -189,32 +187,92 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	if opt.Progress != nil {
 		opt.Progress(sum.Skipped, sum.Mine)
 	}
-	rows := runPoints(ctx, todo, &opt, sum)
-	w := partWriter{dir: opt.Out, opt: &opt, seq: seq, sum: sum, last: time.Now()}
-	for r := range rows {
-		if err := w.add(r); err != nil {
-			for range rows { // let the workers finish
-			}
-			return sum, err
-		}
-	}
-	if err := w.flush(); err != nil {
-		return sum, err
-	}
-	return sum, ctx.Err()
+	return sum, runAndWrite(ctx, todo, &opt, sum, seq)
 }
 
-// runPoints runs todo on opt.Workers goroutines and returns their rows; the
-// channel closes when every started point has finished. Points sharing a
-// trace share one experiment.Inputs (the trace is loaded once) and run next
-// to each other; the Inputs is dropped after its last point, so memory holds
-// about one trace per worker, whatever the grid's order.
-func runPoints(ctx context.Context, todo []Point, opt *Options, sum *Summary) <-chan Row {
+// runAndWrite runs todo and writes their rows as parts numbered from seq.
+// NB: which points a part holds is fixed before anything runs (consecutive
+// runs of PartRows points in the order they are handed out), and a part is
+// written once all its points are done, so the same grid and folder give
+// byte-identical parts whatever the workers' timing.
+func runAndWrite(ctx context.Context, todo []Point, opt *Options, sum *Summary, seq int) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	groups := newTraceGroups(todo, opt.NewInputs)
+	plan := newPartPlan(groups.order, opt.PartRows, opt.Workers)
+	rows := runPoints(ctx, groups, plan, opt, sum)
+	w := partWriter{dir: opt.Out, opt: opt, seq: seq, sum: sum, plan: plan, pending: map[int][]Row{}}
+	for r := range rows {
+		if err := w.add(r); err != nil {
+			cancel()
+			for range rows { // let the started points finish
+			}
+			return err
+		}
+	}
+	if err := w.flushRest(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+// partPlan says which part each point's row goes to, and holds back the
+// points of parts too far ahead of the first part not yet written, so the
+// rows waiting for a slow point stay few (about PartRows + Workers).
+type partPlan struct {
+	part    map[int]int   // point index → part, counting from 0
+	size    []int         // points per part
+	window  int           // parts that may run at once
+	credits chan struct{} // one per part written
+}
+
+func newPartPlan(order []Point, rows, workers int) *partPlan {
+	p := &partPlan{part: map[int]int{}}
+	for i, pt := range order {
+		k := i / rows
+		if k == len(p.size) {
+			p.size = append(p.size, 0)
+		}
+		p.size[k]++
+		p.part[pt.Index] = k
+	}
+	p.window = 1 + (workers+rows-1)/rows
+	p.credits = make(chan struct{}, len(p.size))
+	return p
+}
+
+// dispatch sends order's points to jobs, waiting before a point whose part
+// is beyond the window, until ctx is done; it closes jobs.
+func (p *partPlan) dispatch(ctx context.Context, order []Point, jobs chan<- Point) {
+	defer close(jobs)
+	open := p.window
+	for _, pt := range order {
+		for p.part[pt.Index] >= open {
+			select {
+			case <-p.credits:
+				open++
+			case <-ctx.Done():
+				return
+			}
+		}
+		select {
+		case jobs <- pt:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// runPoints runs groups.order on opt.Workers goroutines and returns their
+// rows; the channel closes when every started point has finished. Points
+// sharing a trace share one experiment.Inputs (the trace is loaded once) and
+// run next to each other; the Inputs is dropped after its last point, so
+// memory holds about one trace per worker, whatever the grid's order.
+func runPoints(ctx context.Context, groups *traceGroups, plan *partPlan, opt *Options, sum *Summary) <-chan Row {
 	jobs := make(chan Point)
 	rows := make(chan Row, opt.Workers)
 	var wg sync.WaitGroup
-	for range min(opt.Workers, max(len(todo), 1)) {
+	for range min(opt.Workers, max(len(groups.order), 1)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -225,16 +283,7 @@ func runPoints(ctx context.Context, todo []Point, opt *Options, sum *Summary) <-
 			}
 		}()
 	}
-	go func() {
-		defer close(jobs)
-		for _, p := range groups.order {
-			select {
-			case jobs <- p:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
+	go plan.dispatch(ctx, groups.order, jobs)
 	go func() {
 		wg.Wait()
 		close(rows)
@@ -333,19 +382,19 @@ func runSafely(ctx context.Context, run RunFunc, in *experiment.Inputs, s experi
 	return out, err
 }
 
-// partWriter batches rows into parts.
+// partWriter writes rows into the parts of its plan, in part order.
 type partWriter struct {
-	dir  string
-	opt  *Options
-	seq  int
-	sum  *Summary
-	buf  []Row
-	last time.Time
+	dir     string
+	opt     *Options
+	seq     int
+	sum     *Summary
+	plan    *partPlan
+	pending map[int][]Row // rows of parts not written yet
+	next    int           // the first part not written
 }
 
-// add buffers a row and writes a part when it is full or due.
+// add keeps a row and writes every part that is then complete, in order.
 func (w *partWriter) add(r Row) error {
-	w.buf = append(w.buf, r)
 	w.sum.Ran++
 	if r.Error != "" {
 		w.sum.failed(r.PointIndex, r.Error)
@@ -353,20 +402,35 @@ func (w *partWriter) add(r Row) error {
 	if w.opt.Progress != nil {
 		w.opt.Progress(w.sum.Skipped+w.sum.Ran, w.sum.Mine)
 	}
-	if len(w.buf) >= w.opt.PartRows || time.Since(w.last) >= w.opt.PartInterval {
-		return w.flush()
+	k := w.plan.part[r.PointIndex]
+	w.pending[k] = append(w.pending[k], r)
+	for w.next < len(w.plan.size) && len(w.pending[w.next]) == w.plan.size[w.next] {
+		if err := w.write(w.pending[w.next]); err != nil {
+			return err
+		}
+		delete(w.pending, w.next)
+		w.next++
+		w.plan.credits <- struct{}{}
 	}
 	return nil
 }
 
-// flush writes the buffered rows, sorted by point index, as the next part.
-func (w *partWriter) flush() error {
-	w.last = time.Now()
-	if len(w.buf) == 0 {
-		return nil
+// flushRest writes the rows of parts left incomplete (a cancelled run), in
+// part order, so no finished point is lost.
+func (w *partWriter) flushRest() error {
+	for _, k := range slices.Sorted(maps.Keys(w.pending)) {
+		if err := w.write(w.pending[k]); err != nil {
+			return err
+		}
+		delete(w.pending, k)
 	}
-	slices.SortFunc(w.buf, func(a, b Row) int { return a.PointIndex - b.PointIndex })
-	data, err := encodePart(w.sum.SweepID, w.buf)
+	return nil
+}
+
+// write writes rows, sorted by point index, as the next part.
+func (w *partWriter) write(rows []Row) error {
+	slices.SortFunc(rows, func(a, b Row) int { return a.PointIndex - b.PointIndex })
+	data, err := encodePart(w.sum.SweepID, rows)
 	if err != nil {
 		return err
 	}
@@ -375,7 +439,6 @@ func (w *partWriter) flush() error {
 		return err
 	}
 	w.seq++
-	w.buf = w.buf[:0]
 	w.sum.Parts = append(w.sum.Parts, path)
 	return nil
 }

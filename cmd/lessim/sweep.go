@@ -57,7 +57,7 @@ point. See docs/sweeps.md.`,
 	fl.StringVar(&f.shard, "shard", "", "run shard i of n (i from 0): the points whose index mod n is i")
 	fl.IntVar(&f.shards, "shards", 0, "number of shards when the shard index comes from "+jobIndexEnv)
 	fl.IntVar(&f.workers, "workers", 0, "points run at once (0 = all cores)")
-	fl.IntVar(&f.partRows, "part-rows", 64, "rows per Parquet part (a part is also written every 10 s)")
+	fl.IntVar(&f.partRows, "part-rows", 64, "rows per Parquet part (a part is written when its last point finishes)")
 	fl.BoolVar(&f.keepSeries, "keep-series", false, "store each run's per-pass samples (series.* columns: exact latency CDFs in reports; bigger files)")
 	fl.BoolVar(&f.list, "list", false, "print the grid's points (of --shard's shard when given) and run nothing")
 	fl.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
