@@ -1,7 +1,6 @@
 package traces
 
 import (
-	"fmt"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -58,8 +57,8 @@ func (a *readAhead) run(rr pqarrow.RecordReader) {
 // process; it becomes the error the caller receives.
 func (a *readAhead) decode(rr pqarrow.RecordReader) (err error) {
 	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("corrupt Parquet data (arrow-go panicked: %v)", p)
+		if recover() != nil {
+			err = errUnreadable
 		}
 	}()
 	for rr.Next() {

@@ -300,12 +300,17 @@ func (r *Reader) checkLists() error {
 	return nil
 }
 
+// errUnreadable is the error for a panic recovered while decoding a
+// trace's pages: the file is corrupt in a way the checks did not catch. The
+// panic's text (a Go runtime error inside arrow-go) is not shown.
+var errUnreadable = errors.New("corrupt Parquet data (the Parquet reader failed on it)")
+
 // bind makes rec's columns current. NB: last resort only, as in newReader:
 // arrow-go may panic on a corrupt batch; report it instead of crashing.
 func (r *Reader) bind(rec arrow.RecordBatch) (err error) {
 	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("corrupt Parquet data (arrow-go panicked: %v)", p)
+		if recover() != nil {
+			err = errUnreadable
 		}
 	}()
 	return r.batch.bind(rec, &r.read, r.noWeights)
