@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
 )
 
@@ -271,8 +272,8 @@ var options = []Option{
 	{Name: "depth", Kind: KindInt, Default: "1", Usage: "les: layers of lookahead (the trace, or the stated predictor, must provide that depth)",
 		apply: func(s *Spec, v any) error {
 			d := v.(int)
-			if d < 1 {
-				return errors.New("must be >= 1 (use --no-prefetch to turn prefetch off)")
+			if err := policies.CheckDepth(d); err != nil {
+				return err
 			}
 			les(s).Depth = d
 			if y := s.Trace.Synthetic; y != nil {

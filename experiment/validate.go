@@ -243,7 +243,7 @@ func (s *Spec) validatePolicy(ps *problems) {
 			ps.add("policy.les.max_candidates", "applies only with threshold (it caps a threshold candidate set; top-n mode takes top_n)")
 		}
 		if l.Depth < 0 {
-			ps.add("policy.les.depth", "must be >= 0 (got %d)", l.Depth)
+			ps.add("policy.les.depth", "must be >= 1, or 0 for the default of 1 (no_prefetch turns prefetch off) (got %d)", l.Depth)
 		}
 		if l.MaxInflightBytes < 0 {
 			ps.add("policy.les.max_inflight_bytes", "must be >= 0 (got %d)", l.MaxInflightBytes)

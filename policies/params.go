@@ -164,3 +164,24 @@ func checkTrace(m *devices.ModelSpec, steps []traces.Step) error {
 	}
 	return errors.Join(errs...)
 }
+
+// CheckDepth refuses a lookahead depth that les cannot be given as a
+// setting: prefetch looks at least one layer ahead, and turning it off is
+// its own switch (no-prefetch), not depth 0. simulate's --depth, live's
+// --depth and the agent's policy.les.depth say the same.
+func CheckDepth(d int) error {
+	if d < 1 {
+		return errors.New("must be >= 1 (use --no-prefetch to turn prefetch off)")
+	}
+	return nil
+}
+
+// CheckDepthFits refuses a lookahead depth that reaches past model m's last
+// MoE layer: from the first layer, depth d looks at layer d, so d must be
+// at most the MoE layers − 1.
+func CheckDepthFits(d int, m *devices.ModelSpec) error {
+	if most := len(m.Layers) - 1; d > most {
+		return fmt.Errorf("depth %d: the model has %d MoE layers, so lookahead reaches at most %d layer(s) ahead", d, len(m.Layers), most)
+	}
+	return nil
+}

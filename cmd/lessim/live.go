@@ -65,6 +65,9 @@ func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := checkStockFlags(cmd, o.Stock); err != nil {
+		return err
+	}
 	if err := o.Validate(); err != nil {
 		return err
 	}

@@ -2,9 +2,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/live"
 )
 
@@ -56,6 +59,35 @@ func addLiveFlags(cmd *cobra.Command, f *liveFlags) {
 	fl.StringVar(&f.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 }
 
+// checkLiveLocal checks what a local run's flags say before any work:
+// --series must not name an input (the model, the --spec file), an
+// explicitly empty --prompt is refused (it would silently be the default),
+// and --lanes does not apply to the stock baseline, which issues no preads.
+func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
+	if f.series != "" {
+		spec := f.spec
+		if spec == "-" {
+			spec = ""
+		}
+		if err := atomicfile.CheckDistinct(f.series, f.o.Model, spec); err != nil {
+			return fmt.Errorf("--series: %w", err)
+		}
+	}
+	if cmd.Flags().Changed("prompt") && strings.TrimSpace(f.o.Prompt) == "" {
+		return errors.New("--prompt is empty: give the text to prefill, or leave --prompt out for the default")
+	}
+	return nil
+}
+
+// checkStockFlags refuses flags the stock baseline ignores, once the spec
+// (flags or --spec) says whether the run is stock.
+func checkStockFlags(cmd *cobra.Command, stock bool) error {
+	if stock && cmd.Flags().Changed("lanes") {
+		return errors.New("--lanes does not apply to the stock baseline: it reads experts by page faults, not by pread on I/O lanes")
+	}
+	return nil
+}
+
 // newLiveCmd runs live's flags here (runLiveLocal, llama.cpp builds) or on
 // a device agent (--target, every build).
 func newLiveCmd() *cobra.Command {
@@ -78,6 +110,9 @@ func newLiveCmd() *cobra.Command {
 			}
 			if f.o.Model == "" {
 				return errors.New(`required flag(s) "model" not set (or run on an agent with --target)`)
+			}
+			if err := checkLiveLocal(cmd, &f); err != nil {
+				return err
 			}
 			return runLiveLocal(cmd, &f)
 		},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
 )
@@ -42,8 +44,8 @@ func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 	}
 	changed := cmd.Flags().Changed
 	if changed("depth") || f.noPrefetch {
-		if f.o.Policy != "les" {
-			return experiment.Spec{}, fmt.Errorf("--depth and --no-prefetch are settings of les, not of %s", f.o.Policy)
+		if err := checkLiveDepth(changed("depth"), f); err != nil {
+			return experiment.Spec{}, err
 		}
 		s.Policy.LES = &experiment.LES{Depth: f.o.Depth, NoPrefetch: f.noPrefetch}
 		if f.noPrefetch {
@@ -54,6 +56,23 @@ func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 		syn.LookaheadDepth = max(syn.LookaheadDepth, s.Policy.LES.Depth)
 	}
 	return s, nil
+}
+
+// checkLiveDepth checks les's --depth and --no-prefetch as simulate does:
+// settings of les only, a depth of at least 1 (policies.CheckDepth), and not
+// both at once (no prefetch looks nowhere).
+func checkLiveDepth(depthSet bool, f *liveFlags) error {
+	switch {
+	case f.o.Policy != "les":
+		return fmt.Errorf("--depth and --no-prefetch are settings of les, not of %s", f.o.Policy)
+	case depthSet && f.noPrefetch:
+		return errors.New("--depth does not apply: --no-prefetch is set, so les prefetches nothing")
+	case depthSet:
+		if err := policies.CheckDepth(f.o.Depth); err != nil {
+			return fmt.Errorf("--depth %d: %w", f.o.Depth, err)
+		}
+	}
+	return nil
 }
 
 // runLiveRemote runs live's flags on the agent at f.target and prints the

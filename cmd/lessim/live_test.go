@@ -65,13 +65,29 @@ func TestLiveEndToEnd(t *testing.T) {
 	for _, tc := range []struct{ args, want string }{
 		{"--policy nope", `unknown policy "nope"`},
 		{"--cache 1KiB", "smaller than one layer's top-4"},
-		{"--cache auto", "cache auto: a live engine takes a size or a percentage"},
+		{"--cache auto", "cache auto: a live run takes a size (256MiB) or a percentage"},
 		{"--stock --policy les", "stock mode has no prefetch"},
 		{"--spec run.json --policy lru", "--policy cannot be given with --spec"},
+		{"--series tiny.gguf", "--series: output tiny.gguf is the input tiny.gguf"},
+		{"--spec run.json --series run.json", "--series: output run.json is the input run.json"},
+		{"--depth -1", "--depth -1: must be >= 1 (use --no-prefetch to turn prefetch off)"},
+		{"--depth 0", "--depth 0: must be >= 1"},
+		{"--depth 4", "depth 4: the model has 4 MoE layers, so lookahead reaches at most 3 layer(s) ahead"},
+		{"--depth 2 --no-prefetch", "--depth does not apply: --no-prefetch is set"},
+		{"--tokens 4294967297", "tokens 4294967297: exceeds the 65536-token context"},
+		{"--threads 100000", "threads 100000: want 1..256"},
+		{"--stock --policy ondemand --lanes 4", "--lanes does not apply to the stock baseline"},
+		{"--prompt=", "--prompt is empty"},
+		{"--cache 0", "write e.g. 256MiB or 25%"},
 	} {
 		args := append([]string{"live", "--model", "tiny.gguf", "--tokens", "2"}, strings.Fields(tc.args)...)
 		if out := runCLI(t, dir, args...); !strings.Contains(out, tc.want) {
 			t.Errorf("live %s: %q, want %q", tc.args, out, tc.want)
+		}
+	}
+	for _, f := range []string{"tiny.gguf", "run.json"} {
+		if b, err := os.ReadFile(filepath.Join(dir, f)); err != nil || strings.HasPrefix(string(b), "PAR1") {
+			t.Errorf("%s was overwritten by a refused --series (%v)", f, err)
 		}
 	}
 }

@@ -80,6 +80,12 @@ func TestRecordBadInput(t *testing.T) {
 		{[]string{"--model", "cut.gguf"}, "truncated"},
 		{[]string{"--model", "ok.gguf", "--tokens", "0"}, "tokens 0"},
 		{[]string{"--model", "ok.gguf", "--prompt", "a", "--prompts", "p.txt"}, "not both"},
+		{[]string{"--model", "ok.gguf", "--temperature", "NaN"}, "temperature NaN"},
+		{[]string{"--model", "ok.gguf", "--temperature", "Inf"}, "temperature +Inf"},
+		{[]string{"--model", "ok.gguf", "--temperature", "1e30"}, "temperature 1e+30"},
+		{[]string{"--model", "ok.gguf", "--threads", "100000"}, "threads 100000"},
+		{[]string{"--model", "ok.gguf", "--prompt", ""}, "--prompt is empty"},
+		{[]string{"--model", "ok.gguf", "--prompts", ""}, "--prompts is empty"},
 	} {
 		args := append([]string{"record", "--quiet", "--out", "x.parquet"}, tc.args...)
 		got := runCLI(t, dir, args...)

@@ -69,6 +69,12 @@ func prepare(opt Options) (*driver, error) {
 	if opt.Depth >= 0 {
 		p.Depth, p.Prefetch = opt.Depth, opt.Prefetch
 	}
+	if opt.Policy == "les" && p.Prefetch {
+		if err := policies.CheckDepthFits(p.Depth, m); err != nil {
+			mc.File.Close()
+			return nil, err
+		}
+	}
 	pol, err := policies.New(opt.Policy, p)
 	if err != nil {
 		mc.File.Close()
@@ -130,6 +136,9 @@ func (d *driver) open() error {
 	}
 	toks, err := d.model.Tokenize(d.opt.Prompt, true)
 	if err != nil {
+		return err
+	}
+	if err := record.CheckContext(len(toks), d.opt.Tokens); err != nil {
 		return err
 	}
 	d.lctx, err = d.model.NewContext(llama.ContextOptions{

@@ -3,6 +3,9 @@ package live
 import (
 	"errors"
 	"fmt"
+
+	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/runtime/record"
 )
 
 // Options configures Run.
@@ -67,19 +70,41 @@ func (o *Options) Validate() error {
 	if o.Cache <= 0 {
 		errs = append(errs, fmt.Errorf("cache %d bytes: must be positive", o.Cache))
 	}
-	if o.Tokens < 1 {
-		errs = append(errs, fmt.Errorf("tokens %d: want >= 1", o.Tokens))
-	}
-	if o.Lanes < 1 {
-		errs = append(errs, fmt.Errorf("lanes %d: want >= 1", o.Lanes))
-	}
-	if o.Threads < 1 {
-		errs = append(errs, fmt.Errorf("threads %d: want >= 1", o.Threads))
+	for _, err := range []error{record.CheckDecodeTokens(o.Tokens), CheckLanes(o.Lanes), record.CheckThreads(o.Threads), o.checkDepth()} {
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if o.Stock && o.Policy != "ondemand" && o.Policy != "lru" {
 		errs = append(errs, fmt.Errorf("stock mode has no prefetch and evicts LRU: policy %q does not fit (use ondemand)", o.Policy))
 	}
 	return errors.Join(errs...)
+}
+
+// MaxLanes bounds the I/O lanes: each is a goroutine with its own read
+// buffer of the largest expert region, and flash queues saturate long
+// before 256 reads in flight (calibrate measures up to the same bound).
+const MaxLanes = 256
+
+// CheckLanes refuses an I/O lane count outside 1..MaxLanes (live's --lanes,
+// validate's --lanes).
+func CheckLanes(n int) error {
+	if n < 1 || n > MaxLanes {
+		return fmt.Errorf("lanes %d: want 1..%d", n, MaxLanes)
+	}
+	return nil
+}
+
+// checkDepth refuses a stated lookahead depth les cannot take (Depth -1
+// keeps the policy's default; with Prefetch off the depth is unused).
+func (o *Options) checkDepth() error {
+	if o.Depth == -1 || !o.Prefetch {
+		return nil
+	}
+	if err := policies.CheckDepth(o.Depth); err != nil {
+		return fmt.Errorf("depth %d: %w", o.Depth, err)
+	}
+	return nil
 }
 
 // TokenSample is one decode token as measured.

@@ -51,10 +51,8 @@ func (o *Options) ApplySpec(s *experiment.Spec, m *devices.ModelSpec) (warnings 
 	}
 	o.Policy = s.Policy.Name
 	switch c := s.Cache; {
-	case strings.TrimSpace(c.Size) == "auto":
-		bad = append(bad, "cache auto: a live engine takes a size or a percentage")
 	case c.Size != "":
-		b, err := sim.ResolveCache(c.Size, m, nil, 0)
+		b, err := ResolveCache(c.Size, m)
 		if err != nil {
 			bad = append(bad, err.Error())
 		}
@@ -72,6 +70,22 @@ func (o *Options) ApplySpec(s *experiment.Spec, m *devices.ModelSpec) (warnings 
 		warnings = append(warnings, "cached_first: the live engine computes a layer's experts once all are resident (barrier order) either way")
 	}
 	return warnings, nil
+}
+
+// ResolveCache is sim.ResolveCache for a run of the live engine on model
+// m: a size ("256MiB") or a percentage of m's expert bytes ("25%"). A
+// device's budget (auto) has no meaning for a run measured in this
+// machine's page cache, so it is refused, and an error suggests only the
+// forms a live run takes.
+func ResolveCache(size string, m *devices.ModelSpec) (int64, error) {
+	if strings.TrimSpace(size) == "auto" {
+		return 0, errors.New("cache auto: a live run takes a size (256MiB) or a percentage of the expert bytes (25%), not a device's budget")
+	}
+	b, err := sim.ResolveCache(size, m, nil, 0)
+	if err != nil {
+		return 0, errors.New(strings.Replace(err.Error(), "3GiB, 40% or auto", "256MiB or 25%", 1))
+	}
+	return b, nil
 }
 
 // RoutingNote is the warning for a spec whose synthetic trace group states

@@ -30,3 +30,50 @@ func TestApplySpecRefusesSimulatorOnly(t *testing.T) {
 		t.Errorf("without them: %v", err)
 	}
 }
+
+// TestOptionsValidateBounds: tokens past the recorder's context, threads
+// and lanes past their caps, and a stated lookahead depth below 1 are
+// refused before llama.cpp loads anything; -1 keeps the policy's depth and
+// prefetch off makes the depth unused.
+func TestOptionsValidateBounds(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Tokens = 4294967297 }, "tokens 4294967297: exceeds the 65536-token context"},
+		{func(o *Options) { o.Threads = 100000 }, "threads 100000: want 1..256"},
+		{func(o *Options) { o.Lanes = -1 }, "lanes -1: want 1..256"},
+		{func(o *Options) { o.Depth = 0 }, "depth 0: must be >= 1 (use --no-prefetch"},
+		{func(o *Options) { o.Depth = -2 }, "depth -2: must be >= 1"},
+	} {
+		o := DefaultOptions()
+		o.Model, o.Cache = "m.gguf", 1<<20
+		tc.set(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want %q, got %v", tc.want, err)
+		}
+	}
+	o := DefaultOptions()
+	o.Model, o.Cache, o.Depth, o.Prefetch = "m.gguf", 1<<20, 0, false
+	if err := o.Validate(); err != nil {
+		t.Errorf("depth 0 with prefetch off: %v", err)
+	}
+}
+
+// TestResolveCacheLive: a live run's cache errors suggest only the forms it
+// takes (no auto).
+func TestResolveCacheLive(t *testing.T) {
+	m, err := devices.LookupModel(devices.Qwen3_30BA3B, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, size := range []string{"0", "auto", "12 parsecs"} {
+		_, err := ResolveCache(size, m)
+		if err == nil || strings.Contains(err.Error(), "or auto") {
+			t.Errorf("cache %q: %v", size, err)
+		}
+	}
+	if b, err := ResolveCache("1GiB", m); err != nil || b != 1<<30 {
+		t.Errorf("1GiB: %d, %v", b, err)
+	}
+}

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -150,5 +151,36 @@ func TestRouterScores(t *testing.T) {
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("bias %v: scores = %v, want %v", tc.bias, got, tc.want)
 		}
+	}
+}
+
+// TestOptionsLimits: non-finite or huge temperatures (NaN aborted llama.cpp's
+// sampler), a thread count past MaxThreads and decode tokens past
+// MaxContext are refused before any model loads; the bounds themselves pass.
+func TestOptionsLimits(t *testing.T) {
+	for _, tc := range []struct {
+		set  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Temperature = float32(math.NaN()) }, "temperature NaN"},
+		{func(o *Options) { o.Temperature = float32(math.Inf(1)) }, "temperature +Inf"},
+		{func(o *Options) { o.Temperature = 1e30 }, "temperature 1e+30"},
+		{func(o *Options) { o.Threads = 100000 }, "threads 100000: want 1..256"},
+		{func(o *Options) { o.Tokens = MaxContext }, "exceeds the 65536-token context"},
+	} {
+		o := DefaultOptions()
+		o.ModelPath, o.Out = "m.gguf", "t.parquet"
+		tc.set(&o)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("want %q, got %v", tc.want, err)
+		}
+	}
+	o := DefaultOptions()
+	o.ModelPath, o.Out, o.Temperature, o.Threads, o.Tokens = "m.gguf", "t.parquet", MaxTemperature, MaxThreads, MaxContext-1
+	if err := o.Validate(); err != nil {
+		t.Errorf("the bounds themselves: %v", err)
+	}
+	if err := CheckContext(2, MaxContext-1); err == nil {
+		t.Error("CheckContext: 2 + MaxContext-1 tokens accepted")
 	}
 }

@@ -58,17 +58,19 @@ func (o *Options) Validate() error {
 	if o.Out == "" {
 		bad("no output: set the trace file path")
 	}
-	if o.Tokens <= 0 {
-		bad("tokens %d: want > 0 decode tokens per prompt", o.Tokens)
+	if err := CheckDecodeTokens(o.Tokens); err != nil {
+		errs = append(errs, err)
 	}
 	if o.LookaheadDepth < 0 || o.LookaheadDepth > maxLookahead {
 		bad("lookahead depth %d: want 0..%d", o.LookaheadDepth, maxLookahead)
 	}
-	if o.Threads < 0 {
-		bad("threads %d: want >= 1 (0 = default 1)", o.Threads)
+	if o.Threads != 0 { // 0 = the default, 1
+		if err := CheckThreads(o.Threads); err != nil {
+			errs = append(errs, err)
+		}
 	}
-	if o.Temperature < 0 {
-		bad("temperature %g: want >= 0 (0 = greedy)", o.Temperature)
+	if err := CheckTemperature(float64(o.Temperature)); err != nil {
+		errs = append(errs, err)
 	}
 	if o.TopK < 0 {
 		bad("top-k %d: want >= 0 (0 = no top-k cut)", o.TopK)

@@ -20,9 +20,6 @@ import (
 // chunking does.
 const prefillChunk = 256
 
-// maxContext bounds prompt + generated tokens of one sequence.
-const maxContext = 1 << 16
-
 // promptSet resolves the prompts to record.
 func (o *Options) promptSet() PromptSet {
 	if o.Prompts == nil {
@@ -157,8 +154,8 @@ func (r *recorder) open() error {
 		if len(t) == 0 {
 			return fmt.Errorf("prompt %d tokenizes to nothing", i)
 		}
-		if len(t)+r.opt.Tokens > maxContext {
-			return fmt.Errorf("prompt %d has %d tokens; with %d decode tokens that exceeds the %d-token context the recorder allows", i, len(t), r.opt.Tokens, maxContext)
+		if err := CheckContext(len(t), r.opt.Tokens); err != nil {
+			return fmt.Errorf("prompt %d: %w", i, err)
 		}
 		longest = max(longest, len(t))
 		r.toks = append(r.toks, t)
