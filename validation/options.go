@@ -11,7 +11,9 @@ import (
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
 )
@@ -129,9 +131,11 @@ func (o *Options) Check() (*Checked, error) {
 	} else {
 		c.Device = d
 	}
+	traceOK := true
 	if o.Trace != "" {
 		if _, err := os.Stat(o.Trace); err != nil {
 			bad("trace: %w", err)
+			traceOK = false
 		}
 	}
 	switch {
@@ -145,15 +149,7 @@ func (o *Options) Check() (*Checked, error) {
 	case o.Model == "":
 		bad("model: missing (a GGUF Mixture-of-Experts file)")
 	default:
-		if mc, err := record.CheckModel(o.Model); err != nil {
-			errs = append(errs, err)
-		} else {
-			mc.File.Close()
-			c.Model = mc.Spec
-			var cerrs []error
-			c.CacheBytes, cerrs = resolveCaches(c.Model, o.Caches)
-			errs = append(errs, cerrs...)
-		}
+		errs = append(errs, o.checkLocal(c, traceOK)...)
 	}
 	for _, f := range o.Fit {
 		pol, cache, ok := strings.Cut(f, ":")
@@ -165,7 +161,7 @@ func (o *Options) Check() (*Checked, error) {
 		case o.Target != "":
 			c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache}) // resolved against the recorded trace's model
 		case c.Model != nil:
-			b, err := sim.ResolveCache(cache, c.Model, nil, 0)
+			b, err := live.ResolveCache(cache, c.Model)
 			if err != nil {
 				bad("fit %q: cache: %w", f, err)
 			} else if need := int64(c.Model.TopK) * c.Model.MaxExpertBytes(); b < need {
@@ -178,13 +174,81 @@ func (o *Options) Check() (*Checked, error) {
 	if dup := duplicate(o.Fit); dup != "" {
 		bad("fit %q given twice", dup)
 	}
-	if err := checkWritable(o.Out); err != nil {
-		errs = append(errs, err)
+	errs = append(errs, o.checkOutputs(c.Fit)...)
+	if len(errs) == 0 { // NB: only now, so that a refused run leaves no empty --out behind
+		if err := checkWritable(o.Out); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	return c, nil
+}
+
+// checkLocal checks what a validation on this machine adds: the lanes,
+// the model (resolving c.Model and the caches against it) and a reused
+// trace's model (when the trace exists: traceOK).
+func (o *Options) checkLocal(c *Checked, traceOK bool) []error {
+	var errs []error
+	if o.Lanes != 0 { // 0 = live's default
+		if err := live.CheckLanes(o.Lanes); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	mc, err := record.CheckModel(o.Model)
+	if err != nil {
+		return append(errs, err)
+	}
+	mc.File.Close()
+	c.Model = mc.Spec
+	var cerrs []error
+	c.CacheBytes, cerrs = resolveCaches(c.Model, o.Caches)
+	errs = append(errs, cerrs...)
+	if o.Trace != "" && traceOK {
+		if err := checkTraceModel(o.Trace, c.Model, o.Model); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// outputs are the files a validation may write under Out: the table, the
+// results rows, the plots, the recorded trace (without Options.Trace), and
+// with fit points each round's fit series and the fitted profile.
+func (o *Options) outputs(fit []FitPoint) []string {
+	out := []string{TableFile, ResultsFile, PlotPrefix + ".png", PlotPrefix + ".svg"}
+	if o.Trace == "" {
+		out = append(out, TraceFile)
+	}
+	if len(fit) > 0 {
+		out = append(out, FitProfileFile)
+	}
+	for i := range out {
+		out[i] = filepath.Join(o.Out, out[i])
+	}
+	for _, p := range fit {
+		for r := range max(o.Repeats, 1) {
+			out = append(out, fitSeriesPath(o.Out, p, r))
+		}
+	}
+	return out
+}
+
+// checkOutputs refuses a validation that would overwrite one of its inputs
+// (the model, the device profile, the trace), e.g. a --device-file that is
+// Out/fit/fitted.yaml of an earlier run.
+func (o *Options) checkOutputs(fit []FitPoint) []error {
+	if o.Out == "" {
+		return nil
+	}
+	var errs []error
+	for _, f := range o.outputs(fit) {
+		if err := atomicfile.CheckDistinct(f, o.Model, o.DeviceFile, o.Trace); err != nil {
+			errs = append(errs, fmt.Errorf("out: %w", err))
+		}
+	}
+	return errs
 }
 
 // resolveCaches turns each cache of caches into bytes of model m's experts,
@@ -194,10 +258,10 @@ func resolveCaches(m *devices.ModelSpec, caches []string) ([]int64, []error) {
 	var out []int64
 	need := int64(m.TopK) * m.MaxExpertBytes()
 	for _, s := range caches {
-		b, err := sim.ResolveCache(s, m, nil, 0)
+		b, err := live.ResolveCache(s, m)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("cache %q: %w", s, err))
+			errs = append(errs, err) // it names the cache
 		case b < need:
 			errs = append(errs, fmt.Errorf("cache %s (%s) is smaller than one layer's top-%d (%s): a token could not hold its experts",
 				s, sim.FormatBytes(b), m.TopK, sim.FormatBytes(need)))

@@ -28,8 +28,12 @@ func WriteTable(w io.Writer, s *Summary) error {
 		return err
 	}
 	fmt.Fprintf(w, "MAPE (tokens/s): %.1f%% over %d points\n", s.MAPE, len(s.Points))
-	if len(s.FitPoints) > 0 {
-		fmt.Fprintf(w, "profile fitted to separate live runs of %s; MAPE over the %d other points (held out): %.1f%%\n", strings.Join(s.FitPoints, " and "), s.HeldOut, s.HeldOutMAPE)
+	switch fit := strings.Join(s.FitPoints, " and "); {
+	case len(s.FitPoints) == 0:
+	case s.HeldOut == 0:
+		fmt.Fprintf(w, "profile fitted to separate live runs of %s; no held-out points: every point is a fit point, so the MAPE above is in-sample\n", fit)
+	default:
+		fmt.Fprintf(w, "profile fitted to separate live runs of %s; MAPE over the %d other points (held out): %.1f%%\n", fit, s.HeldOut, s.HeldOutMAPE)
 	}
 	for _, r := range s.Rankings {
 		verdict := "preserved"

@@ -83,8 +83,9 @@ type Summary struct {
 	RankingPreserved bool `json:"ranking_preserved"`
 	// FitPoints are the policies and caches ("ondemand at 25%") whose
 	// separate live runs the profile was fitted to (none = no fit);
-	// HeldOutMAPE is the MAPE over the other points, whose configurations
-	// the fit never saw.
+	// HeldOutMAPE is the MAPE over the HeldOut other points, whose
+	// configurations the fit never saw; with no such point there is no
+	// MAPE, and both are 0 and left out of the JSON.
 	FitPoints   []string `json:"fit_points,omitempty"`
 	HeldOutMAPE float64  `json:"held_out_mape_pct,omitempty"`
 	HeldOut     int      `json:"held_out_points,omitempty"`

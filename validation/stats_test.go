@@ -2,6 +2,7 @@ package validation
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"path/filepath"
@@ -124,6 +125,35 @@ func TestMarkFit(t *testing.T) {
 	var b bytes.Buffer
 	if err := WriteTable(&b, s); err != nil || !strings.Contains(b.String(), "fitted to separate live runs of les at 25% and lru at 40%; MAPE over the 2 other points (held out): 15.0%") {
 		t.Fatalf("table: %v\n%s", err, b.String())
+	}
+}
+
+// With every point a fit point there is nothing held out: the table says
+// so instead of a MAPE of 0.0% over no points, and the JSON has no
+// held-out MAPE.
+func TestMarkFitNoneHeldOut(t *testing.T) {
+	s, err := Summarize(knownPoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []FitPoint
+	for _, p := range knownPoints() {
+		all = append(all, FitPoint{Policy: p.Policy, Cache: p.Cache})
+	}
+	s.MarkFit(all)
+	var b bytes.Buffer
+	if err := WriteTable(&b, s); err != nil {
+		t.Fatal(err)
+	}
+	if txt := b.String(); strings.Contains(txt, "held out): ") || !strings.Contains(txt, "no held-out points: every point is a fit point") {
+		t.Errorf("table:\n%s", txt)
+	}
+	js, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(js), "held_out") {
+		t.Errorf("JSON states a held-out figure over no points: %s", js)
 	}
 }
 

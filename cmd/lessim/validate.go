@@ -57,7 +57,10 @@ func newValidateCmd() *cobra.Command {
 		Example: validateExample,
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Policies, o.Caches, o.Fit = splitList(pols), splitList(caches), splitList(fitPts)
+			var err error
+			if o.Policies, o.Caches, o.Fit, err = validateLists(pols, caches, fitPts); err != nil {
+				return err
+			}
 			if !quiet {
 				o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "validate: %s\n", s) }
 			}
@@ -155,15 +158,32 @@ func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.
 	return nil
 }
 
-// splitList splits a comma-separated flag, trimming blanks and empty items.
-func splitList(s string) []string {
+// validateLists splits --policies, --caches and --fit.
+func validateLists(pols, caches, fit string) (p, c, f []string, err error) {
+	if p, err = splitList("policies", pols); err != nil {
+		return
+	}
+	if c, err = splitList("caches", caches); err != nil {
+		return
+	}
+	f, err = splitList("fit", fit)
+	return
+}
+
+// splitList splits comma-separated flag --name, trimming blanks; an empty
+// item ("50%,", "a,,b") is refused rather than dropped.
+func splitList(name, s string) ([]string, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
 	var out []string
 	for _, v := range strings.Split(s, ",") {
-		if v = strings.TrimSpace(v); v != "" {
-			out = append(out, v)
+		if v = strings.TrimSpace(v); v == "" {
+			return nil, fmt.Errorf("--%s %q: an empty entry (a stray comma?)", name, s)
 		}
+		out = append(out, v)
 	}
-	return out
+	return out, nil
 }
 
 // printValidateFit says what the profile was fitted to and how well.

@@ -159,15 +159,21 @@ func TestValidateBadInput(t *testing.T) {
 		{[]string{"--fit", "lru"}, `fit "lru": want POLICY:CACHE`},
 		{[]string{"--fit", "fifo:25%"}, `unknown policy "fifo"`},
 		{[]string{"--fit", "lru:1KiB"}, "smaller than one layer's top-4"},
+		{[]string{"--lanes", "-1"}, "lanes -1: want 1..256"},
+		{[]string{"--caches", "auto"}, "cache auto: a live run takes a size (256MiB) or a percentage"},
+		{[]string{"--caches", "25%,"}, `--caches "25%,": an empty entry`},
 	} {
 		args := append([]string{"validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--policies", "lru",
 			"--caches", "25%", "--tokens", "4", "--quiet", "--out", "val"}, tc.args...)
 		got := runCLI(t, dir, args...)
-		if !strings.HasPrefix(got, "lessim: validate: ") || !strings.Contains(got, tc.want) {
+		if !strings.HasPrefix(got, "lessim: ") || !strings.Contains(got, tc.want) {
 			t.Errorf("%v: want an error containing %q, got %q", tc.args, tc.want, got)
 		}
 		if _, err := os.Stat(filepath.Join(dir, "val", "trace")); err == nil {
 			t.Fatalf("%v: bad input, yet a trace was recorded", tc.args)
+		}
+		if _, err := os.Stat(filepath.Join(dir, "val")); err == nil {
+			t.Fatalf("%v: bad input, yet --out was created", tc.args)
 		}
 	}
 }

@@ -3,28 +3,9 @@
 package record
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
-	"io"
-	"os"
 	"runtime/debug"
 	"syscall"
 )
-
-// fileSHA256 hashes a file (the model, for provenance).
-func fileSHA256(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.CopyBuffer(h, f, make([]byte, 1<<20)); err != nil {
-		return "", fmt.Errorf("hashing %s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
-}
 
 // lessimVersion is the main module's version as the Go toolchain stamped it
 // ("(devel)" for a source build), plus the VCS revision when known.
