@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -248,8 +249,14 @@ func (cc *conn) dispatch(m *Message) error {
 		})
 	case TypeRun:
 		var p Run
+		if pl := bytes.TrimSpace(m.Payload); len(pl) == 0 || string(pl) == "null" {
+			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: no payload: %s", runNeedsSpec))
+		}
 		if err := decodeStrict(m.Payload, &p); err != nil {
 			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: %v", err))
+		}
+		if len(p.Spec) == 0 {
+			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: no spec: %s", runNeedsSpec))
 		}
 		if !isObject(p.Spec) {
 			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: spec must be a JSON object"))
@@ -284,6 +291,9 @@ func (cc *conn) dispatch(m *Message) error {
 	}
 	return cc.fail(m.ID, protoErr(CodeUnexpected, "%s is not a request an agent accepts here", m.Type))
 }
+
+// runNeedsSpec says what a run request must carry.
+const runNeedsSpec = `a run carries {"spec": {...}}, an experiment spec (docs/experiment-spec.md)`
 
 // start runs one engine request in its own goroutine, or answers busy.
 func (cc *conn) start(m *Message, kind string, work func(context.Context) (string, any, error)) error {

@@ -9,12 +9,24 @@ import (
 	"net"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 )
 
-// maxConns bounds the connections an agent holds at once; more get an error
-// frame and are closed.
-const maxConns = 32
+// DefaultMaxConns bounds the connections an agent holds at once unless
+// Server.MaxConns says otherwise; more get a busy frame and are closed.
+// One request runs at a time, so a handful of clients is all an agent
+// serves; 32 leaves room for the conformance check's probes while keeping
+// one client from exhausting the process's file descriptors.
+const DefaultMaxConns = 32
+
+// Accept retries: a temporary Accept error (out of file descriptors, a
+// timeout) waits acceptDelayMin, doubling up to acceptDelayMax, as
+// net/http's Server.Serve does, instead of ending Serve.
+const (
+	acceptDelayMin = 5 * time.Millisecond
+	acceptDelayMax = time.Second
+)
 
 // Server is an agent: it serves one Engine over the protocol to clients
 // holding its token, one request at a time.
@@ -29,6 +41,9 @@ type Server struct {
 	Agent string
 	// Log, when set, gets one line per connection event.
 	Log io.Writer
+	// MaxConns bounds the connections held at once (0 = DefaultMaxConns);
+	// one more is answered with a busy frame and closed.
+	MaxConns int
 
 	// maxVersion, when set, is the newest protocol version served (tests
 	// play an older agent with it); 0 is ProtocolVersion.
@@ -76,7 +91,17 @@ func (s *Server) check() error {
 	if !ValidToken(s.Token) {
 		return errors.New("agent: the token must be 32 hex characters (NewToken)")
 	}
+	if s.MaxConns < 0 {
+		return fmt.Errorf("agent: max connections %d: want >= 1 (0 = %d)", s.MaxConns, DefaultMaxConns)
+	}
 	return s.limits().Validate()
+}
+
+func (s *Server) maxConns() int {
+	if s.MaxConns == 0 {
+		return DefaultMaxConns
+	}
+	return s.MaxConns
 }
 
 // Serve accepts connections on ln until ctx is done, then closes ln, cancels
@@ -90,30 +115,28 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	stop := context.AfterFunc(ctx, func() { ln.Close() })
 	defer stop()
 	defer s.conns.Wait()
+	var delay time.Duration
 	for {
 		nc, err := ln.Accept()
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if !temporaryAccept(err) {
+				ln.Close()
+				return err
 			}
-			ln.Close()
-			return err
+			delay = min(max(2*delay, acceptDelayMin), acceptDelayMax)
+			s.logf("accept: %v; retrying in %v", err, delay)
+			select {
+			case <-time.After(delay):
+			case <-ctx.Done():
+				return nil
+			}
+			continue
 		}
-		s.mu.Lock()
-		s.stats.Connections++
-		full := s.stats.Active >= maxConns
-		if !full {
-			s.stats.Active++
-		}
-		s.mu.Unlock()
-		if full {
-			nc.SetWriteDeadline(time.Now().Add(s.limits().FrameTimeout))
-			WriteFrame(nc, errorMessage(0, CodeBusy, fmt.Sprintf("the agent holds %d connections already", maxConns)), 0)
-			nc.Close()
+		delay = 0
+		if !s.admit(nc) {
 			continue
 		}
 		s.conns.Add(1)
@@ -125,6 +148,41 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.mu.Unlock()
 		}()
 	}
+}
+
+// temporaryAccept reports whether an Accept error passes: the process or
+// the system is out of file descriptors or buffers (EMFILE, ENFILE,
+// ENOBUFS, ENOMEM), a connection was aborted before it was accepted, or a
+// timeout.
+func temporaryAccept(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// admit counts a new connection and keeps it, or, when the server holds
+// MaxConns already, answers it busy, closes it and logs why.
+func (s *Server) admit(nc net.Conn) bool {
+	most := s.maxConns()
+	s.mu.Lock()
+	s.stats.Connections++
+	full := s.stats.Active >= most
+	if !full {
+		s.stats.Active++
+	}
+	s.mu.Unlock()
+	if full {
+		msg := fmt.Sprintf("the agent holds %d connections already", most)
+		s.logf("%s: refused: %s", nc.RemoteAddr(), msg)
+		nc.SetWriteDeadline(time.Now().Add(s.limits().FrameTimeout))
+		WriteFrame(nc, errorMessage(0, CodeBusy, msg), 0)
+		nc.Close()
+	}
+	return !full
 }
 
 // acquire takes the engine for one request, or says who holds it.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"os/signal"
 	"strings"
@@ -30,6 +31,7 @@ type agentFlags struct {
 	listen, device, deviceFile, model string
 	allowRemote                       bool
 	playback                          float64
+	maxConns                          int
 }
 
 func newAgentCmd() *cobra.Command {
@@ -61,13 +63,14 @@ the spec's policy and cache and streams each token's measurement.`,
 	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML (overrides --device)")
 	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
 	fl.Float64Var(&f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
+	fl.IntVar(&f.maxConns, "max-conns", agent.DefaultMaxConns, "connections held at once; one more gets a busy frame and is closed")
 	cmd.AddCommand(newAgentCheckCmd())
 	return cmd
 }
 
 func serveAgent(cmd *cobra.Command, f *agentFlags) error {
-	if f.playback < 0 || f.playback != f.playback {
-		return fmt.Errorf("--playback %g: must be >= 0", f.playback)
+	if err := checkAgentFlags(cmd, f); err != nil {
+		return err
 	}
 	token := os.Getenv(tokenEnv)
 	if token == "" {
@@ -89,7 +92,7 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 	if err != nil {
 		return err
 	}
-	srv := &agent.Server{Engine: eng, Token: token, Agent: "lessim " + version, Log: cmd.ErrOrStderr()}
+	srv := &agent.Server{Engine: eng, Token: token, Agent: "lessim " + version, Log: cmd.ErrOrStderr(), MaxConns: f.maxConns}
 	facts := eng.Facts()
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "lessim agent: serving %s %s (%s) on tcp://%s\n", facts.Engine, facts.EngineVersion, facts.Kind+" "+facts.Model, ln.Addr())
@@ -100,6 +103,27 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 	st := srv.Stats()
 	fmt.Fprintf(cmd.ErrOrStderr(), "lessim agent: stopped after %d connections, %d requests (%d completed, %d cancelled, %d failed)\n",
 		st.Connections, st.Requests, st.Completed, st.Cancelled, st.Failed)
+	return nil
+}
+
+// checkAgentFlags refuses flags out of range and flags the engine would
+// ignore: --playback paces the simulator only, and the live engine
+// measures this machine, not a --device profile.
+func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
+	if math.IsNaN(f.playback) || math.IsInf(f.playback, 0) || f.playback < 0 {
+		return fmt.Errorf("--playback %g: must be a finite number >= 0", f.playback)
+	}
+	if f.maxConns < 1 {
+		return fmt.Errorf("--max-conns %d: must be >= 1", f.maxConns)
+	}
+	if !strings.HasSuffix(f.model, ".gguf") {
+		return nil
+	}
+	for _, n := range []string{"playback", "device", "device-file"} {
+		if cmd.Flags().Changed(n) {
+			return fmt.Errorf("--%s does not apply with --model %s: the live engine decodes the model on this machine (it paces nothing and measures this machine, not a profile)", n, f.model)
+		}
+	}
 	return nil
 }
 

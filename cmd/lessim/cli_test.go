@@ -180,6 +180,9 @@ func TestModelSynthInspect(t *testing.T) {
 		"--expert-ffn", "32", "--heads", "2", "--heads-kv", "1", "--head-dim", "32", "--vocab", "300", "--quant", "q8_0", "--out", "m.gguf")
 	golden(t, "model-synth", out)
 	golden(t, "model-inspect", runCLI(t, dir, "model", "inspect", "--max-experts", "2", "m.gguf"))
+	if got := runCLI(t, dir, "model", "inspect", "--max-experts", "-1", "m.gguf"); got != "lessim: --max-experts -1: must be >= 0 (0 = all)\n" {
+		t.Errorf("model inspect --max-experts -1: %q", got)
+	}
 	if got := runCLI(t, dir, "model", "inspect", "nothere.gguf"); !strings.Contains(got, "lessim: ") {
 		t.Errorf("missing file: %q", got)
 	}

@@ -28,6 +28,9 @@ that long.`,
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			if watch < 0 {
+				return fmt.Errorf("--watch %v: must be >= 0 (0 = list and exit)", watch)
+			}
 			addr := usbmux.DefaultAddress()
 			devs, err := usbmux.Devices(cmd.Context(), addr)
 			if err != nil {

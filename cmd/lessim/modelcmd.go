@@ -111,6 +111,9 @@ func newModelInspectCmd() *cobra.Command {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
+			if maxExperts < 0 {
+				return fmt.Errorf("--max-experts %d: must be >= 0 (0 = all)", maxExperts)
+			}
 			f, err := gguf.Open(args[0])
 			if err != nil {
 				return err
