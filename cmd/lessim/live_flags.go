@@ -79,15 +79,6 @@ func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	return nil
 }
 
-// checkStockFlags refuses flags the stock baseline ignores, once the spec
-// (flags or --spec) says whether the run is stock.
-func checkStockFlags(cmd *cobra.Command, stock bool) error {
-	if stock && cmd.Flags().Changed("lanes") {
-		return errors.New("--lanes does not apply to the stock baseline: it reads experts by page faults, not by pread on I/O lanes")
-	}
-	return nil
-}
-
 // newLiveCmd runs live's flags here (runLiveLocal, llama.cpp builds) or on
 // a device agent (--target, every build).
 func newLiveCmd() *cobra.Command {

@@ -67,6 +67,9 @@ func newValidateCmd() *cobra.Command {
 			if o.Out == "" {
 				return errors.New(`required flag(s) "out" not set`)
 			}
+			if cmd.Flags().Changed("prompt") && strings.TrimSpace(o.Prompt) == "" {
+				return errors.New("--prompt is empty: give the text to prefill, or leave --prompt out for live's default")
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
 			rep, err := runValidate(ctx, cmd, &o)

@@ -162,6 +162,7 @@ func TestValidateBadInput(t *testing.T) {
 		{[]string{"--lanes", "-1"}, "lanes -1: want 1..256"},
 		{[]string{"--caches", "auto"}, "cache auto: a live run takes a size (256MiB) or a percentage"},
 		{[]string{"--caches", "25%,"}, `--caches "25%,": an empty entry`},
+		{[]string{"--prompt", ""}, "--prompt is empty"},
 	} {
 		args := append([]string{"validate", "--model", "tiny.gguf", "--device-file", "host.yaml", "--policies", "lru",
 			"--caches", "25%", "--tokens", "4", "--quiet", "--out", "val"}, tc.args...)
