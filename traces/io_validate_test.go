@@ -35,12 +35,12 @@ func TestValidate(t *testing.T) {
 			"seq -1 is negative", "pos -2 is negative", "phase 3 invalid (0 prefill, 1 decode)", "pass -5 invalid (-1 means unknown)"}},
 		{"layer count", func(s *Step) { s.Layers = s.Layers[:2] }, []string{"has 2 layers, want 3"}},
 		{"experts", func(s *Step) { s.Layers[1].Experts = []int32{8, -1, 2, 2} }, []string{
-			"layer 1: expert 8 out of range [0,8)", "layer 1: expert -1 out of range [0,8)", "layer 1: expert 2 selected twice", "layer 1: 2 weights for 4 experts"}},
+			"layer 1: 4 experts selected, the model (io-test) routes each token to 2", "layer 1: expert 8 out of range [0,8)", "layer 1: expert -1 out of range [0,8)", "layer 1: expert 2 selected twice", "layer 1: 2 weights for 4 experts"}},
 		{"no experts (a layer the prefill did not route)", func(s *Step) { s.Phase = Prefill; s.Layers[2].Experts, s.Layers[2].Weights = nil, nil }, nil},
 		{"no experts in decode", func(s *Step) { s.Layers[1].Experts, s.Layers[1].Weights = []int32{}, nil }, []string{
 			"layer 1: a decode token routes no experts (a decode pass routes every MoE layer)"}},
 		{"too many experts", func(s *Step) { s.Layers[2].Experts, s.Layers[2].Weights = []int32{0, 1, 2, 3, 4, 5, 6, 7, 0}, nil }, []string{
-			"layer 2: 9 experts selected, want 0..8", "layer 2: expert 0 selected twice"}},
+			"layer 2: 9 experts selected, the model (io-test) routes each token to 2", "layer 2: expert 0 selected twice"}},
 		{"duplicates are per layer", func(s *Step) { s.Layers[1].Experts = []int32{0, 7} }, nil},
 		{"hit length", func(s *Step) { s.Layers[0].Hit = []bool{true} }, []string{"layer 0: 1 hit flags for 2 experts"}},
 		{"vector lengths", func(s *Step) {

@@ -138,7 +138,7 @@ func TestReaderErrors(t *testing.T) {
 		{name: "duplicate expert", rows: set(9, "experts", []int32{3, 3}),
 			want: "bad.parquet: row 9: expert 3 selected twice"},
 		{name: "too many experts", rows: set(2, "experts", []int32{0, 1, 2, 3, 4, 5, 6, 7, 0}),
-			want: "bad.parquet: row 2: 9 experts selected, want 0..8 (and 2 more problems in token (seq 0, pos 0))"},
+			want: "bad.parquet: row 2: 9 experts selected, the model (io-test) routes each token to 2 (and 2 more problems in token (seq 0, pos 0))"},
 		// An empty layer is valid in prefill (prompt tokens llama.cpp does not
 		// route at the last layer), but its weights must then be empty too.
 		{name: "no experts in prefill", rows: func(r ioRows) ioRows {

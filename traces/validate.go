@@ -111,8 +111,8 @@ func (c *stepChecker) check(m *Meta, s *Step) *StepError {
 		if n == 0 && s.Phase == Decode {
 			add(i, "a decode token routes no experts (a decode pass routes every MoE layer)")
 		}
-		if n > experts {
-			add(i, "%d experts selected, want 0..%d", n, experts)
+		if k := m.Model.TopK; n > k && k > 0 {
+			add(i, "%d experts selected, the model (%s) routes each token to %d", n, m.Model.Name, k)
 		}
 		for _, e := range ls.Experts {
 			if e < 0 || int(e) >= experts {
