@@ -197,16 +197,21 @@ func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 	if fitLoadRate {
 		params = append(params, Param{ParamLoadRate, 8e9, 1e8, 1e12})
 	}
-	start := make([]float64, len(params))
-	for i, p := range params {
-		start[i] = p.Start
-	}
-	lo, hi, err := f.validScales(start, params[1].Min, params[1].Max)
+	lo, hi, err := f.validScales(starts(params), params[1].Min, params[1].Max)
 	if err != nil {
 		return nil, err
 	}
 	params[1].Min, params[1].Max = lo, hi
 	return params, nil
+}
+
+// starts is each parameter's starting value, in order.
+func starts(params []Param) []float64 {
+	out := make([]float64, len(params))
+	for i, p := range params {
+		out[i] = p.Start
+	}
+	return out
 }
 
 // validScales narrows [lo, hi] to the flash scales whose candidate profile
@@ -250,11 +255,7 @@ func bisectValid(valid func(float64) error, end float64) float64 {
 // decode each run's tokens, and (minMatched > 0) reproduce its flash bytes
 // on more than minMatched of them.
 func (f *fromRun) checkReplay(params []Param, minMatched float64) error {
-	p := make([]float64, len(params))
-	for i, q := range params {
-		p[i] = q.Start
-	}
-	if _, err := f.predict(p); err != nil {
+	if _, err := f.predict(starts(params)); err != nil {
 		return err
 	}
 	if minMatched <= 0 {
