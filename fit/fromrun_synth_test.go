@@ -65,14 +65,7 @@ func measure(t *testing.T, rp Replay, d *devices.Device) *runs.Run {
 // run failed so: "profiles/ufs4-phone-12gb.yaml: flash.aggregate[0]:
 // transfer rate after removing flash.latency ... is outside [1 MB/s, 1 TB/s]").
 func TestFromRunFlashScaleBounded(t *testing.T) {
-	base, err := devices.LoadProfile("ufs4-phone-12gb")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := base.Device()
-	if err != nil {
-		t.Fatal(err)
-	}
+	base, d := phone(t)
 	truth := *d
 	truth.MemEfficiency, truth.Flash.LatencyNS = 0.3, 20_000
 	for _, c := range []*[]devices.CurvePoint{&truth.Flash.SingleLane, &truth.Flash.Aggregate} {
@@ -174,6 +167,14 @@ func TestFromRunTokenCount(t *testing.T) {
 // replay's run measured on the profile's own device.
 func selfRun(t *testing.T) (*devices.Profile, Replay, *runs.Run) {
 	t.Helper()
+	base, d := phone(t)
+	rp := synthReplay(t, sim.LayoutPerExpert)
+	return base, rp, measure(t, rp, d)
+}
+
+// phone is the ufs4-phone-12gb profile and its device.
+func phone(t *testing.T) (*devices.Profile, *devices.Device) {
+	t.Helper()
 	base, err := devices.LoadProfile("ufs4-phone-12gb")
 	if err != nil {
 		t.Fatal(err)
@@ -182,6 +183,5 @@ func selfRun(t *testing.T) (*devices.Profile, Replay, *runs.Run) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := synthReplay(t, sim.LayoutPerExpert)
-	return base, rp, measure(t, rp, d)
+	return base, d
 }
