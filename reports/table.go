@@ -166,8 +166,8 @@ func (t *Table) readFile(path string) (ignored string, err error) {
 	// NB: last resort only: pqsafe.Open checks the footer first; arrow-go
 	// may still panic on corrupt pages.
 	defer func() {
-		if p := recover(); p != nil {
-			err = pqsafe.Recovered(path, p)
+		if recover() != nil {
+			err = pqsafe.Recovered(path)
 		}
 	}()
 	f, err := os.Open(path)

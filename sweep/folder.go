@@ -219,8 +219,8 @@ type partRow struct {
 // refused: its points must not count as finished.
 func readPart(path, sweepID string) (rows []partRow, err error) {
 	defer func() {
-		if p := recover(); p != nil {
-			rows, err = nil, pqsafe.Recovered(path, p)
+		if recover() != nil {
+			rows, err = nil, pqsafe.Recovered(path)
 		}
 		if err != nil {
 			err = fmt.Errorf("%w (delete the part and rerun: its points run again)", err)

@@ -90,8 +90,8 @@ func newReaderCols(src parquet.ReaderAtSeeker, name string, batchRows int64, col
 	// NB: last resort only. pqsafe.Open checks the footer first; this turns
 	// a panic inside arrow-go on a corrupt footer into an error.
 	defer func() {
-		if p := recover(); p != nil {
-			rd, err = nil, pqsafe.Recovered(name, p)
+		if recover() != nil {
+			rd, err = nil, pqsafe.Recovered(name)
 		}
 	}()
 	pf, err := pqsafe.Open(src, name)

@@ -27,8 +27,8 @@ const maxChunkBytes = 1 << 34
 func Open(src parquet.ReaderAtSeeker, name string) (pf *file.Reader, err error) {
 	// NB: last resort only: everything below is checked first.
 	defer func() {
-		if p := recover(); p != nil {
-			pf, err = nil, Recovered(name, p)
+		if recover() != nil {
+			pf, err = nil, Recovered(name)
 		}
 	}()
 	size, err := CheckMagic(src, name)
@@ -161,7 +161,7 @@ func dropArrowSchema(md *metadata.FileMetaData) {
 // Recovered is the error for a panic recovered while reading name: the file
 // is corrupt in a way the checks above did not catch. The panic's text (a
 // Go runtime error inside arrow-go) is not shown.
-func Recovered(name string, _ any) error {
+func Recovered(name string) error {
 	return fmt.Errorf("%s: corrupt Parquet file: unreadable data (the Parquet reader failed on it)", name)
 }
 
@@ -169,7 +169,7 @@ func Recovered(name string, _ any) error {
 // error arrow-go made of a recovered panic is reworded as Recovered's.
 func Corrupt(name string, err error) error {
 	if msg := err.Error(); strings.Contains(msg, "panic") || strings.Contains(msg, "runtime error") {
-		return Recovered(name, err)
+		return Recovered(name)
 	}
 	return fmt.Errorf("%s: corrupt Parquet file: %w", name, err)
 }
