@@ -57,10 +57,9 @@ func CheckMagic(src parquet.ReaderAtSeeker, name string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
-	ra := src
 	magic := []byte("PAR1")
 	head := make([]byte, 4)
-	n, err := ra.ReadAt(head, 0)
+	n, err := src.ReadAt(head, 0)
 	if n < 4 {
 		if err != nil && err != io.EOF {
 			return 0, fmt.Errorf("%s: %w", name, err)
@@ -77,7 +76,7 @@ func CheckMagic(src parquet.ReaderAtSeeker, name string) (int64, error) {
 	if size < 12 {
 		return 0, fmt.Errorf("%s: truncated Parquet file (%d bytes)", name, size)
 	}
-	if _, err := ra.ReadAt(tail, size-8); err != nil && err != io.EOF {
+	if _, err := src.ReadAt(tail, size-8); err != nil && err != io.EOF {
 		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	if !bytes.Equal(tail[4:], magic) {
