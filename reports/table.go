@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,9 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lessim/lessim/internal/pqsafe"
 )
@@ -183,13 +180,9 @@ func (t *Table) readFile(path string) (ignored string, err error) {
 	if why := notRows(pf); why != "" {
 		return why, nil
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 1024}, memory.DefaultAllocator)
+	tbl, err := pqsafe.ReadTable(pf, path, 1024)
 	if err != nil {
-		return "", pqsafe.Corrupt(path, err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		return "", pqsafe.Corrupt(path, err)
+		return "", err
 	}
 	defer tbl.Release()
 	return "", t.appendTable(path, tbl)

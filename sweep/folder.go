@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,9 +14,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet/metadata"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/pqsafe"
@@ -239,16 +236,12 @@ func readPart(path, sweepID string) (rows []partRow, err error) {
 	if err := checkPartMeta(path, pf.MetaData().KeyValueMetadata(), sweepID); err != nil {
 		return nil, err
 	}
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: 4096}, memory.DefaultAllocator)
-	if err != nil {
-		return nil, pqsafe.Corrupt(path, err)
-	}
 	// NB: every column is read, not only point_id: a part whose other
 	// pages are corrupt would otherwise count as finished here and fail
 	// every report.
-	tbl, err := fr.ReadTable(context.Background())
+	tbl, err := pqsafe.ReadTable(pf, path, 4096)
 	if err != nil {
-		return nil, pqsafe.Corrupt(path, err)
+		return nil, err
 	}
 	defer tbl.Release()
 	return partRows(path, tbl)
