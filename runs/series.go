@@ -1,7 +1,6 @@
 package runs
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"maps"
@@ -9,9 +8,8 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/parquet/file"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/lessim/lessim/internal/pqsafe"
 )
 
 // seriesColumn maps one column of lessim's live series onto a Token field.
@@ -42,18 +40,17 @@ func ReadLiveSeries(path string) (*Run, error) {
 		return nil, err
 	}
 	defer f.Close()
-	pf, err := file.NewParquetReader(f)
+	// NB: pqsafe checks the footer against the file before arrow-go reads
+	// it, as for traces and results (a corrupt footer can make arrow-go
+	// allocate without bound or panic).
+	pf, err := pqsafe.Open(f, name)
 	if err != nil {
-		return nil, fmt.Errorf("%s: not a Parquet file: %w", name, err)
+		return nil, err
 	}
 	defer pf.Close()
-	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	tbl, err := pqsafe.ReadTable(pf, name, 0)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	tbl, err := fr.ReadTable(context.Background())
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	defer tbl.Release()
 	cols := map[string][]int64{}
