@@ -14,6 +14,14 @@ const pqLevelBatch = 1 << 14
 // once a batch is known to be corrupt (pqList.short), so its cost (one more
 // pass over the column) does not matter.
 func pqFindNullElement(pf *file.Reader, col string) (row int64, elem int, ok bool) {
+	// NB: the file is known to be corrupt; a panic inside arrow-go decoding
+	// its levels means "cannot be read", and the caller reports the batch's
+	// own inconsistency instead.
+	defer func() {
+		if recover() != nil {
+			row, elem, ok = 0, 0, false
+		}
+	}()
 	leaf := -1
 	sc := pf.MetaData().Schema
 	for i := range sc.NumColumns() {
