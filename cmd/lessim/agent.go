@@ -119,12 +119,8 @@ func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
 	if !strings.HasSuffix(f.model, ".gguf") {
 		return nil
 	}
-	for _, n := range []string{"playback", "device", "device-file"} {
-		if cmd.Flags().Changed(n) {
-			return fmt.Errorf("--%s does not apply with --model %s: the live engine decodes the model on this machine (it paces nothing and measures this machine, not a profile)", n, f.model)
-		}
-	}
-	return nil
+	return refuseFlags(cmd, []string{"playback", "device", "device-file"},
+		fmt.Sprintf("with --model %s: the live engine decodes the model on this machine (it paces nothing and measures this machine, not a profile)", f.model))
 }
 
 // agentEngine is the engine to serve: the live engine for a GGUF --model

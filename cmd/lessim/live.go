@@ -116,10 +116,10 @@ func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 // checkStockFlags refuses flags the stock baseline ignores, once the spec
 // (flags or --spec) says whether the run is stock.
 func checkStockFlags(cmd *cobra.Command, stock bool) error {
-	if stock && cmd.Flags().Changed("lanes") {
-		return errors.New("--lanes does not apply to the stock baseline: it reads experts by page faults, not by pread on I/O lanes")
+	if !stock {
+		return nil
 	}
-	return nil
+	return refuseFlags(cmd, []string{"lanes"}, "to the stock baseline: it reads experts by page faults, not by pread on I/O lanes")
 }
 
 // localSpecChecks checks what a spec says that only the caller can: the
