@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/lessim/lessim/runtime/live"
 )
 
 // Options configures Run. Zero fields take the defaults of DefaultOptions.
@@ -91,8 +93,8 @@ func (o *Options) Validate() error {
 	}
 	prev := 0
 	for _, l := range o.Lanes {
-		if l < 1 || l > 256 {
-			bad("lanes %d out of range 1..256", l)
+		if l < 1 || l > live.MaxLanes {
+			bad("lanes %d out of range 1..%d", l, live.MaxLanes)
 		} else if l <= prev {
 			bad("lanes must increase (%d after %d)", l, prev)
 		}
