@@ -67,10 +67,24 @@ func parseCacheSize(s string) (cacheSize, error) {
 	}
 	b, err := devices.ParseSize(s)
 	if err != nil {
-		return cacheSize{}, fmt.Errorf("cache %q: %v (write e.g. 3GiB, 40%% or auto)", s, err)
+		return cacheSize{}, &CacheSizeError{Size: s, Err: err}
 	}
 	if b <= 0 {
 		return cacheSize{}, fmt.Errorf("cache %q: must be positive", s)
 	}
 	return cacheSize{bytes: b}, nil
 }
+
+// CacheSizeError is a cache size that is not a size at all. Its message
+// suggests the forms ResolveCache takes; a caller that takes fewer (a live
+// run has no device budget for auto) words its own from Size and Err.
+type CacheSizeError struct {
+	Size string // as written, trimmed
+	Err  error  // why devices.ParseSize refused it
+}
+
+func (e *CacheSizeError) Error() string {
+	return fmt.Sprintf("cache %q: %v (write e.g. 3GiB, 40%% or auto)", e.Size, e.Err)
+}
+
+func (e *CacheSizeError) Unwrap() error { return e.Err }

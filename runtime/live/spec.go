@@ -2,6 +2,7 @@ package live
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/lessim/lessim/devices"
@@ -82,8 +83,11 @@ func ResolveCache(size string, m *devices.ModelSpec) (int64, error) {
 		return 0, errors.New("cache auto: a live run takes a size (256MiB) or a percentage of the expert bytes (25%), not a device's budget")
 	}
 	b, err := sim.ResolveCache(size, m, nil, 0)
+	if se := (*sim.CacheSizeError)(nil); errors.As(err, &se) {
+		return 0, fmt.Errorf("cache %q: %v (write e.g. 256MiB or 25%%)", se.Size, se.Err)
+	}
 	if err != nil {
-		return 0, errors.New(strings.Replace(err.Error(), "3GiB, 40% or auto", "256MiB or 25%", 1))
+		return 0, err
 	}
 	return b, nil
 }
