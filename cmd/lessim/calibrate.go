@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/spf13/cobra"
 )
@@ -85,14 +84,4 @@ its own device; the profile it returns is checked and written to --out. --lanes,
 	fl.StringVar(&r.target, "target", "", "calibrate a device agent instead: tcp://HOST:PORT or usb://UDID:PORT (the agent measures its device)")
 	fl.StringVar(&r.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 	return cmd
-}
-
-// refuseFlags fails when the user set any of names: they do not apply.
-func refuseFlags(cmd *cobra.Command, names []string, why string) error {
-	for _, n := range names {
-		if cmd.Flags().Changed(n) {
-			return fmt.Errorf("--%s does not apply %s", n, why)
-		}
-	}
-	return nil
 }

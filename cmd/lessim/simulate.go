@@ -14,7 +14,6 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
-	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
@@ -223,19 +222,6 @@ func readSpecFile(cmd *cobra.Command, file string, anyOutput bool) (s experiment
 	return s, func(g string) bool { _, ok := top[g]; return ok }, nil
 }
 
-// refuseEmpty refuses a flag among names that was given an empty value: a
-// file name or prefix left empty by a script would otherwise silently mean
-// "not given".
-func refuseEmpty(cmd *cobra.Command, names ...string) error {
-	var errs []error
-	for _, n := range names {
-		if fl := cmd.Flags().Lookup(n); fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
-			errs = append(errs, fmt.Errorf("--%s: empty value (%s)", n, fl.Usage))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // plotFiles are the files --plot prefix writes (none without a prefix).
 func plotFiles(prefix string) []string {
 	if prefix == "" {
@@ -246,17 +232,6 @@ func plotFiles(prefix string) []string {
 		files = append(files, reports.TrimPlotExt(prefix)+ext)
 	}
 	return files
-}
-
-// checkOutputs refuses an output file that is one of the inputs, or that
-// another output also writes, before any work: a run must never overwrite
-// what it reads.
-func checkOutputs(outputs []string, inputs ...string) error {
-	var errs []error
-	for i, o := range outputs {
-		errs = append(errs, atomicfile.CheckDistinct(o, append(slices.Clone(inputs), outputs[:i]...)...))
-	}
-	return errors.Join(errs...)
 }
 
 // checkWritableDir checks that files named prefix+ext can be created: the

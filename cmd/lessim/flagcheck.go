@@ -1,0 +1,48 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/spf13/cobra"
+)
+
+// The checks every command makes of its flags before any work: a flag that
+// does not apply, an empty value, an output that is an input.
+
+// refuseFlags fails when the user set any of names: they do not apply.
+func refuseFlags(cmd *cobra.Command, names []string, why string) error {
+	for _, n := range names {
+		if cmd.Flags().Changed(n) {
+			return fmt.Errorf("--%s does not apply %s", n, why)
+		}
+	}
+	return nil
+}
+
+// refuseEmpty refuses a flag among names that was given an empty value: a
+// file name or prefix left empty by a script would otherwise silently mean
+// "not given".
+func refuseEmpty(cmd *cobra.Command, names ...string) error {
+	var errs []error
+	for _, n := range names {
+		if fl := cmd.Flags().Lookup(n); fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
+			errs = append(errs, fmt.Errorf("--%s: empty value (%s)", n, fl.Usage))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkOutputs refuses an output file that is one of the inputs, or that
+// another output also writes, before any work: a run must never overwrite
+// what it reads.
+func checkOutputs(outputs []string, inputs ...string) error {
+	var errs []error
+	for i, o := range outputs {
+		errs = append(errs, atomicfile.CheckDistinct(o, append(slices.Clone(inputs), outputs[:i]...)...))
+	}
+	return errors.Join(errs...)
+}
