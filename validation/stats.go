@@ -2,6 +2,7 @@ package validation
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
@@ -84,11 +85,28 @@ type Summary struct {
 	// FitPoints are the policies and caches ("ondemand at 25%") whose
 	// separate live runs the profile was fitted to (none = no fit);
 	// HeldOutMAPE is the MAPE over the HeldOut other points, whose
-	// configurations the fit never saw; with no such point there is no
-	// MAPE, and both are 0 and left out of the JSON.
+	// configurations the fit never saw. With no such point there is no
+	// MAPE: both keys are left out of the JSON; otherwise both are present,
+	// a MAPE of exactly 0% too (MarshalJSON): a missing key means "no such
+	// number", never zero.
 	FitPoints   []string `json:"fit_points,omitempty"`
-	HeldOutMAPE float64  `json:"held_out_mape_pct,omitempty"`
-	HeldOut     int      `json:"held_out_points,omitempty"`
+	HeldOutMAPE float64  `json:"-"`
+	HeldOut     int      `json:"-"`
+}
+
+// MarshalJSON is the default encoding with the held-out fields present
+// exactly when there are held-out points (see Summary.FitPoints).
+func (s Summary) MarshalJSON() ([]byte, error) {
+	type plain Summary // NB: no methods, so no recursion
+	out := struct {
+		plain
+		HeldOutMAPE *float64 `json:"held_out_mape_pct,omitempty"`
+		HeldOut     *int     `json:"held_out_points,omitempty"`
+	}{plain: plain(s)}
+	if s.HeldOut > 0 {
+		out.HeldOut, out.HeldOutMAPE = &s.HeldOut, &s.HeldOutMAPE
+	}
+	return json.Marshal(out)
 }
 
 // MarkFit records that the profile was fitted to runs of the fit points
@@ -99,7 +117,7 @@ func (s *Summary) MarkFit(fit []FitPoint) {
 		s.FitPoints = append(s.FitPoints, f.String())
 	}
 	var sum float64
-	s.HeldOut = 0
+	s.HeldOut, s.HeldOutMAPE = 0, 0
 	for _, p := range s.Points {
 		if slices.Contains(s.FitPoints, FitPoint{Policy: p.Policy, Cache: p.Cache}.String()) {
 			continue

@@ -236,3 +236,44 @@ func TestOutputs(t *testing.T) {
 		}
 	}
 }
+
+// The JSON keeps a held-out MAPE of exactly 0%, and has no held-out keys
+// without a fit or without held-out points.
+func TestSummaryJSONHeldOut(t *testing.T) {
+	s, err := Summarize(knownPoints())
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := func() map[string]any {
+		t.Helper()
+		raw, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(raw, &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	if m := keys(); m["held_out_points"] != nil || m["held_out_mape_pct"] != nil || m["mape_pct"] == nil {
+		t.Fatalf("no fit: %v", m)
+	}
+	for i := range s.Points { // every held-out point exact: a MAPE of 0
+		if s.Points[i].Policy != "les" || s.Points[i].Cache != "25%" {
+			s.Points[i].ErrorPct = 0
+		}
+	}
+	s.MarkFit([]FitPoint{{Policy: "les", Cache: "25%"}})
+	if m := keys(); m["held_out_points"] != 3.0 || m["held_out_mape_pct"] != 0.0 {
+		t.Fatalf("held-out MAPE of 0: %v", m)
+	}
+	var all []FitPoint
+	for _, p := range s.Points {
+		all = append(all, FitPoint{Policy: p.Policy, Cache: p.Cache})
+	}
+	s.MarkFit(all)
+	if m := keys(); m["held_out_points"] != nil || m["held_out_mape_pct"] != nil {
+		t.Fatalf("every point fitted: %v", m)
+	}
+}
