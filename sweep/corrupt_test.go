@@ -3,6 +3,7 @@ package sweep
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"strings"
 	"testing"
@@ -76,5 +77,29 @@ func TestCorruptStoredSchemaIsHarmless(t *testing.T) {
 	sum := runGrid(t, testGrid, dir, Options{})
 	if sum.Skipped != 12 {
 		t.Errorf("resume skipped %d points, want 12", sum.Skipped)
+	}
+}
+
+// TestCorruptColumnNameRefused: one changed byte in a column's name in the
+// footer's Parquet schema would rename the column (a report would lose
+// it); the stored Arrow schema still names it, so both a resumed sweep and
+// a report refuse the part.
+func TestCorruptColumnNameRefused(t *testing.T) {
+	dir, part := corruptPart(t, func(b []byte) {
+		footer := len(b) - 8 - int(binary.LittleEndian.Uint32(b[len(b)-8:]))
+		i := bytes.Index(b[footer:], []byte("hit_rate"))
+		if i < 0 {
+			t.Fatal("no hit_rate column name in the footer")
+		}
+		b[footer+i] = 'H'
+	})
+	const want = `column "Hit_rate" is not in the file's stored Arrow schema`
+	g, pts := mustExpand(t, testGrid)
+	_, err := Run(context.Background(), g.Name, pts, Options{Out: dir, Version: "test"})
+	if err == nil || !strings.Contains(err.Error(), part+": corrupt Parquet file: "+want) {
+		t.Errorf("resume: %v", err)
+	}
+	if _, err = reports.ReadResults(dir); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("report: %v", err)
 	}
 }

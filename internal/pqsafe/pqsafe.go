@@ -2,6 +2,8 @@ package pqsafe
 
 import (
 	"bytes"
+	"encoding/base64"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"strings"
@@ -42,6 +44,10 @@ func Open(src parquet.ReaderAtSeeker, name string) (pf *file.Reader, err error) 
 		return nil, fmt.Errorf("%s: corrupt Parquet footer: %w", name, err)
 	}
 	if err := CheckLayout(pf.MetaData(), size); err != nil {
+		pf.Close()
+		return nil, fmt.Errorf("%s: corrupt Parquet file: %w", name, err)
+	}
+	if err := checkStoredNames(pf.MetaData()); err != nil {
 		pf.Close()
 		return nil, fmt.Errorf("%s: corrupt Parquet file: %w", name, err)
 	}
@@ -138,6 +144,39 @@ func checkChunk(rg *metadata.RowGroupMetaData, c int, end int64) error {
 		return fmt.Errorf("%d compressed bytes at offset %d, past the data's end %d", comp, start, end)
 	case raw < 0 || raw > maxChunkBytes:
 		return fmt.Errorf("%d uncompressed bytes", raw)
+	}
+	return nil
+}
+
+// checkStoredNames checks, when md holds a stored Arrow schema (lessim's
+// results files do), that it names every top-level column of the Parquet
+// schema: the names are kept twice, so a corrupt byte in one copy is found
+// instead of renaming a column (a report would quietly lose it). NB: the
+// flatbuffer is not decoded (see dropArrowSchema); a flatbuffer string is
+// its length as a little-endian uint32, its bytes and a NUL, so each name is
+// looked for in that form.
+func checkStoredNames(md *metadata.FileMetaData) error {
+	var stored *string
+	for _, e := range md.FileMetaData.KeyValueMetadata {
+		if e.Key == arrowSchemaKey {
+			stored = e.Value
+		}
+	}
+	if stored == nil {
+		return nil
+	}
+	blob, err := base64.StdEncoding.DecodeString(*stored)
+	if err != nil {
+		return fmt.Errorf("stored Arrow schema (%s) is not base64: %w", arrowSchemaKey, err)
+	}
+	root := md.Schema.Root()
+	for i := range root.NumFields() {
+		name := root.Field(i).Name()
+		enc := binary.LittleEndian.AppendUint32(nil, uint32(len(name)))
+		enc = append(append(enc, name...), 0)
+		if !bytes.Contains(blob, enc) {
+			return fmt.Errorf("column %q is not in the file's stored Arrow schema (a corrupt column name?)", name)
+		}
 	}
 	return nil
 }
