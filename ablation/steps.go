@@ -111,7 +111,7 @@ func (s *Settings) validate() error {
 	}
 	switch {
 	case s.DrafterBytes < 0 || s.DrafterFLOPs < 0 || s.DrafterBytes > experiment.MaxDraftBytes || s.DrafterFLOPs > experiment.MaxDraftFLOPs:
-		errs = append(errs, fmt.Errorf("--drafter-bytes %d, --drafter-flops %d: must be in [0, 16TiB] and [0, %.0e] per draft token", s.DrafterBytes, s.DrafterFLOPs, float64(experiment.MaxDraftFLOPs)))
+		errs = append(errs, fmt.Errorf("--drafter-bytes %d, --drafter-flops %d: must be in [0, %s] and [0, %.0e] per draft token", s.DrafterBytes, s.DrafterFLOPs, experiment.MaxDraftBytesText, float64(experiment.MaxDraftFLOPs)))
 	case s.Drafter == experiment.DrafterExplicit && s.DrafterBytes == 0 && s.DrafterFLOPs == 0:
 		errs = append(errs, errors.New("--drafter explicit: state its cost per draft token with --drafter-bytes and/or --drafter-flops"))
 	case s.Drafter != experiment.DrafterExplicit && (s.DrafterBytes != 0 || s.DrafterFLOPs != 0):

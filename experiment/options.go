@@ -395,7 +395,7 @@ var options = []Option{
 	{Name: "drafter-bytes", Kind: KindSize, Default: "0", Usage: "explicit drafter: weight bytes read per draft token (e.g. 400MB)",
 		apply: func(s *Spec, v any) error {
 			if b := v.(int64); b > MaxDraftBytes {
-				return errors.New("must be at most 16TiB (a drafter's weights fit in RAM)")
+				return fmt.Errorf("must be at most %s (a drafter's weights fit in RAM)", MaxDraftBytesText)
 			}
 			s.Speculative.Drafter.Bytes = v.(int64)
 			return nil

@@ -3,6 +3,8 @@ package experiment
 import (
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/devices"
 )
 
 // TestEveryOptionChangesTheSpec: an option that applies always changes the
@@ -171,5 +173,12 @@ func TestParseOptionValues(t *testing.T) {
 		if _, err := o.Parse(o.Default); err != nil && o.Default != "" {
 			t.Errorf("--%s: its default %q does not parse: %v", o.Name, o.Default, err)
 		}
+	}
+}
+
+// MaxDraftBytesText, which the messages quote, is MaxDraftBytes.
+func TestMaxDraftBytesText(t *testing.T) {
+	if b, err := devices.ParseSize(MaxDraftBytesText); err != nil || b != MaxDraftBytes {
+		t.Fatalf("%q parses as %d (%v), MaxDraftBytes is %d", MaxDraftBytesText, b, err, MaxDraftBytes)
 	}
 }

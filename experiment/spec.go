@@ -204,6 +204,8 @@ const (
 	// drafter reads from DRAM, so its weights fit in RAM, at most 16 TiB
 	// (the bound of a profile's memory.ram).
 	MaxDraftBytes int64 = 16 << 40
+	// MaxDraftBytesText is MaxDraftBytes as messages and options write it.
+	MaxDraftBytesText = "16TiB"
 	// MaxDraftFLOPs is the most FLOPs one draft token may do: 2 per weight
 	// of a model of at most 1024 blocks of 1e12 FLOPs (the bounds of a model
 	// spec's blocks and per-layer FLOPs).

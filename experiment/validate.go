@@ -126,7 +126,7 @@ func validateDrafter(ps *problems, d *Drafter) {
 		return
 	}
 	if d.Bytes < 0 || d.Bytes > MaxDraftBytes {
-		ps.add("speculative.drafter.bytes", "must be in [0, %d] (16 TiB: a drafter's weights fit in RAM) per draft token (got %d)", MaxDraftBytes, d.Bytes)
+		ps.add("speculative.drafter.bytes", "must be in [0, %d] (%s: a drafter's weights fit in RAM) per draft token (got %d)", MaxDraftBytes, MaxDraftBytesText, d.Bytes)
 	}
 	if d.FLOPs < 0 || d.FLOPs > MaxDraftFLOPs {
 		ps.add("speculative.drafter.flops", "must be in [0, %.0e] per draft token (got %d)", float64(MaxDraftFLOPs), d.FLOPs)
