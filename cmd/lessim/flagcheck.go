@@ -36,6 +36,16 @@ func refuseEmpty(cmd *cobra.Command, names ...string) error {
 	return errors.Join(errs...)
 }
 
+// refuseBlank refuses flag name given as blank text, which would silently
+// mean the same as leaving it out; the message says what to give (what) and
+// what leaving it out gives (dflt).
+func refuseBlank(cmd *cobra.Command, name, what, dflt string) error {
+	if fl := cmd.Flags().Lookup(name); fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
+		return fmt.Errorf("--%s is empty: give %s, or leave --%s out for %s", name, what, name, dflt)
+	}
+	return nil
+}
+
 // checkOutputs refuses an output file that is one of the inputs, or that
 // another output also writes, before any work: a run must never overwrite
 // what it reads.

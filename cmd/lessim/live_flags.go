@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -73,10 +72,7 @@ func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 			return fmt.Errorf("--series: %w", err)
 		}
 	}
-	if cmd.Flags().Changed("prompt") && strings.TrimSpace(f.o.Prompt) == "" {
-		return errors.New("--prompt is empty: give the text to prefill, or leave --prompt out for the default")
-	}
-	return nil
+	return refuseBlank(cmd, "prompt", "the text to prefill", "live's fixed sentence")
 }
 
 // newLiveCmd runs live's flags here (runLiveLocal, llama.cpp builds) or on

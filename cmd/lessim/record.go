@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -33,10 +32,9 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
   lessim record --model any-moe.gguf --prompt "Describe this receipt" --tokens 64 --lookahead-depth 2 --router-inputs --out t.parquet`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			for _, n := range []string{"prompt", "prompts"} {
-				if v, _ := cmd.Flags().GetString(n); cmd.Flags().Changed(n) && strings.TrimSpace(v) == "" {
-					return fmt.Errorf("--%s is empty: give one, or leave --%s out for the built-in prompt set", n, n)
-				}
+			if err := errors.Join(refuseBlank(cmd, "prompt", "the text to prefill", "the built-in prompt set"),
+				refuseBlank(cmd, "prompts", "a prompts file", "the built-in prompt set")); err != nil {
+				return err
 			}
 			switch {
 			case promptsFile != "" && prompt != "":

@@ -67,8 +67,8 @@ func newValidateCmd() *cobra.Command {
 			if o.Out == "" {
 				return errors.New(`required flag(s) "out" not set`)
 			}
-			if cmd.Flags().Changed("prompt") && strings.TrimSpace(o.Prompt) == "" {
-				return errors.New("--prompt is empty: give the text to prefill, or leave --prompt out for live's default")
+			if err := refuseBlank(cmd, "prompt", "the text to prefill", "live's fixed sentence"); err != nil {
+				return err
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
 			defer stop()
