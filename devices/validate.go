@@ -140,7 +140,9 @@ func (p *Profile) resolve() (*Device, problems) {
 	if lim, ok := vals["memory.app_limit"]; ok && okR && lim > ram {
 		ps.add("memory.app_limit", "must be at most memory.ram (got %s > %s)", p.Memory.AppLimit.Value, p.Memory.RAM.Value)
 	}
-	if p.Memory.Runtime.set && !p.Memory.AppLimit.set {
+	// NB: by value, not by presence: a runtime of 0 counts nothing against
+	// a limit (and a resolved Device cannot tell it from an unstated one).
+	if rt := vals["memory.runtime"]; rt > 0 && !p.Memory.AppLimit.set {
 		ps.add("memory.runtime", "counts against memory.app_limit: give memory.app_limit too (or neither)")
 	}
 
