@@ -583,8 +583,6 @@ func ratio(a, b int64) float64 {
 	return float64(a) / float64(b)
 }
 
-// startRun starts the check's run on a raw connection and waits for its
-// first token.
 // series: an agent announcing CapSeries sends every series field on every
 // token of a run that asks, consistent with the result; one that does not
 // refuses such a run with invalid_spec and stays usable.
@@ -634,6 +632,8 @@ var seriesNames = func() string {
 	return strings.Join(n, ", ")
 }()
 
+// startRun starts the check's run on a raw connection and waits for its
+// first token.
 func (k *checker) startRun(ctx context.Context, id uint64) (*wire, error) {
 	var w *wire
 	err := k.whenFree(func() error {
@@ -683,38 +683,179 @@ func (k *checker) tryRun(ctx context.Context, id uint64) (*wire, error) {
 	return w, nil
 }
 
-// stillRunning reports whether the run on w has not ended yet, reading no
-// further than the next frame of id (a token means it is still going).
-func (w *wire) stillRunning(id uint64) bool {
-	m, err := w.next()
-	return err == nil && m.ID == id && m.Type == TypeToken
+// probeAttempts is how often the busy and cancel probes start a run before
+// they give up on a run that ends before the probe: on a loaded host the
+// probe may lose the race with a short run's end, and one more run decides.
+const probeAttempts = 3
+
+// errRaced marks a probe attempt that cannot decide: the run ended before
+// the probe reached the agent.
+var errRaced = errors.New("the run ended before the probe")
+
+// busyOther: a second connection's run while a run holds the engine is
+// answered busy. The probe connection says hello before the run starts, so
+// only its run request races the run's end. A probe run accepted is a fault
+// only if the first run provably went on after it was accepted (see
+// overlapped); otherwise the attempt is repeated.
+func (k *checker) busyOther(ctx context.Context) (string, error) {
+	for range probeAttempts {
+		d, err := k.busyOtherOnce(ctx)
+		if !errors.Is(err, errRaced) {
+			return d, err
+		}
+	}
+	return "", skipError(fmt.Sprintf("the first run ended before the second connection's run reached the agent, %d times: give --spec a longer run", probeAttempts))
 }
 
-func (k *checker) busyOther(ctx context.Context) (string, error) {
+func (k *checker) busyOtherOnce(ctx context.Context) (string, error) {
+	b, err := k.greeted(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer b.nc.Close()
 	a, err := k.startRun(ctx, 1)
 	if err != nil {
 		return "", err
 	}
 	defer a.nc.Close()
-	c, err := k.dial(ctx)
-	if err != nil {
+	if err := b.send(TypeRun, 1, Run{Spec: k.o.Spec}); err != nil {
 		return "", err
 	}
-	defer c.Close()
-	_, err = c.Run(ctx, k.o.Spec, nil)
-	if !a.stillRunning(1) && !errors.Is(err, ErrBusy) {
-		return "", skipError("the first run ended before the probe: give --spec a longer run")
+	m, err := b.next()
+	if err != nil {
+		return "", fmt.Errorf("a second connection's run during a run: %w", err)
 	}
-	if !errors.Is(err, ErrBusy) {
-		return "", fmt.Errorf("a second connection's run during a run: got %v, want busy", err)
+	switch {
+	case m.ID == 1 && m.Type == TypeBusy:
+		var p BusyPayload
+		if err := json.Unmarshal(m.Payload, &p); err != nil {
+			return "", fmt.Errorf("busy payload %s: %v", clip(string(m.Payload), 200), err)
+		}
+		if err := b.send(TypePing, 2, nil); err != nil {
+			return "", err
+		}
+		if m, err := b.next(); err != nil || m.Type != TypePong || m.ID != 2 {
+			return "", fmt.Errorf("connection unusable after busy: %v", frameOrErr(m, err))
+		}
+		return "busy: " + p.Message, nil
+	case m.ID == 1 && m.Type == TypeToken:
+		n, err := a.overlapped(1)
+		if err != nil {
+			return "", err
+		}
+		if n == 0 {
+			return "", errRaced
+		}
+		return "", fmt.Errorf("a second connection's run was accepted and streamed while the first run went on (%d more passes of the first run after it): want busy", n)
 	}
-	if err := c.Ping(ctx); err != nil {
-		return "", fmt.Errorf("connection unusable after busy: %w", err)
-	}
-	return "busy: " + err.(*RemoteError).Message, nil
+	return "", fmt.Errorf("a second connection's run during a run: got %s %s, want busy", m.Type, clip(string(m.Payload), 200))
 }
 
+// overlapped tells whether the run id on w went on after a request of
+// another connection was accepted (the caller saw that request's first
+// frame before calling). It pings on w: the pong leaves the agent after the
+// other request was accepted, and a token of id that follows the pong on
+// this ordered stream was emitted after that too. An agent that answers
+// busy ends a run's stream of tokens before it frees the engine. It returns
+// how many tokens of id follow the pong (0: no evidence of overlap).
+func (w *wire) overlapped(id uint64) (int, error) {
+	const pingID = 1 << 32
+	if err := w.send(TypePing, pingID, nil); err != nil {
+		return 0, err
+	}
+	ponged, after := false, 0
+	for {
+		m, err := w.next()
+		if err != nil {
+			return 0, fmt.Errorf("the first run's stream: %w", err)
+		}
+		switch {
+		case m.ID == pingID && m.Type == TypePong:
+			ponged = true
+		case m.ID == id && m.Type == TypeToken:
+			if ponged {
+				after++
+			}
+		case m.ID == id:
+			if ponged {
+				return after, nil
+			}
+			// The run ended before the pong: wait for the pong, then
+			// nothing of the run follows.
+			for !ponged {
+				m, err := w.next()
+				if err != nil {
+					return 0, fmt.Errorf("waiting for pong: %w", err)
+				}
+				ponged = m.ID == pingID && m.Type == TypePong
+			}
+			return 0, nil
+		}
+	}
+}
+
+// secondRunAnswer reads, from a connection running request 1 that was
+// then sent run 2, the frames up to the answer to 2: it must be busy. It
+// tells whether 1 ended before that answer. A run 2 accepted is a fault if
+// 1 streams on after 2's first frame (the stream is ordered: an agent that
+// answers busy sends all of a run's tokens before it frees the connection);
+// if 1 ends without streaming on, it ended before 2 reached the agent and
+// the attempt cannot decide (errRaced).
+func secondRunAnswer(next func() (*Message, error)) (ended bool, err error) {
+	accepted := false
+	for {
+		m, err := next()
+		if err != nil {
+			return ended, err
+		}
+		switch {
+		case m.ID == 1 && m.Type == TypeToken:
+			if accepted {
+				return false, errors.New("a second run on the connection of a running run was accepted, and the first run went on streaming: want busy")
+			}
+		case m.ID == 1:
+			if accepted {
+				return true, errRaced
+			}
+			ended = true
+		case m.ID == 2 && m.Type == TypeBusy && !accepted:
+			return ended, nil
+		case m.ID == 2 && m.Type == TypeToken:
+			if ended {
+				return true, errRaced
+			}
+			accepted = true
+		case m.ID == 2:
+			return ended, fmt.Errorf("a second run on a busy connection: got %s %s, want busy", m.Type, clip(string(m.Payload), 200))
+		}
+	}
+}
+
+// frameOrErr describes what came instead of the frame wanted.
+func frameOrErr(m *Message, err error) string {
+	if err != nil {
+		return err.Error()
+	}
+	return m.Type + " " + clip(string(m.Payload), 200)
+}
+
+// busySameAndCancel: a second run on the connection of a running run is
+// answered busy; a cancel of the running run is confirmed with error
+// cancelled within CancelWithin of sending it; the connection stays usable.
+// An attempt whose run ends before busy or cancel could be probed is
+// repeated.
 func (k *checker) busySameAndCancel(ctx context.Context) (string, error) {
+	var skip skipError
+	for range probeAttempts {
+		d, err := k.busySameAndCancelOnce(ctx)
+		if !errors.As(err, &skip) {
+			return d, err
+		}
+	}
+	return "", skipError(fmt.Sprintf("%s (%d runs tried)", skip, probeAttempts))
+}
+
+func (k *checker) busySameAndCancelOnce(ctx context.Context) (string, error) {
 	w, err := k.startRun(ctx, 1)
 	if err != nil {
 		return "", err
@@ -723,22 +864,12 @@ func (k *checker) busySameAndCancel(ctx context.Context) (string, error) {
 	if err := w.send(TypeRun, 2, Run{Spec: k.o.Spec}); err != nil {
 		return "", err
 	}
-	ended := false
-	for {
-		m, err := w.next()
-		if err != nil {
-			return "", err
-		}
-		if m.ID == 1 && m.Type != TypeToken {
-			ended = true // the run finished first; busy must still have come for 2
-			continue
-		}
-		if m.ID == 2 {
-			if m.Type != TypeBusy {
-				return "", fmt.Errorf("a second run on a busy connection: got %s, want busy", m.Type)
-			}
-			break
-		}
+	ended, err := secondRunAnswer(w.next)
+	if errors.Is(err, errRaced) {
+		return "", skipError("the run ended before the second run reached the agent (which then ran it): give --spec a longer run")
+	}
+	if err != nil {
+		return "", err
 	}
 	if ended {
 		return "", skipError("busy answered, but the run ended before cancel could be probed: give --spec a longer run")
@@ -772,7 +903,7 @@ func (k *checker) busySameAndCancel(ctx context.Context) (string, error) {
 		return "", err
 	}
 	if m, err := w.next(); err != nil || m.Type != TypePong || m.ID != 3 {
-		return "", fmt.Errorf("connection unusable after cancel: %v", err)
+		return "", fmt.Errorf("connection unusable after cancel: %v", frameOrErr(m, err))
 	}
 	return fmt.Sprintf("busy for the second run; cancel confirmed in %v; connection still usable", took.Round(time.Microsecond)), nil
 }

@@ -3,7 +3,10 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -15,13 +18,15 @@ func TestCheckPasses(t *testing.T) {
 	lim := fastLimits()
 	lim.HandshakeTimeout = 300 * time.Millisecond
 	a := startAgent(t, newTestEngine(t, 10), lim)
-	res := Check(context.Background(), a.target, a.token, CheckOptions{Model: "qwen3-30b-a3b", Calibrate: true, CancelWithin: 500 * time.Millisecond}, nil)
+	// A generous cancel limit: a loaded host may stall the agent for a
+	// while; TestCheckCatchesFaults shows the limit bites.
+	res := Check(context.Background(), a.target, a.token, CheckOptions{Model: "qwen3-30b-a3b", Calibrate: true, CancelWithin: 10 * time.Second}, nil)
 	if len(res) != 22 {
 		t.Errorf("%d checks ran, want 22", len(res))
 	}
 	for _, r := range res {
 		if r.Outcome != CheckPass {
-			t.Errorf("%s %s: %s", r.Outcome, r.Name, r.Detail)
+			t.Errorf("check %q: %s: %s", r.Name, r.Outcome, r.Detail)
 		}
 	}
 	if t.Failed() {
@@ -49,11 +54,14 @@ func (s stubborn) Run(ctx context.Context, spec json.RawMessage, emit func(Token
 }
 
 // TestCheckCatchesFaults: a unit mistake in the samples fails the run check;
-// an engine that ignores cancel fails the cancel checks.
+// an engine that ignores cancel fails the cancel check; an agent that runs a
+// second connection's request during a run fails the busy check. The runs
+// are slow (playback 2: about 1.4 s) so that each fault shows by a wide
+// margin on a loaded host.
 func TestCheckCatchesFaults(t *testing.T) {
-	outcome := func(e Engine, name string) CheckResult {
-		a := startAgent(t, e, fastLimits())
-		for _, r := range Check(context.Background(), a.target, a.token, CheckOptions{Model: "qwen3-30b-a3b", CancelWithin: 100 * time.Millisecond}, nil) {
+	outcome := func(a *testAgent, name string, cancelWithin time.Duration) CheckResult {
+		t.Helper()
+		for _, r := range Check(context.Background(), a.target, a.token, CheckOptions{Model: "qwen3-30b-a3b", CancelWithin: cancelWithin}, nil) {
 			if r.Name == name {
 				return r
 			}
@@ -61,10 +69,119 @@ func TestCheckCatchesFaults(t *testing.T) {
 		t.Fatalf("no check %q", name)
 		return CheckResult{}
 	}
-	if r := outcome(unitSlip{newTestEngine(t, 10)}, "run: stream and result"); r.Outcome != CheckFail || !strings.Contains(r.Detail, "time_ns") {
+	if r := outcome(startAgent(t, unitSlip{newTestEngine(t, 10)}, fastLimits()), "run: stream and result", time.Second); r.Outcome != CheckFail || !strings.Contains(r.Detail, "time_ns") {
 		t.Errorf("unit slip: %+v", r)
 	}
-	if r := outcome(stubborn{newTestEngine(t, 5)}, "busy: same connection, then cancel"); r.Outcome != CheckFail || !strings.Contains(r.Detail, "does not stop") {
+	if r := outcome(startAgent(t, stubborn{newTestEngine(t, 2)}, fastLimits()), "busy: same connection, then cancel", 300*time.Millisecond); r.Outcome != CheckFail || !strings.Contains(r.Detail, "does not stop") {
 		t.Errorf("an engine ignoring cancel passed: %+v", r)
+	}
+	if r := outcome(startSplitAgent(t, newTestEngine(t, 2)), "busy: second connection", time.Second); r.Outcome != CheckFail || !strings.Contains(r.Detail, "want busy") {
+		t.Errorf("an agent running two connections' runs at once passed: %+v", r)
+	}
+}
+
+// startSplitAgent is a faulty agent: two servers behind one port, sharing
+// engine e, get the connections in turn, so a run on one connection does not
+// make the next connection's run busy.
+func startSplitAgent(t *testing.T, e Engine) *testAgent {
+	t.Helper()
+	tok, err := NewToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen("127.0.0.1:0", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	halves := [2]*chanListener{{ch: make(chan net.Conn), addr: ln.Addr(), done: make(chan struct{})}, {ch: make(chan net.Conn), addr: ln.Addr(), done: make(chan struct{})}}
+	var wg sync.WaitGroup
+	for _, h := range halves {
+		srv := &Server{Engine: e, Token: tok, Limits: fastLimits(), Agent: "lessim split test"}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ctx, h); err != nil {
+				t.Errorf("Serve: %v", err)
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			nc, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			select {
+			case halves[i%2].ch <- nc:
+			case <-ctx.Done():
+				nc.Close()
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { cancel(); ln.Close(); wg.Wait() })
+	return &testAgent{target: "tcp://" + ln.Addr().String(), token: tok}
+}
+
+// chanListener accepts the connections sent on ch.
+type chanListener struct {
+	ch   chan net.Conn
+	addr net.Addr
+	once sync.Once
+	done chan struct{}
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case nc := <-l.ch:
+		return nc, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error { l.once.Do(func() { close(l.done) }); return nil }
+
+func (l *chanListener) Addr() net.Addr { return l.addr }
+
+// TestSecondRunAnswer: the busy probe on one connection reads the frames of
+// run 1 and the answer to run 2 in order: busy passes; run 2 accepted while
+// run 1 streams on is a fault; run 2 accepted once run 1 ended cannot decide.
+func TestSecondRunAnswer(t *testing.T) {
+	tok := func(id uint64) *Message { return &Message{Type: TypeToken, ID: id} }
+	res := &Message{Type: TypeResult, ID: 1}
+	busy := &Message{Type: TypeBusy, ID: 2}
+	for _, tc := range []struct {
+		name   string
+		frames []*Message
+		ended  bool
+		err    string // "" none, "raced" errRaced, else in the message
+	}{
+		{"busy", []*Message{tok(1), busy}, false, ""},
+		{"busy after the run ended", []*Message{tok(1), res, busy}, true, ""},
+		{"accepted while the run streams on", []*Message{tok(1), tok(2), tok(1)}, false, "went on streaming"},
+		{"accepted after the run ended", []*Message{tok(1), res, tok(2)}, true, "raced"},
+		{"accepted as the run ended", []*Message{tok(2), tok(2), res}, true, "raced"},
+		{"refused otherwise", []*Message{{Type: TypeError, ID: 2, Payload: json.RawMessage(`{"code":"internal"}`)}}, false, "want busy"},
+	} {
+		i := 0
+		next := func() (*Message, error) {
+			if i == len(tc.frames) {
+				return nil, errors.New("no more frames")
+			}
+			i++
+			return tc.frames[i-1], nil
+		}
+		ended, err := secondRunAnswer(next)
+		switch {
+		case tc.err == "" && err != nil, tc.err == "raced" && !errors.Is(err, errRaced),
+			tc.err != "" && tc.err != "raced" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		case ended != tc.ended:
+			t.Errorf("%s: ended %v, want %v", tc.name, ended, tc.ended)
+		}
 	}
 }
