@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -161,6 +160,7 @@ type checkFlags struct {
 	token, spec, model string
 	calibrate          bool
 	timeout            time.Duration
+	cancelWithin       time.Duration
 }
 
 func newAgentCheckCmd() *cobra.Command {
@@ -186,6 +186,7 @@ check fails.`,
 	fl.StringVar(&f.model, "model", "", "load this model first (and check load_model)")
 	fl.BoolVar(&f.calibrate, "calibrate", false, "also check calibrate (it may take minutes on a device)")
 	fl.DurationVar(&f.timeout, "silence", 15*time.Second, "longest the agent may stay silent during a request")
+	fl.DurationVar(&f.cancelWithin, "cancel-within", agent.DefaultCancelWithin, "how soon the agent must confirm a cancel (raise it on a loaded host)")
 	return cmd
 }
 
@@ -208,7 +209,10 @@ func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {
 	if err != nil {
 		return err
 	}
-	o := agent.CheckOptions{Model: f.model, Calibrate: f.calibrate, Client: agent.Options{Silence: f.timeout}}
+	if f.cancelWithin <= 0 {
+		return fmt.Errorf("--cancel-within %v: must be > 0", f.cancelWithin)
+	}
+	o := agent.CheckOptions{Model: f.model, Calibrate: f.calibrate, CancelWithin: f.cancelWithin, Client: agent.Options{Silence: f.timeout}}
 	if f.spec != "" {
 		b, err := os.ReadFile(f.spec)
 		if err != nil {
@@ -222,13 +226,19 @@ func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "checking the agent at %s (protocol version %d)\n", target, agent.ProtocolVersion)
 	counts := map[string]int{}
+	var failed []string
 	agent.Check(cmd.Context(), target, token, o, func(r agent.CheckResult) {
 		counts[r.Outcome]++
+		if r.Outcome == agent.CheckFail {
+			failed = append(failed, r.Name)
+		}
 		fmt.Fprintf(out, "%s  %s: %s\n", r.Outcome, r.Name, oneLine(r.Detail))
 	})
 	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", counts[agent.CheckPass], counts[agent.CheckFail], counts[agent.CheckSkip])
-	if counts[agent.CheckFail] > 0 {
-		return errors.New("the agent does not conform")
+	if len(failed) > 0 {
+		// The failed checks' names again, so that the last line of the
+		// output (all a log may keep) says what failed.
+		return fmt.Errorf("the agent does not conform: failed %s", strings.Join(failed, "; "))
 	}
 	return nil
 }
