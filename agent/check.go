@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -713,7 +714,12 @@ func (k *checker) busyOtherOnce(ctx context.Context) (string, error) {
 		return "", err
 	}
 	defer b.nc.Close()
-	a, err := k.startRun(ctx, 1)
+	var a *wire
+	err = k.whenFree(func() error {
+		var err error
+		a, err = k.runPinged(ctx)
+		return err
+	})
 	if err != nil {
 		return "", err
 	}
@@ -751,6 +757,59 @@ func (k *checker) busyOtherOnce(ctx context.Context) (string, error) {
 	return "", fmt.Errorf("a second connection's run during a run: got %s %s, want busy", m.Type, clip(string(m.Payload), 200))
 }
 
+// runPinged starts the check's run (id 1) on a new connection with a ping
+// in the same write, and returns once the pong came: the agent has read the
+// run (and holds the engine for it) but the run has not had time to end, as
+// it would have by its first token (a simulation or a model's prefill
+// first). A busy answer to the run is ErrBusy.
+func (k *checker) runPinged(ctx context.Context) (*wire, error) {
+	w, err := k.greeted(ctx)
+	if err != nil {
+		return nil, err
+	}
+	const pingID = 1 << 32
+	b, err := frames(w.limit, k.runFrame(1), &Message{Type: TypePing, ID: pingID})
+	if err == nil {
+		err = w.sendRaw(b)
+	}
+	for err == nil {
+		var m *Message
+		if m, err = w.next(); err != nil {
+			break
+		}
+		switch {
+		case m.ID == pingID && m.Type == TypePong:
+			return w, nil
+		case m.ID == 1 && m.Type == TypeBusy:
+			err = &RemoteError{Code: CodeBusy, Message: string(m.Payload)}
+		case m.ID == 1 && m.Type != TypeToken:
+			err = fmt.Errorf("the check's run: got %s %s", m.Type, clip(string(m.Payload), 200))
+		}
+	}
+	w.nc.Close()
+	return nil, err
+}
+
+// frames encodes ms as one buffer, to be sent in one write.
+func frames(limit int, ms ...*Message) ([]byte, error) {
+	var b bytes.Buffer
+	for _, m := range ms {
+		if err := WriteFrame(&b, m, limit); err != nil {
+			return nil, err
+		}
+	}
+	return b.Bytes(), nil
+}
+
+// runFrame is the run request id of the check's run.
+func (k *checker) runFrame(id uint64) *Message {
+	b, err := json.Marshal(Run{Spec: k.o.Spec})
+	if err != nil {
+		b = nil // the agent refuses a run without payload: the failure shows
+	}
+	return &Message{Type: TypeRun, ID: id, Payload: b}
+}
+
 // overlapped tells whether the run id on w went on after a request of
 // another connection was accepted (the caller saw that request's first
 // frame before calling). It pings on w: the pong leaves the agent after the
@@ -759,7 +818,7 @@ func (k *checker) busyOtherOnce(ctx context.Context) (string, error) {
 // busy ends a run's stream of tokens before it frees the engine. It returns
 // how many tokens of id follow the pong (0: no evidence of overlap).
 func (w *wire) overlapped(id uint64) (int, error) {
-	const pingID = 1 << 32
+	const pingID = 1<<32 + 1
 	if err := w.send(TypePing, pingID, nil); err != nil {
 		return 0, err
 	}
@@ -794,32 +853,39 @@ func (w *wire) overlapped(id uint64) (int, error) {
 	}
 }
 
-// secondRunAnswer reads, from a connection running request 1 that was
-// then sent run 2, the frames up to the answer to 2: it must be busy. It
-// tells whether 1 ended before that answer. A run 2 accepted is a fault if
-// 1 streams on after 2's first frame (the stream is ordered: an agent that
+// secondRunAnswer reads, from a connection that was sent run 1 and then
+// run 2, the frames up to the answer to 2 (it must be busy) and run 1's
+// first token or end. It tells whether 1 ended before. Run 1 answered busy
+// (the engine held elsewhere) is ErrBusy. A run 2 accepted is a fault if 1
+// streams on after 2's first frame (the stream is ordered: an agent that
 // answers busy sends all of a run's tokens before it frees the connection);
 // if 1 ends without streaming on, it ended before 2 reached the agent and
 // the attempt cannot decide (errRaced).
 func secondRunAnswer(next func() (*Message, error)) (ended bool, err error) {
-	accepted := false
-	for {
+	accepted, busy, started := false, false, false
+	for !busy || !(started || ended) {
 		m, err := next()
 		if err != nil {
 			return ended, err
 		}
 		switch {
+		case m.ID == 1 && m.Type == TypeBusy && !started:
+			return false, &RemoteError{Code: CodeBusy, Message: string(m.Payload)}
 		case m.ID == 1 && m.Type == TypeToken:
 			if accepted {
 				return false, errors.New("a second run on the connection of a running run was accepted, and the first run went on streaming: want busy")
 			}
+			started = true
 		case m.ID == 1:
 			if accepted {
 				return true, errRaced
 			}
+			if !started {
+				return true, fmt.Errorf("the check's run: got %s %s before any token", m.Type, clip(string(m.Payload), 200))
+			}
 			ended = true
 		case m.ID == 2 && m.Type == TypeBusy && !accepted:
-			return ended, nil
+			busy = true
 		case m.ID == 2 && m.Type == TypeToken:
 			if ended {
 				return true, errRaced
@@ -829,6 +895,7 @@ func secondRunAnswer(next func() (*Message, error)) (ended bool, err error) {
 			return ended, fmt.Errorf("a second run on a busy connection: got %s %s, want busy", m.Type, clip(string(m.Payload), 200))
 		}
 	}
+	return ended, nil
 }
 
 // frameOrErr describes what came instead of the frame wanted.
@@ -856,15 +923,30 @@ func (k *checker) busySameAndCancel(ctx context.Context) (string, error) {
 }
 
 func (k *checker) busySameAndCancelOnce(ctx context.Context) (string, error) {
-	w, err := k.startRun(ctx, 1)
-	if err != nil {
-		return "", err
+	var w *wire
+	var ended bool
+	err := k.whenFree(func() error {
+		var err error
+		if w, err = k.greeted(ctx); err != nil {
+			return err
+		}
+		// Both runs in one write: the agent reads run 2 right after run 1,
+		// long before run 1 could end.
+		b, err := frames(w.limit, k.runFrame(1), k.runFrame(2))
+		if err == nil {
+			err = w.sendRaw(b)
+		}
+		if err == nil {
+			ended, err = secondRunAnswer(w.next)
+		}
+		if err != nil {
+			w.nc.Close()
+		}
+		return err
+	})
+	if err == nil {
+		defer w.nc.Close()
 	}
-	defer w.nc.Close()
-	if err := w.send(TypeRun, 2, Run{Spec: k.o.Spec}); err != nil {
-		return "", err
-	}
-	ended, err := secondRunAnswer(w.next)
 	if errors.Is(err, errRaced) {
 		return "", skipError("the run ended before the second run reached the agent (which then ran it): give --spec a longer run")
 	}

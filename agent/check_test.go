@@ -149,7 +149,8 @@ func (l *chanListener) Addr() net.Addr { return l.addr }
 
 // TestSecondRunAnswer: the busy probe on one connection reads the frames of
 // run 1 and the answer to run 2 in order: busy passes; run 2 accepted while
-// run 1 streams on is a fault; run 2 accepted once run 1 ended cannot decide.
+// run 1 streams on is a fault; run 2 accepted once run 1 ended cannot decide;
+// run 1 busy is ErrBusy (the probe waits and tries again).
 func TestSecondRunAnswer(t *testing.T) {
 	tok := func(id uint64) *Message { return &Message{Type: TypeToken, ID: id} }
 	res := &Message{Type: TypeResult, ID: 1}
@@ -161,6 +162,9 @@ func TestSecondRunAnswer(t *testing.T) {
 		err    string // "" none, "raced" errRaced, else in the message
 	}{
 		{"busy", []*Message{tok(1), busy}, false, ""},
+		{"busy before the first token", []*Message{busy, tok(1)}, false, ""},
+		{"run 1 busy", []*Message{{Type: TypeBusy, ID: 1}, busy}, false, "busy"},
+		{"run 1 refused", []*Message{{Type: TypeError, ID: 1}}, true, "before any token"},
 		{"busy after the run ended", []*Message{tok(1), res, busy}, true, ""},
 		{"accepted while the run streams on", []*Message{tok(1), tok(2), tok(1)}, false, "went on streaming"},
 		{"accepted after the run ended", []*Message{tok(1), res, tok(2)}, true, "raced"},
@@ -177,8 +181,8 @@ func TestSecondRunAnswer(t *testing.T) {
 		}
 		ended, err := secondRunAnswer(next)
 		switch {
-		case tc.err == "" && err != nil, tc.err == "raced" && !errors.Is(err, errRaced),
-			tc.err != "" && tc.err != "raced" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+		case tc.err == "" && err != nil, tc.err == "raced" && !errors.Is(err, errRaced), tc.err == "busy" && !errors.Is(err, ErrBusy),
+			tc.err != "" && tc.err != "raced" && tc.err != "busy" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
 		case ended != tc.ended:
 			t.Errorf("%s: ended %v, want %v", tc.name, ended, tc.ended)
