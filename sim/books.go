@@ -123,10 +123,14 @@ type Books struct {
 
 	c Counts
 
-	union  []Key
+	union []Key
+	// cnt and last are kept only once an expert repeats in the layer (rows >
+	// len(union), see Select); until then every count is 1 and union[i]'s
+	// only use is row i+1.
 	cnt    []int32 // tokens of the pass using union[i]
 	last   []int32 // row (token-major, rank order) of union[i]'s last use in the pass
 	rows   int32
+	ones   []int32 // all 1: the counts of a union without repeats
 	order  []int32 // scratch: union indices in last-use order
 	useBuf []Key   // scratch: union keys in last-use order
 	pfBuf  []Key
@@ -181,7 +185,15 @@ func (b *Books) Counts() Counts { return b.c }
 
 // Union is the current layer's selected keys in first-use order, and for
 // each the number of the pass's tokens using it. Valid until the next BeginLayer.
-func (b *Books) Union() ([]Key, []int32) { return b.union, b.cnt }
+func (b *Books) Union() ([]Key, []int32) {
+	if int(b.rows) != len(b.union) {
+		return b.union, b.cnt
+	}
+	for len(b.ones) < len(b.union) {
+		b.ones = append(b.ones, 1)
+	}
+	return b.union, b.ones[:len(b.union)]
+}
 
 // Pass is the number of passes begun so far (the current pass's number).
 func (b *Books) Pass() int64 { return b.passNo }
@@ -256,13 +268,55 @@ func (b *Books) nextStamp() {
 func (b *Books) BeginLayer(l int) {
 	b.nextStamp()
 	b.layer = l
-	b.union, b.cnt, b.last = b.union[:0], b.cnt[:0], b.last[:0]
-	b.rows = 0
+	b.union, b.rows = b.union[:0], 0
 }
 
 // Select adds one token's top-k experts of the current layer to the union
 // (they are InUse from now on). Experts must be in [0, experts).
+//
+// NB: until an expert repeats within the layer (a second token of the pass,
+// or a trace naming one twice), every count is 1 and union index i was used
+// at row i+1, so only the union is built; the counts and last rows are
+// written out at the first repeat (counted). A one-token pass, the common
+// case, never writes them.
 func (b *Books) Select(experts []int32) {
+	if int(b.rows) != len(b.union) {
+		b.selectCounted(experts)
+		return
+	}
+	// NB: keys, the stamp and the union in locals: the stores through ks
+	// could alias b's fields, so they would be reloaded for every expert.
+	keys, stamp, union := b.keys, b.stamp, b.union
+	base := b.layer * b.nE
+	for i, x := range experts {
+		k := Key(base + int(x))
+		ks := &keys[k]
+		if ks.seen == stamp {
+			b.union, b.rows = union, int32(len(union))
+			b.counted()
+			b.selectCounted(experts[i:])
+			return
+		}
+		ks.seen = stamp
+		ks.pos = uint16(len(union))
+		union = append(union, k)
+	}
+	b.union, b.rows = union, int32(len(union))
+}
+
+// counted writes out the counts and last rows of a union built without a
+// repeat: each expert used once, union index i at row i+1.
+func (b *Books) counted() {
+	b.cnt, b.last = b.cnt[:0], b.last[:0]
+	for i := range b.union {
+		b.cnt = append(b.cnt, 1)
+		b.last = append(b.last, int32(i+1))
+	}
+}
+
+// selectCounted is Select once the layer's counts are kept (cnt and last
+// cover the union).
+func (b *Books) selectCounted(experts []int32) {
 	base := b.layer * b.nE
 	for _, x := range experts {
 		k := Key(base + int(x))
