@@ -173,12 +173,12 @@ func (s *LES) name(top []int32, layer int, view sim.CacheView, b *budget, dst []
 		clear(s.mark)
 		s.gen = 1
 	}
-	gen, mark := s.gen, s.mark
 	base := sim.Key(layer * s.experts)
-	var eb int64
-	if b.limit > 0 {
-		eb = view.ExpertBytes(layer)
+	if b.limit <= 0 {
+		return s.nameAll(top, base, dst), false
 	}
+	gen, mark := s.gen, s.mark
+	eb := view.ExpertBytes(layer)
 	for _, e := range top {
 		if mark[e] == gen {
 			continue
@@ -188,7 +188,7 @@ func (s *LES) name(top []int32, layer int, view sim.CacheView, b *budget, dst []
 		// NB: resident and loading candidates are named too (the engine
 		// skips them and they cost no bytes), so the engine's prefetch
 		// recall and precision measure the prediction itself.
-		if b.limit > 0 && view.State(k) == sim.Absent {
+		if view.State(k) == sim.Absent {
 			if b.asked+eb > b.room {
 				return dst, true
 			}
@@ -197,6 +197,25 @@ func (s *LES) name(top []int32, layer int, view sim.CacheView, b *budget, dst []
 		dst = append(dst, k)
 	}
 	return dst, false
+}
+
+// nameAll is name without an in-flight cap: every expert of top, each once,
+// as keys from base. NB: the keys are written into room made beforehand,
+// not appended: an append's call to grow, even never taken, makes the
+// compiler spill the loop's registers around it on every key.
+func (s *LES) nameAll(top []int32, base sim.Key, dst []sim.Key) []sim.Key {
+	gen, mark := s.gen, s.mark
+	n := len(dst)
+	dst = slices.Grow(dst, len(top))[:n+len(top)]
+	for _, e := range top {
+		if mark[e] == gen {
+			continue
+		}
+		mark[e] = gen
+		dst[n] = base + sim.Key(e)
+		n++
+	}
+	return dst[:n]
 }
 
 // Observe keeps passes, recency, the pass's used keys and the guarded prefetches.
