@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/lessim/lessim/traces"
 )
@@ -44,6 +45,7 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 	if e.press.faults > 0 {
 		e.refaultWeights()
 	}
+	e.lookaheadPass(steps, first)
 	for l := 0; l < e.nL; l++ {
 		e.compute(e.denseTime(l, tokens))
 		if e.cfg.ContextCost {
@@ -54,7 +56,7 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 		if e.laSync {
 			e.sync() // the lookahead router's scores come back to the host
 		}
-		e.lookahead(steps, first, l)
+		e.lookahead(steps, l)
 		if err := e.bk.Prefetch(&e.la); err != nil {
 			return err
 		}
@@ -106,13 +108,13 @@ func (e *engine) sync() {
 	}
 }
 
-// lookahead fills e.la for moment 1 of layer l: the pass's router scores.
-func (e *engine) lookahead(steps []*traces.Step, first, l int) {
+// lookaheadPass sets up e.la for a pass over steps: the tokens' trace
+// steps, and room for one score vector (and index) per token when the
+// policy is shown scores. NB: once per pass; each layer then only points
+// them at its own vectors (lookahead).
+func (e *engine) lookaheadPass(steps []*traces.Step, first int) {
 	la := &e.la
-	la.Layer = l
 	la.Steps = la.Steps[:0]
-	la.Scores = la.Scores[:0]
-	la.Index = la.Index[:0]
 	for t := range steps {
 		la.Steps = append(la.Steps, int64(first+t))
 	}
@@ -120,9 +122,20 @@ func (e *engine) lookahead(steps []*traces.Step, first, l int) {
 		la.Scores, la.Index = nil, nil
 		return
 	}
-	for _, s := range steps {
-		la.Scores = append(la.Scores, s.Layers[l].Lookahead)
-		la.Index = append(la.Index, s.Layers[l].LookaheadIndex)
+	la.Scores = slices.Grow(la.Scores[:0], len(steps))[:len(steps)]
+	la.Index = slices.Grow(la.Index[:0], len(steps))[:len(steps)]
+}
+
+// lookahead fills e.la for moment 1 of layer l: the pass's router scores.
+func (e *engine) lookahead(steps []*traces.Step, l int) {
+	la := &e.la
+	la.Layer = l
+	if !e.laScores {
+		return
+	}
+	for t, s := range steps {
+		la.Scores[t] = s.Layers[l].Lookahead
+		la.Index[t] = s.Layers[l].LookaheadIndex
 	}
 }
 
