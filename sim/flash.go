@@ -254,13 +254,14 @@ func (f *flash) startReq(id int32) {
 }
 
 // rateRow is each class's rate per transfer with the current number of
-// transfers in progress (row 0, for none, is never read).
+// transfers in progress (row 0, for none, is never read): index c is class
+// c's. NB: the table from the row on, not cut at its end (classes index
+// only within it), so that rateRow is cheap enough to inline in rerate.
 func (f *flash) rateRow() []float64 {
 	if f.thermalBytes > 0 {
 		return f.heatRow()
 	}
-	nc := len(f.rates)
-	return f.byK[f.xfers*nc : (f.xfers+1)*nc]
+	return f.byK[f.xfers*len(f.rates):]
 }
 
 // heatRow is rateRow with thermal derating: the rates move with the heat,
