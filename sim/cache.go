@@ -15,7 +15,7 @@ var _ Loader = (*engine)(nil)
 // thread reaches the expert.
 func (e *engine) Start(k Key, demand bool) {
 	e.chargeLoad(k)
-	if demand && e.cfg.Layout == LayoutGGUFMmap {
+	if demand && e.ggufMmap {
 		e.bk.keys[k].syncLoad = true
 		return
 	}
@@ -58,7 +58,7 @@ func (e *engine) Wait(block bool) bool {
 func (e *engine) startAsync(k Key, demand bool) {
 	e.fl.advance(e.now)
 	l := e.bk.keys[k].layer
-	if e.cfg.Layout == LayoutPerExpert {
+	if e.perExpert {
 		e.keyReqs[k][0] = e.fl.submitClass(k, e.layerBytes[l], e.layerClass[l], demand)
 		e.bk.keys[k].pending = 1
 		return

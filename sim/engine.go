@@ -42,6 +42,10 @@ type engine struct {
 
 	keyReqs [][3]int32 // async read ids per key (for cancelling queued prefetches)
 
+	// perExpert and ggufMmap say which Layout the run has (NB: looked up
+	// once, not a string comparison per read).
+	perExpert, ggufMmap bool
+
 	mm      *mmapModel // detailed gguf-mmap fault path (mmap.go), nil when off
 	gpuSync Time       // host-device sync per layer (backend gpu), 0 on the CPU
 	laSync  bool       // the policy's lookahead router costs one more sync per layer
@@ -137,6 +141,8 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 		layerBytes: make([]int64, nL),
 		regions:    make([][]int64, nL),
 		keyReqs:    make([][3]int32, n),
+		perExpert:  cfg.Layout == LayoutPerExpert,
+		ggufMmap:   cfg.Layout == LayoutGGUFMmap,
 	}
 	e.bk.init(m, cfg.CacheBytes, pol, e)
 	if tap != nil {

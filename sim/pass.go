@@ -215,7 +215,7 @@ func (e *engine) computeExperts(l int) error {
 // experts (e.pend, indices into union) is resident: with gguf-mmap it faults
 // in the first synchronous miss; otherwise it stalls until a load lands.
 func (e *engine) faultOrWait(union []Key, l int) error {
-	if e.cfg.Layout == LayoutGGUFMmap {
+	if e.ggufMmap {
 		for _, idx := range e.pend {
 			if k := union[idx]; e.bk.keys[k].syncLoad {
 				e.faultIn(k)
