@@ -15,11 +15,25 @@ var _ Loader = (*engine)(nil)
 // thread reaches the expert.
 func (e *engine) Start(k Key, demand bool) {
 	e.chargeLoad(k)
+	ks := &e.bk.keys[k]
 	if demand && e.ggufMmap {
-		e.bk.keys[k].syncLoad = true
+		ks.syncLoad = true
 		return
 	}
-	e.startAsync(k, demand)
+	// Asynchronous reads. NB: here, not in a function of their own: one
+	// call fewer per read.
+	e.fl.advance(e.now)
+	l := ks.layer
+	if e.perExpert {
+		e.keyReqs[k][0] = e.fl.submitClass(k, e.layerBytes[l], e.layerClass[l], demand)
+		ks.pending = 1
+		return
+	}
+	rs := e.regions[l]
+	ks.pending = int8(len(rs))
+	for i, b := range rs {
+		e.keyReqs[k][i] = e.fl.submitClass(k, b, e.regionClass[l][i], demand)
+	}
 }
 
 // chargeLoad spends the compute thread's cost of loading k (memory commit,
@@ -52,22 +66,6 @@ func (e *engine) Wait(block bool) bool {
 		return true
 	}
 	return e.waitAnyRead()
-}
-
-// startAsync issues k's asynchronous read(s).
-func (e *engine) startAsync(k Key, demand bool) {
-	e.fl.advance(e.now)
-	l := e.bk.keys[k].layer
-	if e.perExpert {
-		e.keyReqs[k][0] = e.fl.submitClass(k, e.layerBytes[l], e.layerClass[l], demand)
-		e.bk.keys[k].pending = 1
-		return
-	}
-	rs := e.regions[l]
-	e.bk.keys[k].pending = int8(len(rs))
-	for i, b := range rs {
-		e.keyReqs[k][i] = e.fl.submitClass(k, b, e.regionClass[l][i], demand)
-	}
 }
 
 // readDone is the flash completion callback.
