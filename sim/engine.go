@@ -159,7 +159,7 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 		e.gpuSync = cfg.Device.GPUSyncNS
 		e.laSync = e.laScores
 	}
-	e.fl.done = e.readDone
+	e.fl.eng = e
 	for i, l := range m.Layers {
 		e.layerBytes[i] = l.ExpertBytes
 		for _, t := range l.Tensors {

@@ -51,8 +51,11 @@ type flash struct {
 	thermalFloor float64 // fraction of cold bandwidth left when hot (0: no derating)
 	thermalBytes float64 // bytes read over which ~63% of the drop happens
 
-	// done is called when a read completes, at time f.now.
+	// done is called when a read completes, at time f.now; or with eng set,
+	// eng.readDone (NB: the engine's callback called directly, not through
+	// a method value's wrapper, once per read).
 	done func(id int32, r *flashReq)
+	eng  *engine
 
 	// accounting
 	bytesRead int64
@@ -377,7 +380,9 @@ func (f *flash) step(ev Time, i int32) int32 {
 		f.startReq(f.preQ.pop())
 	}
 	f.rerate()
-	if f.done != nil {
+	if f.eng != nil {
+		f.eng.readDone(id, r)
+	} else if f.done != nil {
 		f.done(id, r)
 	}
 	return id
