@@ -604,6 +604,10 @@ func (b *Books) evict(k Key) {
 	if e := b.eng; e == nil || e.mm != nil {
 		b.drop(k)
 	}
+	if b.load != nil {
+		b.load.Evicted(k) // NB: evicted's common case, without its call
+		return
+	}
 	b.evicted(k)
 }
 
