@@ -62,5 +62,5 @@ for p in "${policies[@]}"; do
 		i = (i6 - i2) / 4; d = (d6 - d2) / 4
 		printf "%-8s %8.1f M instructions per run  %6.0f per selection  %6.2f M D1 misses per run\n", p, i / 1e6, i / 640000, d / 1e6
 	}'
-	[ -n "${BY_FUNC:-}" ] && by_func "$p"
+	if [ -n "${BY_FUNC:-}" ]; then by_func "$p"; fi
 done
