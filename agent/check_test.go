@@ -85,14 +85,7 @@ func TestCheckCatchesFaults(t *testing.T) {
 // make the next connection's run busy.
 func startSplitAgent(t *testing.T, e Engine) *testAgent {
 	t.Helper()
-	tok, err := NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := Listen("127.0.0.1:0", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok, ln := tokenAndListener(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	halves := [2]*chanListener{{ch: make(chan net.Conn), addr: ln.Addr(), done: make(chan struct{})}, {ch: make(chan net.Conn), addr: ln.Addr(), done: make(chan struct{})}}
 	var wg sync.WaitGroup

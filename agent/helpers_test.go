@@ -38,9 +38,8 @@ type testAgent struct {
 	stop   func()
 }
 
-// startAgent serves e on 127.0.0.1 until the test ends (or stop is called),
-// then checks the server returned.
-func startAgent(t testing.TB, e Engine, lim Limits) *testAgent {
+// tokenAndListener is a new token and a loopback listener on a free port.
+func tokenAndListener(t testing.TB) (string, net.Listener) {
 	t.Helper()
 	tok, err := NewToken()
 	if err != nil {
@@ -50,6 +49,14 @@ func startAgent(t testing.TB, e Engine, lim Limits) *testAgent {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return tok, ln
+}
+
+// startAgent serves e on 127.0.0.1 until the test ends (or stop is called),
+// then checks the server returned.
+func startAgent(t testing.TB, e Engine, lim Limits) *testAgent {
+	t.Helper()
+	tok, ln := tokenAndListener(t)
 	srv := &Server{Engine: e, Token: tok, Limits: lim, Agent: "lessim test"}
 	ctx, cancel := context.WithCancel(context.Background())
 	finished := make(chan struct{})

@@ -32,14 +32,7 @@ func (e seriesSim) Run(ctx context.Context, spec json.RawMessage, emit func(Toke
 // filled in here) on a loopback port until the test ends.
 func startServer(t *testing.T, srv *Server) (target string) {
 	t.Helper()
-	tok, err := NewToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := Listen("127.0.0.1:0", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	tok, ln := tokenAndListener(t)
 	srv.Token = tok
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
