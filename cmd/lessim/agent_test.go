@@ -173,9 +173,20 @@ func TestAgentProcess(t *testing.T) {
 		t.Fatalf("remote result differs from lessim simulate:\n%s\n%s", a, b)
 	}
 
+	// A generous cancel limit and a run three times the default's length
+	// (about 0.8 s at playback 10): the host running the tests may be loaded,
+	// and a run that ends before a busy or cancel probe reaches the agent
+	// makes that check skip.
+	longer := strings.Replace(agent.DefaultCheckSpec, `"tokens": 16`, `"tokens": 48`, 1)
+	if longer == agent.DefaultCheckSpec {
+		t.Fatalf("DefaultCheckSpec changed: %s", agent.DefaultCheckSpec)
+	}
+	checkSpec := filepath.Join(t.TempDir(), "check.json")
+	if err := os.WriteFile(checkSpec, []byte(longer), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	check := func(t *testing.T, target string) {
-		// A generous cancel limit: the host running the tests may be loaded.
-		out := runCLI(t, "", "agent", "check", target, "--token", p.token, "--model", "qwen3-30b-a3b", "--calibrate", "--cancel-within", "10s")
+		out := runCLI(t, "", "agent", "check", target, "--token", p.token, "--model", "qwen3-30b-a3b", "--calibrate", "--cancel-within", "10s", "--spec", checkSpec)
 		if !strings.Contains(out, "22 passed, 0 failed, 0 skipped") {
 			t.Errorf("agent check %s: not all checks passed:\n%s\nthe whole output:\n%s", target, notPassed(out), out)
 		}
