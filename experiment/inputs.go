@@ -1,12 +1,8 @@
 package experiment
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sync"
 
 	"github.com/lessim/lessim/devices"
@@ -90,7 +86,7 @@ func ReadTraceFile(path string) (*LoadedTrace, error) {
 // ReadTraceFileColumns reads a Parquet trace's steps with only the vectors
 // cols keeps (Meta still describes the whole file) and digests its bytes.
 func ReadTraceFileColumns(path string, cols traces.Columns) (*LoadedTrace, error) {
-	sum, err := digestFile(path)
+	sum, err := traces.FileSHA256(path)
 	if err != nil {
 		return nil, err
 	}
@@ -330,18 +326,4 @@ func copyLayers(steps []traces.Step) []traces.Step {
 		out[i].Layers = layers[from:len(layers):len(layers)]
 	}
 	return out
-}
-
-// digestFile is the hex SHA-256 of the file's bytes (a spec's trace digest).
-func digestFile(path string) (string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", path, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }

@@ -113,7 +113,7 @@ func (in *Inputs) streamed(path string, check func() error) (*entry, error) {
 		if err != nil {
 			return nil, err
 		}
-		sum, err := digestFile(path)
+		sum, err := traces.FileSHA256(path)
 		if err != nil {
 			return nil, err
 		}

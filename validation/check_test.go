@@ -118,7 +118,7 @@ func TestCheckTraceModelFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.File.Close()
-	sum, err := record.FileSHA256(model)
+	sum, err := traces.FileSHA256(model)
 	if err != nil {
 		t.Fatal(err)
 	}

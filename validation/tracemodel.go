@@ -6,7 +6,6 @@ import (
 	"strconv"
 
 	"github.com/lessim/lessim/devices"
-	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -61,7 +60,7 @@ func fileDiffers(info map[string]string, path string) string {
 			return fmt.Sprintf("the trace was recorded on a %d-byte model file, this one has %d bytes", size, st.Size())
 		}
 	}
-	got, err := record.FileSHA256(path)
+	got, err := traces.FileSHA256(path)
 	if err != nil {
 		return err.Error()
 	}

@@ -184,7 +184,7 @@ func (r *recorder) meta() (traces.Meta, error) {
 	if err != nil {
 		return traces.Meta{}, err
 	}
-	sum, err := FileSHA256(r.opt.ModelPath)
+	sum, err := traces.FileSHA256(r.opt.ModelPath)
 	if err != nil {
 		return traces.Meta{}, err
 	}

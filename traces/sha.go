@@ -1,4 +1,4 @@
-package record
+package traces
 
 import (
 	"crypto/sha256"
@@ -8,8 +8,9 @@ import (
 	"os"
 )
 
-// FileSHA256 hashes a file: the model, for a trace's provenance (its
-// model_sha256 info key) and to check a trace against a model.
+// FileSHA256 is the hex SHA-256 of a file's bytes: a model's, for a
+// trace's provenance (its model_sha256 info key) and to check a trace
+// against a model; a trace's, for a spec's trace digest.
 func FileSHA256(path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
