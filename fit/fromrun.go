@@ -90,7 +90,7 @@ const MinBytesMatched = 0.5
 // the measured flash bytes on MinBytesMatched of the tokens or fewer (a run
 // that does not record bytes read is not checked: BytesChecked is 0).
 func FromRun(base *devices.Profile, rp Replay, run *runs.Run, label string) (*RunFit, error) {
-	return fromRuns(base, []Measured{{Replay: rp, Run: run}}, label, MinBytesMatched, false)
+	return fromRuns(base, []Measured{{Replay: rp, Run: run}}, label, false)
 }
 
 // Measured is one measured run with its replay.
@@ -109,13 +109,13 @@ type Measured struct {
 // its replay, as its timing differs; RunFit.BytesMatched says how closely
 // they agree.
 func FromRuns(base *devices.Profile, ms []Measured, label string) (*RunFit, error) {
-	return fromRuns(base, ms, label, MinBytesMatched, true)
+	return fromRuns(base, ms, label, true)
 }
 
-// fromRuns is FromRuns, refusing a run whose replay reproduces the
-// measured flash bytes on minMatched of its tokens or fewer (0: no check;
-// demandOnly: only runs whose replay issues no prefetch are checked).
-func fromRuns(base *devices.Profile, ms []Measured, label string, minMatched float64, demandOnly bool) (*RunFit, error) {
+// fromRuns is FromRun over several runs, refusing a run whose replay
+// reproduces the measured flash bytes on MinBytesMatched of its tokens or
+// fewer (demandOnly: only runs whose replay issues no prefetch are checked).
+func fromRuns(base *devices.Profile, ms []Measured, label string, demandOnly bool) (*RunFit, error) {
 	f, out, err := newFromRun(base, ms, label)
 	if err != nil {
 		return nil, err
@@ -124,7 +124,7 @@ func fromRuns(base *devices.Profile, ms []Measured, label string, minMatched flo
 	if err != nil {
 		return nil, err
 	}
-	if err := f.checkReplay(params, minMatched, demandOnly); err != nil {
+	if err := f.checkReplay(params, demandOnly); err != nil {
 		return nil, err
 	}
 	o, err := LeastSquares(f.predict, out.Measured, params, 600)
@@ -255,24 +255,21 @@ func bisectValid(valid func(float64) error, end float64) float64 {
 }
 
 // checkReplay replays every run at the starting values: the trace must
-// decode each run's tokens, and (minMatched > 0) reproduce its flash bytes
-// on more than minMatched of them (with demandOnly, of the runs whose
-// replay made no prefetch loads).
-func (f *fromRun) checkReplay(params []Param, minMatched float64, demandOnly bool) error {
+// decode each run's tokens and reproduce its flash bytes on more than
+// MinBytesMatched of them (with demandOnly, of the runs whose replay made
+// no prefetch loads).
+func (f *fromRun) checkReplay(params []Param, demandOnly bool) error {
 	if _, err := f.predict(starts(params)); err != nil {
 		return err
-	}
-	if minMatched <= 0 {
-		return nil
 	}
 	for _, pt := range f.parts {
 		if demandOnly && pt.last != nil && pt.last.PrefetchLoads > 0 {
 			continue
 		}
 		matched, checked := pt.bytesMatched()
-		if checked > 0 && float64(matched) <= minMatched*float64(checked) {
+		if checked > 0 && float64(matched) <= MinBytesMatched*float64(checked) {
 			return fmt.Errorf("fit: the replay does not reproduce the flash reads of %s: simulated bytes within 1%% of measured on %d of %d tokens (median difference %+.1f%%), and a fit needs more than %.0f%% of them; is the trace this run's routing, and are the cache size, policy and layout the run's?",
-				pt.run.Name, matched, checked, 100*pt.bytesDiff(), 100*minMatched)
+				pt.run.Name, matched, checked, 100*pt.bytesDiff(), 100*MinBytesMatched)
 		}
 	}
 	return nil
