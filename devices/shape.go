@@ -97,61 +97,108 @@ func AttentionMixer(heads, kvHeads, headDim int) MixerShape {
 // problem with s is reported at once.
 func BuildSpec(s Shape) (*ModelSpec, error) {
 	var ps problems
-	blocks := s.MoEBlocks
-	if blocks == nil {
+	r := s.resolve(&ps)
+	if len(ps) > 0 {
+		return nil, shapeError(s.Name, ps)
+	}
+	m := &ModelSpec{
+		Name: s.Name, Arch: s.Arch, Variant: s.Variant, Source: s.Source,
+		Blocks: r.nBlocks, Experts: s.Experts, TopK: s.TopK, SharedExperts: s.SharedExperts,
+		Hidden: s.Hidden, ExpertFFN: s.ExpertFFN, SharedFFN: s.SharedFFN, Vocab: s.Vocab,
+	}
+	var denseSum int64
+	for i, b := range r.blocks {
+		l := s.layer(i, b, r, &ps)
+		denseSum += l.DenseBytes
+		m.Layers = append(m.Layers, l)
+	}
+	s.resident(m, r, denseSum, &ps)
+	if len(ps) > 0 {
+		return nil, shapeError(s.Name, ps)
+	}
+	if err := m.Validate(); err != nil {
+		return nil, err
+	}
+	return m, nil
+}
+
+// resolvedShape is what BuildSpec's checks settle before any layer is laid
+// out: the MoE blocks, the block count, the dense types with their defaults
+// applied, and whether dense bytes are derived.
+type resolvedShape struct {
+	blocks                         []int
+	nBlocks                        int
+	denseType, embedType, headType QuantType
+	derive                         bool
+}
+
+// resolve checks s's counts, lists and types, adding each problem to ps, and
+// returns what the layout needs.
+func (s Shape) resolve(ps *problems) resolvedShape {
+	r := resolvedShape{blocks: s.MoEBlocks, nBlocks: s.Blocks, derive: s.DenseBytes == nil}
+	if r.blocks == nil {
 		if s.MoELayers < 1 {
 			ps.add("moe_layers", "must be >= 1 when no MoE block indices are given (got %d)", s.MoELayers)
 		}
 		for i := range max(s.MoELayers, 0) {
-			blocks = append(blocks, i)
+			r.blocks = append(r.blocks, i)
 		}
-	} else if s.MoELayers != 0 && s.MoELayers != len(blocks) {
-		ps.add("moe_layers", "is %d but %d MoE block indices are given", s.MoELayers, len(blocks))
+	} else if s.MoELayers != 0 && s.MoELayers != len(r.blocks) {
+		ps.add("moe_layers", "is %d but %d MoE block indices are given", s.MoELayers, len(r.blocks))
 	}
-	nBlocks := s.Blocks
-	if nBlocks == 0 && len(blocks) > 0 {
-		nBlocks = slices.Max(blocks) + 1
+	if r.nBlocks == 0 && len(r.blocks) > 0 {
+		r.nBlocks = slices.Max(r.blocks) + 1
 	}
 	for _, b := range slices.Sorted(maps.Keys(s.LayerQuant)) {
-		if !slices.Contains(blocks, b) {
+		if !slices.Contains(r.blocks, b) {
 			ps.add(fmt.Sprintf("layer_quant[%d]", b), "block %d is not a MoE block", b)
 		}
 	}
-	derive := s.DenseBytes == nil
-	if !derive && len(s.DenseBytes) != len(blocks) {
-		ps.add("dense_bytes", "has %d entries for %d MoE layers", len(s.DenseBytes), len(blocks))
+	s.checkLists(ps, len(r.blocks), r.derive)
+	r.denseType, r.embedType, r.headType = s.DenseType, s.EmbedType, s.HeadType
+	if r.embedType == "" {
+		r.embedType = r.denseType
 	}
-	if s.Mixers != nil && len(s.Mixers) != len(blocks) {
-		ps.add("mixers", "has %d entries for %d MoE layers", len(s.Mixers), len(blocks))
-	}
-	if s.DenseWeights != nil && len(s.DenseWeights) != len(blocks) {
-		ps.add("dense_weights", "has %d entries for %d MoE layers", len(s.DenseWeights), len(blocks))
-	}
-	denseType, embedType, headType := s.DenseType, s.EmbedType, s.HeadType
-	if embedType == "" {
-		embedType = denseType
-	}
-	if headType == "" {
-		headType = denseType
+	if r.headType == "" {
+		r.headType = r.denseType
 	}
 	for _, t := range []struct {
 		name   string
 		q      QuantType
 		needed bool
 	}{
-		{"dense_type", denseType, derive || s.DenseWeights == nil},
-		{"embed_type", embedType, s.NonExpertBytes == 0 && s.Vocab > 0},
-		{"head_type", headType, s.Vocab > 0},
+		{"dense_type", r.denseType, r.derive || s.DenseWeights == nil},
+		{"embed_type", r.embedType, s.NonExpertBytes == 0 && s.Vocab > 0},
+		{"head_type", r.headType, s.Vocab > 0},
 	} {
 		if _, ok := quantBlocks[t.q]; t.needed && !ok {
 			ps.add(t.name, "unknown quant type %q (valid: %s)", string(t.q), joinNames(QuantTypes()))
 		}
 	}
-	if derive && (s.Heads < 1 || s.KVHeads < 1 || s.HeadDim < 1) {
+	s.checkDims(ps, r)
+	return r
+}
+
+// checkLists checks that the per-layer lists have one entry per MoE layer.
+func (s Shape) checkLists(ps *problems, layers int, derive bool) {
+	if !derive && len(s.DenseBytes) != layers {
+		ps.add("dense_bytes", "has %d entries for %d MoE layers", len(s.DenseBytes), layers)
+	}
+	if s.Mixers != nil && len(s.Mixers) != layers {
+		ps.add("mixers", "has %d entries for %d MoE layers", len(s.Mixers), layers)
+	}
+	if s.DenseWeights != nil && len(s.DenseWeights) != layers {
+		ps.add("dense_weights", "has %d entries for %d MoE layers", len(s.DenseWeights), layers)
+	}
+}
+
+// checkDims checks the dimensions the layout derives sizes from.
+func (s Shape) checkDims(ps *problems, r resolvedShape) {
+	if r.derive && (s.Heads < 1 || s.KVHeads < 1 || s.HeadDim < 1) {
 		ps.add("attention", "heads, kv_heads and head_dim must be >= 1 to derive dense bytes (got %d, %d, %d), or give dense_bytes", s.Heads, s.KVHeads, s.HeadDim)
 	}
-	if s.NonExpertBytes == 0 && nBlocks > len(blocks) {
-		ps.add("non_expert_bytes", "must be given: %d of %d blocks have no experts and their dense FFN size is unknown", nBlocks-len(blocks), nBlocks)
+	if s.NonExpertBytes == 0 && r.nBlocks > len(r.blocks) {
+		ps.add("non_expert_bytes", "must be given: %d of %d blocks have no experts and their dense FFN size is unknown", r.nBlocks-len(r.blocks), r.nBlocks)
 	}
 	for _, d := range []struct {
 		name string
@@ -161,63 +208,61 @@ func BuildSpec(s Shape) (*ModelSpec, error) {
 			ps.add(d.name, "must be >= 1 (got %d)", d.v)
 		}
 	}
-	if len(ps) > 0 {
-		return nil, shapeError(s.Name, ps)
-	}
+}
 
-	m := &ModelSpec{
-		Name: s.Name, Arch: s.Arch, Variant: s.Variant, Source: s.Source,
-		Blocks: nBlocks, Experts: s.Experts, TopK: s.TopK, SharedExperts: s.SharedExperts,
-		Hidden: s.Hidden, ExpertFFN: s.ExpertFFN, SharedFFN: s.SharedFFN, Vocab: s.Vocab,
-	}
+// layer lays out MoE layer i (block b): its expert tensors in their quant
+// type, its dense bytes and FLOPs, and its mixer when stated.
+func (s Shape) layer(i, b int, r resolvedShape, ps *problems) LayerSpec {
 	h, f := int64(s.Hidden), int64(s.ExpertFFN)
-	var denseSum int64
-	for i, b := range blocks {
-		q := s.ExpertQuant
-		if o, ok := s.LayerQuant[b]; ok {
-			q = o
-		}
-		l := LayerSpec{Block: b, ExpertFLOPsPerToken: 2 * 3 * h * f}
-		for _, t := range []struct {
-			name       string
-			q          QuantType
-			rows, cols int64 // cols is the row length ggml quantizes along
-		}{{"ffn_gate_exps", q.Gate, f, h}, {"ffn_up_exps", q.Up, f, h}, {"ffn_down_exps", q.Down, h, f}} {
-			n, err := rowsBytes(t.q, t.rows, t.cols)
-			if err != nil {
-				ps.add(fmt.Sprintf("layers[%d] (block %d).%s", i, b, t.name), "%v", err)
-				continue
-			}
-			l.Tensors = append(l.Tensors, ExpertTensor{Name: t.name, Type: t.q, Bytes: n})
-			l.ExpertBytes += n
-		}
-		var weights int64
-		if derive {
-			var err error
-			l.DenseBytes, weights, err = s.gqaDense(b, denseType)
-			if err != nil {
-				ps.add(fmt.Sprintf("layers[%d] (block %d).dense", i, b), "%v", err)
-			}
-		} else {
-			l.DenseBytes = s.DenseBytes[i]
-			weights = int64(float64(l.DenseBytes) * 8 / denseType.BitsPerWeight())
-		}
-		if s.DenseWeights != nil {
-			weights = s.DenseWeights[i]
-		}
-		l.DenseFLOPsPerToken = 2 * weights
-		if s.Mixers != nil {
-			x := s.Mixers[i]
-			l.Mixer, l.KVBytesPerToken, l.AttnFLOPsPerPosition = x.Mixer, x.KVBytesPerToken, x.AttnFLOPsPerPosition
-			l.StateBytes, l.StateFLOPsPerToken = x.StateBytes, x.StateFLOPsPerToken
-		}
-		denseSum += l.DenseBytes
-		m.Layers = append(m.Layers, l)
+	q := s.ExpertQuant
+	if o, ok := s.LayerQuant[b]; ok {
+		q = o
 	}
-	vocab := int64(s.Vocab)
+	l := LayerSpec{Block: b, ExpertFLOPsPerToken: 2 * 3 * h * f}
+	for _, t := range []struct {
+		name       string
+		q          QuantType
+		rows, cols int64 // cols is the row length ggml quantizes along
+	}{{"ffn_gate_exps", q.Gate, f, h}, {"ffn_up_exps", q.Up, f, h}, {"ffn_down_exps", q.Down, h, f}} {
+		n, err := rowsBytes(t.q, t.rows, t.cols)
+		if err != nil {
+			ps.add(fmt.Sprintf("layers[%d] (block %d).%s", i, b, t.name), "%v", err)
+			continue
+		}
+		l.Tensors = append(l.Tensors, ExpertTensor{Name: t.name, Type: t.q, Bytes: n})
+		l.ExpertBytes += n
+	}
+	var weights int64
+	if r.derive {
+		var err error
+		l.DenseBytes, weights, err = s.gqaDense(b, r.denseType)
+		if err != nil {
+			ps.add(fmt.Sprintf("layers[%d] (block %d).dense", i, b), "%v", err)
+		}
+	} else {
+		l.DenseBytes = s.DenseBytes[i]
+		weights = int64(float64(l.DenseBytes) * 8 / r.denseType.BitsPerWeight())
+	}
+	if s.DenseWeights != nil {
+		weights = s.DenseWeights[i]
+	}
+	l.DenseFLOPsPerToken = 2 * weights
+	if s.Mixers != nil {
+		x := s.Mixers[i]
+		l.Mixer, l.KVBytesPerToken, l.AttnFLOPsPerPosition = x.Mixer, x.KVBytesPerToken, x.AttnFLOPsPerPosition
+		l.StateBytes, l.StateFLOPsPerToken = x.StateBytes, x.StateFLOPsPerToken
+	}
+	return l
+}
+
+// resident sets m's output head, its resident (non-expert) bytes and its KV
+// bytes per token: each as stated, or derived (denseSum is the layers' dense
+// bytes).
+func (s Shape) resident(m *ModelSpec, r resolvedShape, denseSum int64, ps *problems) {
+	h, vocab := int64(s.Hidden), int64(s.Vocab)
 	if vocab > 0 {
 		var err error
-		if m.HeadBytes, err = rowsBytes(headType, vocab, h); err != nil {
+		if m.HeadBytes, err = rowsBytes(r.headType, vocab, h); err != nil {
 			ps.add("head", "%v", err)
 		}
 		m.HeadFLOPsPerToken = 2 * vocab * h
@@ -227,7 +272,7 @@ func BuildSpec(s Shape) (*ModelSpec, error) {
 		var embed int64
 		if vocab > 0 {
 			var err error
-			if embed, err = rowsBytes(embedType, vocab, h); err != nil {
+			if embed, err = rowsBytes(r.embedType, vocab, h); err != nil {
 				ps.add("embedding", "%v", err)
 			}
 		}
@@ -235,15 +280,8 @@ func BuildSpec(s Shape) (*ModelSpec, error) {
 	}
 	m.KVBytesPerToken = s.KVBytesPerToken
 	if m.KVBytesPerToken == 0 {
-		m.KVBytesPerToken = int64(nBlocks) * 2 * int64(s.KVHeads) * int64(s.HeadDim) * 2
+		m.KVBytesPerToken = int64(r.nBlocks) * 2 * int64(s.KVHeads) * int64(s.HeadDim) * 2
 	}
-	if len(ps) > 0 {
-		return nil, shapeError(s.Name, ps)
-	}
-	if err := m.Validate(); err != nil {
-		return nil, err
-	}
-	return m, nil
 }
 
 // gqaDense derives one block's dense bytes and weights from a standard
