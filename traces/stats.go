@@ -213,6 +213,45 @@ func ComputeStats(meta Meta, src Source, opt StatsOptions) (*Stats, error) {
 
 // add accounts one step.
 func (a *statsAcc) add(s *Stats, st *Step, idx int64) error {
+	if err := a.check(st, idx); err != nil {
+		return err
+	}
+	s.Tokens++
+	decode := st.Phase == Decode
+	if decode {
+		s.DecodeTokens++
+	} else {
+		s.PrefillTokens++
+	}
+	if idx == 0 || st.Seq != a.prevSeq {
+		s.Sequences++
+	}
+	if idx == 0 || st.Seq != a.prevSeq || st.Pass != a.prevPass || st.Pass < 0 {
+		s.Passes++
+	}
+	follows := a.prevValid && st.Seq == a.prevSeq && st.Pos == a.prevPos+1
+	for l := range st.Layers {
+		a.addLayer(st, l, idx, decode, follows)
+	}
+	// Last-seen and previous selection are updated after the whole step, so a
+	// step's own selections (prefill repeats) do not count as distance 0.
+	K := len(a.prev) / a.L
+	for l := range st.Layers {
+		ls := &st.Layers[l]
+		for _, e := range ls.Experts {
+			a.lastSeen[l*a.E+int(e)] = idx
+		}
+		n := min(len(ls.Experts), K)
+		copy(a.prev[l*K:l*K+n], ls.Experts)
+		a.prevLen[l] = n
+	}
+	a.prevValid, a.prevSeq, a.prevPos, a.prevPass = true, st.Seq, st.Pos, st.Pass
+	return nil
+}
+
+// check returns a positioned error for a step that does not fit the model:
+// its layer count, hit flags, expert indices and score vectors.
+func (a *statsAcc) check(st *Step, idx int64) error {
 	if len(st.Layers) != a.L {
 		return fmt.Errorf("stats: step %d (seq %d pos %d): %d layers, the model has %d", idx, st.Seq, st.Pos, len(st.Layers), a.L)
 	}
@@ -238,92 +277,90 @@ func (a *statsAcc) add(s *Stats, st *Step, idx int64) error {
 			}
 		}
 	}
-	s.Tokens++
-	decode := st.Phase == Decode
-	if decode {
-		s.DecodeTokens++
-	} else {
-		s.PrefillTokens++
-	}
-	if idx == 0 || st.Seq != a.prevSeq {
-		s.Sequences++
-	}
-	if idx == 0 || st.Seq != a.prevSeq || st.Pass != a.prevPass || st.Pass < 0 {
-		s.Passes++
-	}
-	follows := a.prevValid && st.Seq == a.prevSeq && st.Pos == a.prevPos+1
-	K := len(a.prev) / a.L
-	for l := range st.Layers {
-		ls := &st.Layers[l]
-		row := l * a.E
-		if decode && follows && a.prevLen[l] > 0 && len(ls.Experts) > 0 {
-			prev := a.prev[l*K : l*K+a.prevLen[l]]
-			for _, e := range ls.Experts {
-				if slices.Contains(prev, e) {
-					a.reuseNum[l]++
-				}
-			}
-			a.reuseDen[l] += int64(len(ls.Experts))
-		}
-		for i, e := range ls.Experts {
-			a.allCount[row+int(e)]++
-			if decode {
-				a.decCount[row+int(e)]++
-				if last := a.lastSeen[row+int(e)]; last < 0 {
-					a.cold++
-				} else if d := idx - last; d > 0 {
-					for int64(len(a.dist)) <= d {
-						a.dist = append(a.dist, 0)
-					}
-					a.dist[d]++
-				}
-			}
-			if ls.Hit != nil {
-				a.anyHit = true
-				h := int64(0)
-				if ls.Hit[i] {
-					h = 1
-				}
-				a.hitAll += h
-				a.selAll++
-				if decode {
-					a.hitDec += h
-					a.selDec++
-				}
-			}
-		}
-		if decode {
-			for d, sc := range ls.Lookahead {
-				if sc == nil {
-					continue
-				}
-				truth := st.Layers[l+d+1].Experts
-				for len(a.lookNum) <= d {
-					a.lookNum = append(a.lookNum, 0)
-					a.lookDen = append(a.lookDen, 0)
-				}
-				if compactAt(ls, d) {
-					a.lookNum[d] += int64(indexOverlap(&ls.LookaheadIndex[d], truth))
-				} else {
-					a.lookNum[d] += int64(a.topkOverlap(sc, truth))
-				}
-				a.lookDen[d] += int64(len(truth))
-			}
-		}
-	}
-	// Last-seen and previous selection are updated after the whole step, so a
-	// step's own selections (prefill repeats) do not count as distance 0.
-	for l := range st.Layers {
-		ls := &st.Layers[l]
-		for _, e := range ls.Experts {
-			a.lastSeen[l*a.E+int(e)] = idx
-		}
-		n := min(len(ls.Experts), K)
-		copy(a.prev[l*K:l*K+n], ls.Experts)
-		a.prevLen[l] = n
-	}
-	a.prevValid, a.prevSeq, a.prevPos, a.prevPass = true, st.Seq, st.Pos, st.Pass
 	return nil
+}
+
+// addLayer accounts layer l of step idx (a checked step): reuse of the
+// previous token's experts when it follows one, popularity, reuse distance,
+// hit flags and, for a decode token, lookahead recall.
+func (a *statsAcc) addLayer(st *Step, l int, idx int64, decode, follows bool) {
+	ls := &st.Layers[l]
+	row := l * a.E
+	K := len(a.prev) / a.L
+	if decode && follows && a.prevLen[l] > 0 && len(ls.Experts) > 0 {
+		prev := a.prev[l*K : l*K+a.prevLen[l]]
+		for _, e := range ls.Experts {
+			if slices.Contains(prev, e) {
+				a.reuseNum[l]++
+			}
+		}
+		a.reuseDen[l] += int64(len(ls.Experts))
+	}
+	for i, e := range ls.Experts {
+		a.allCount[row+int(e)]++
+		if decode {
+			a.decCount[row+int(e)]++
+			a.distance(idx, a.lastSeen[row+int(e)])
+		}
+		if ls.Hit != nil {
+			a.hit(ls.Hit[i], decode)
+		}
+	}
+	if decode {
+		a.lookahead(st, l)
+	}
+}
+
+// distance counts one decode selection whose expert was last selected at
+// step last (-1: never, a cold selection) from step idx.
+func (a *statsAcc) distance(idx, last int64) {
+	if last < 0 {
+		a.cold++
+		return
+	}
+	if d := idx - last; d > 0 {
+		for int64(len(a.dist)) <= d {
+			a.dist = append(a.dist, 0)
+		}
+		a.dist[d]++
+	}
+}
+
+// hit counts one selection's recorded hit flag.
+func (a *statsAcc) hit(hit, decode bool) {
+	a.anyHit = true
+	var h int64
+	if hit {
+		h = 1
+	}
+	a.hitAll += h
+	a.selAll++
+	if decode {
+		a.hitDec += h
+		a.selDec++
+	}
+}
+
+// lookahead counts, per depth, how many of the later layers' true experts
+// layer l's lookahead scores (or their compact index) put in the top-k.
+func (a *statsAcc) lookahead(st *Step, l int) {
+	ls := &st.Layers[l]
+	for d, sc := range ls.Lookahead {
+		if sc == nil {
+			continue
+		}
+		truth := st.Layers[l+d+1].Experts
+		for len(a.lookNum) <= d {
+			a.lookNum = append(a.lookNum, 0)
+			a.lookDen = append(a.lookDen, 0)
+		}
+		if compactAt(ls, d) {
+			a.lookNum[d] += int64(indexOverlap(&ls.LookaheadIndex[d], truth))
+		} else {
+			a.lookNum[d] += int64(a.topkOverlap(sc, truth))
+		}
+		a.lookDen[d] += int64(len(truth))
+	}
 }
 
 // topkOverlap counts how many of truth are in the top-len(truth) of scores
@@ -371,71 +408,92 @@ func (a *statsAcc) topkOverlap(scores []float32, truth []int32) int {
 
 // finish derives the summary figures.
 func (a *statsAcc) finish(s *Stats) {
-	frac := func(n, d int64) float64 {
-		if d == 0 {
-			return 0
-		}
-		return float64(n) / float64(d)
-	}
 	counts, scope := a.decCount, "decode"
 	if s.DecodeTokens == 0 {
 		counts, scope = a.allCount, "all"
 	}
 	s.PopularityScope = scope
-	topN := int(math.Ceil(s.TopShare * float64(a.E)))
 	var reuseNum, reuseDen, hotNum, hotDen int64
 	sorted := make([]int64, a.E)
 	for l := range a.L {
-		row := counts[l*a.E : (l+1)*a.E]
-		var total int64
-		distinct := 0
-		h := 0.0
-		for _, c := range row {
-			total += c
-			if c > 0 {
-				distinct++
-			}
-		}
-		for _, c := range row {
-			if c > 0 {
-				p := float64(c) / float64(total)
-				h -= p * math.Log(p)
-			}
-		}
-		copy(sorted, row)
-		slices.Sort(sorted)
-		slices.Reverse(sorted)
-		var top, hot int64
-		for i := range topN {
-			top += sorted[i]
-		}
-		for i := range s.HotList {
-			hot += sorted[i]
-		}
-		ent := 0.0
-		if a.E > 1 {
-			ent = h / math.Log(float64(a.E))
-		}
-		s.PerLayer = append(s.PerLayer, LayerStats{
-			Layer:         l,
-			Distinct:      distinct,
-			TopShare:      frac(top, total),
-			Entropy:       ent,
-			Reuse:         frac(a.reuseNum[l], a.reuseDen[l]),
-			HotListRecall: frac(hot, total),
-			Selections:    total,
-		})
+		ls, hot := a.layerStats(s, l, counts[l*a.E:(l+1)*a.E], sorted)
+		s.PerLayer = append(s.PerLayer, ls)
 		reuseNum += a.reuseNum[l]
 		reuseDen += a.reuseDen[l]
 		hotNum += hot
-		hotDen += total
+		hotDen += ls.Selections
 	}
 	s.Reuse = frac(reuseNum, reuseDen)
 	s.ReuseSlots = reuseDen
 	s.PrevTokenRecall = s.Reuse
 	s.HotListRecall = frac(hotNum, hotDen)
+	a.reuseDistance(&s.ReuseDistance)
+	for d := range a.lookNum {
+		s.Lookahead = append(s.Lookahead, DepthRecall{Depth: d + 1, Recall: frac(a.lookNum[d], a.lookDen[d]), Slots: a.lookDen[d]})
+	}
+	if a.anyHit {
+		s.Hits = &HitRate{
+			Decode: frac(a.hitDec, a.selDec), DecodeSlots: a.selDec,
+			Overall: frac(a.hitAll, a.selAll), OverallSlots: a.selAll,
+		}
+	}
+}
 
-	rd := &s.ReuseDistance
+// frac is n/d, or 0 when d is 0.
+func frac(n, d int64) float64 {
+	if d == 0 {
+		return 0
+	}
+	return float64(n) / float64(d)
+}
+
+// layerStats summarizes layer l from its selection counts per expert (row);
+// sorted is scratch of the row's length. It also returns the selections of
+// the layer's static hot list (its s.HotList most selected experts).
+func (a *statsAcc) layerStats(s *Stats, l int, row, sorted []int64) (LayerStats, int64) {
+	var total int64
+	distinct := 0
+	h := 0.0
+	for _, c := range row {
+		total += c
+		if c > 0 {
+			distinct++
+		}
+	}
+	for _, c := range row {
+		if c > 0 {
+			p := float64(c) / float64(total)
+			h -= p * math.Log(p)
+		}
+	}
+	copy(sorted, row)
+	slices.Sort(sorted)
+	slices.Reverse(sorted)
+	var top, hot int64
+	for i := range int(math.Ceil(s.TopShare * float64(a.E))) {
+		top += sorted[i]
+	}
+	for i := range s.HotList {
+		hot += sorted[i]
+	}
+	ent := 0.0
+	if a.E > 1 {
+		ent = h / math.Log(float64(a.E))
+	}
+	return LayerStats{
+		Layer:         l,
+		Distinct:      distinct,
+		TopShare:      frac(top, total),
+		Entropy:       ent,
+		Reuse:         frac(a.reuseNum[l], a.reuseDen[l]),
+		HotListRecall: frac(hot, total),
+		Selections:    total,
+	}, hot
+}
+
+// reuseDistance summarizes the decode reuse distances counted: cold
+// selections, mean, median, p90 and power-of-two buckets up to 128+.
+func (a *statsAcc) reuseDistance(rd *ReuseDistance) {
 	rd.Cold = a.cold
 	var sum int64
 	for d, c := range a.dist {
@@ -458,16 +516,6 @@ func (a *statsAcc) finish(s *Stats) {
 		rd.Buckets = append(rd.Buckets, b)
 		if hi == 0 {
 			break
-		}
-	}
-
-	for d := range a.lookNum {
-		s.Lookahead = append(s.Lookahead, DepthRecall{Depth: d + 1, Recall: frac(a.lookNum[d], a.lookDen[d]), Slots: a.lookDen[d]})
-	}
-	if a.anyHit {
-		s.Hits = &HitRate{
-			Decode: frac(a.hitDec, a.selDec), DecodeSlots: a.selDec,
-			Overall: frac(a.hitAll, a.selAll), OverallSlots: a.selAll,
 		}
 	}
 }
