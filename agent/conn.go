@@ -196,14 +196,7 @@ func (cc *conn) dispatch(m *Message) error {
 		if err := emptyPayload(m); err != nil {
 			return cc.fail(m.ID, err)
 		}
-		cc.mu.Lock()
-		op := cc.op
-		cc.mu.Unlock()
-		if op == nil || op.id != m.ID {
-			return cc.send(TypeError, m.ID, ErrorPayload{Code: CodeNoSuchRun, Message: fmt.Sprintf("no request %d is running on this connection", m.ID)})
-		}
-		op.cancel()
-		return nil
+		return cc.cancelOp(m.ID)
 	case TypeLoadModel:
 		var p LoadModel
 		if err := decodeStrict(m.Payload, &p); err != nil {
@@ -226,70 +219,96 @@ func (cc *conn) dispatch(m *Message) error {
 			return TypeCalibration, Calibration{ProfileYAML: string(y)}, err
 		})
 	case TypeRecord:
-		var p Record
-		if err := decodeStrict(m.Payload, &p); err != nil {
-			return cc.fail(m.ID, protoErr(CodeBadRequest, "record: %v", err))
-		}
-		if err := p.Validate(); err != nil {
-			return cc.fail(m.ID, protoErr(CodeBadRequest, "record: %v", err))
-		}
-		return cc.start(m, "record", func(ctx context.Context) (string, any, error) {
-			r, ok := cc.s.Engine.(Recorder)
-			if !ok {
-				return TypeTrace, nil, errNoRecord
-			}
-			b, err := r.Record(ctx, p.Tokens)
-			if err == nil && len(b) == 0 {
-				err = errors.New("engine returned an empty trace")
-			}
-			if n := base64.StdEncoding.EncodedLen(len(b)) + 256; err == nil && n > cc.lim.MaxFrameBytes {
-				err = fmt.Errorf("the trace (%d bytes, %d as a frame) exceeds the frame limit of %d bytes: record fewer tokens", len(b), n, cc.lim.MaxFrameBytes)
-			}
-			return TypeTrace, TracePayload{Parquet: b}, err
-		})
+		return cc.record(m)
 	case TypeRun:
-		var p Run
-		if pl := bytes.TrimSpace(m.Payload); len(pl) == 0 || string(pl) == "null" {
-			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: no payload: %s", runNeedsSpec))
-		}
-		if err := decodeStrict(m.Payload, &p); err != nil {
-			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: %v", err))
-		}
-		if len(p.Spec) == 0 {
-			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: no spec: %s", runNeedsSpec))
-		}
-		if !isObject(p.Spec) {
-			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: spec must be a JSON object"))
-		}
-		if p.Series && cc.ver < 4 {
-			return cc.fail(m.ID, protoErr(CodeBadRequest, "run: series: not in protocol version %d", cc.ver))
-		}
-		return cc.start(m, "run", func(ctx context.Context) (string, any, error) {
-			if p.Series && !slices.Contains(capabilities(cc.s.Engine), CapSeries) {
-				return TypeResult, nil, errNoSeries
-			}
-			var pass int64
-			emit := func(ts TokenSample) error {
-				if err := ctx.Err(); err != nil {
-					return err
-				}
-				if ts.Pass != pass {
-					return fmt.Errorf("engine emitted pass %d, expected %d", ts.Pass, pass)
-				}
-				pass++
-				if !p.Series {
-					ts = ts.WithoutSeries()
-				}
-				return cc.send(TypeToken, m.ID, ts)
-			}
-			res, err := cc.s.Engine.Run(ctx, p.Spec, emit)
-			if err == nil && res == nil {
-				err = errors.New("engine returned no result")
-			}
-			return TypeResult, ResultPayload{Result: res}, err
-		})
+		return cc.run(m)
 	}
 	return cc.fail(m.ID, protoErr(CodeUnexpected, "%s is not a request an agent accepts here", m.Type))
+}
+
+// cancelOp cancels request id if it is this connection's running one, else
+// answers no_such_run.
+func (cc *conn) cancelOp(id uint64) error {
+	cc.mu.Lock()
+	op := cc.op
+	cc.mu.Unlock()
+	if op == nil || op.id != id {
+		return cc.send(TypeError, id, ErrorPayload{Code: CodeNoSuchRun, Message: fmt.Sprintf("no request %d is running on this connection", id)})
+	}
+	op.cancel()
+	return nil
+}
+
+// record starts a record request: the engine's trace of p.Tokens tokens,
+// sent whole as one frame.
+func (cc *conn) record(m *Message) error {
+	var p Record
+	if err := decodeStrict(m.Payload, &p); err != nil {
+		return cc.fail(m.ID, protoErr(CodeBadRequest, "record: %v", err))
+	}
+	if err := p.Validate(); err != nil {
+		return cc.fail(m.ID, protoErr(CodeBadRequest, "record: %v", err))
+	}
+	return cc.start(m, "record", func(ctx context.Context) (string, any, error) {
+		r, ok := cc.s.Engine.(Recorder)
+		if !ok {
+			return TypeTrace, nil, errNoRecord
+		}
+		b, err := r.Record(ctx, p.Tokens)
+		if err == nil && len(b) == 0 {
+			err = errors.New("engine returned an empty trace")
+		}
+		if n := base64.StdEncoding.EncodedLen(len(b)) + 256; err == nil && n > cc.lim.MaxFrameBytes {
+			err = fmt.Errorf("the trace (%d bytes, %d as a frame) exceeds the frame limit of %d bytes: record fewer tokens", len(b), n, cc.lim.MaxFrameBytes)
+		}
+		return TypeTrace, TracePayload{Parquet: b}, err
+	})
+}
+
+// run starts a run request: the experiment spec run on the engine, each
+// token's sample streamed as it completes (with its series when asked and
+// announced), then the Result.
+func (cc *conn) run(m *Message) error {
+	var p Run
+	if pl := bytes.TrimSpace(m.Payload); len(pl) == 0 || string(pl) == "null" {
+		return cc.fail(m.ID, protoErr(CodeBadRequest, "run: no payload: %s", runNeedsSpec))
+	}
+	if err := decodeStrict(m.Payload, &p); err != nil {
+		return cc.fail(m.ID, protoErr(CodeBadRequest, "run: %v", err))
+	}
+	if len(p.Spec) == 0 {
+		return cc.fail(m.ID, protoErr(CodeBadRequest, "run: no spec: %s", runNeedsSpec))
+	}
+	if !isObject(p.Spec) {
+		return cc.fail(m.ID, protoErr(CodeBadRequest, "run: spec must be a JSON object"))
+	}
+	if p.Series && cc.ver < 4 {
+		return cc.fail(m.ID, protoErr(CodeBadRequest, "run: series: not in protocol version %d", cc.ver))
+	}
+	return cc.start(m, "run", func(ctx context.Context) (string, any, error) {
+		if p.Series && !slices.Contains(capabilities(cc.s.Engine), CapSeries) {
+			return TypeResult, nil, errNoSeries
+		}
+		var pass int64
+		emit := func(ts TokenSample) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			if ts.Pass != pass {
+				return fmt.Errorf("engine emitted pass %d, expected %d", ts.Pass, pass)
+			}
+			pass++
+			if !p.Series {
+				ts = ts.WithoutSeries()
+			}
+			return cc.send(TypeToken, m.ID, ts)
+		}
+		res, err := cc.s.Engine.Run(ctx, p.Spec, emit)
+		if err == nil && res == nil {
+			err = errors.New("engine returned no result")
+		}
+		return TypeResult, ResultPayload{Result: res}, err
+	})
 }
 
 // runNeedsSpec says what a run request must carry.
