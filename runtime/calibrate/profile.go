@@ -23,14 +23,37 @@ func one(value string) string { return "1 sample, median " + value + ", IQR 0" }
 
 // profile renders the device profile and checks that devices accepts it.
 func (r *Result) profile() ([]byte, error) {
-	o, c := r.Options, r.Compute
-	m := r.measured()
-	var b bytes.Buffer
-	w := func(format string, a ...any) { fmt.Fprintf(&b, format, a...) }
-	q := strconv.Quote
-	kv := func(indent, key, value, source string) {
-		w("%s%s:\n%s  value: %s\n%s  source: %s\n", indent, key, indent, value, indent, q(source))
+	pw := &profileWriter{m: r.measured()}
+	r.header(pw)
+	r.memory(pw)
+	r.compute(pw)
+	r.flash(pw)
+	data := pw.b.Bytes()
+	if _, err := devices.ParseProfile(data, r.Options.Out); err != nil {
+		return nil, fmt.Errorf("calibrate: the measured profile does not validate (nothing written):\n%w", err)
 	}
+	return data, nil
+}
+
+// profileWriter accumulates a profile's YAML; m starts every measured
+// value's source.
+type profileWriter struct {
+	b bytes.Buffer
+	m string
+}
+
+// w writes formatted text.
+func (pw *profileWriter) w(format string, a ...any) { fmt.Fprintf(&pw.b, format, a...) }
+
+// kv writes one value with its source at indent.
+func (pw *profileWriter) kv(indent, key, value, source string) {
+	pw.w("%s%s:\n%s  value: %s\n%s  source: %s\n", indent, key, indent, value, indent, strconv.Quote(source))
+}
+
+// header writes the comment block (the host, the load it ran under, the
+// compute fit's points) and the profile's name, description and calibration.
+func (r *Result) header(pw *profileWriter) {
+	o, c, w, q := r.Options, r.Compute, pw.w, strconv.Quote
 	u := c.Points[0]
 	w("# This machine (%s), measured by lessim calibrate at %s on %s\n", o.Host, o.Now.Format(time.RFC3339), filepath.Base(o.Model))
 	w("# (llama.cpp CPU decode, %d thread; flash = the model's file system, random O_DIRECT reads).\n", c.Threads)
@@ -49,8 +72,13 @@ func (r *Result) profile() ([]byte, error) {
 	w("name: %s\n", q("calibrated-"+o.Host))
 	w("description: %s\n", q(fmt.Sprintf("This machine (%s) as lessim calibrate measured it: 1-thread llama.cpp CPU decode, flash = the file system of %s", o.Host, filepath.Base(o.Model))))
 	w("calibration: %s\n", q("Measured here by `lessim calibrate --model "+filepath.Base(o.Model)+"`; run it again after changing the machine, the model's file system or its read-ahead. Values marked assumed: could not be measured."))
+}
 
-	w("memory:\n")
+// memory writes the memory section: RAM, reserve, bandwidth, efficiency.
+func (r *Result) memory(pw *profileWriter) {
+	o, c, m, kv := r.Options, r.Compute, pw.m, pw.kv
+	u := c.Points[0]
+	pw.w("memory:\n")
 	ram := r.Mem.Total
 	kv("  ", "ram", size(ram/(1<<20)*(1<<20)), m+one(size(ram/(1<<20)*(1<<20)))+" (MemTotal in /proc/meminfo)")
 	res := ram - r.Mem.Available
@@ -65,8 +93,13 @@ func (r *Result) profile() ([]byte, error) {
 		effSrc += "; the rate exceeded the bandwidth (weights in CPU caches), so the efficiency is capped at 1 and the simulator will be slower than this machine"
 	}
 	kv("  ", "efficiency", fmt.Sprintf("%.3f", eff), effSrc)
+}
 
-	w("compute:\n")
+// compute writes the compute section: FLOPs, layer overhead, load cost.
+func (r *Result) compute(pw *profileWriter) {
+	c, m, kv := r.Compute, pw.m, pw.kv
+	u := c.Points[0]
+	pw.w("compute:\n")
 	var batch []string
 	for _, n := range batchSizes {
 		if s, ok := u.BatchNS[n]; ok {
@@ -90,8 +123,13 @@ func (r *Result) profile() ([]byte, error) {
 		kv("  ", "layer_overhead", "0 us", "assumed: not separable from the byte rate here ("+c.Why+"); the decode time is all charged to bytes")
 	}
 	loadCost(r, kv, m)
+}
 
-	w("flash:\n")
+// flash writes the flash section: lanes, latency, the single-lane and
+// aggregate curves, page size, read-ahead and fault cost.
+func (r *Result) flash(pw *profileWriter) {
+	o, m, kv := r.Options, pw.m, pw.kv
+	pw.w("flash:\n")
 	big := o.Sizes[len(o.Sizes)-1]
 	var byLanes []string
 	for _, l := range o.Lanes {
@@ -100,27 +138,13 @@ func (r *Result) profile() ([]byte, error) {
 	}
 	kv("  ", "lanes", strconv.Itoa(r.KneeLanes), m+fmt.Sprintf("the fewest lanes within 5%% of the best throughput at %s reads: %s",
 		size(big), strings.Join(byLanes, "; ")))
-	if r.LatencyOK {
-		var bySize []string
-		for _, s := range o.Sizes {
-			p, _ := r.Point(s, 1)
-			bySize = append(bySize, fmt.Sprintf("%s %s", size(s), p.PerRead.describe(us)))
-		}
-		note := ""
-		if r.LatencyHeld {
-			note = " (it came out below 1 us, the profile bounds' smallest latency, at this noise: held at 1 us)"
-		}
-		kv("  ", "latency", us(r.LatencyNS), m+fmt.Sprintf("intercept of 1-lane time per read against read size (least squares through the medians)%s, capped below every point's time per read; time per read %s", note,
-			strings.Join(bySize, "; ")))
-	} else {
-		kv("  ", "latency", "1 us", "assumed: one read size measured, so latency and transfer time cannot be told apart; held at the profile bounds' smallest latency")
-	}
+	r.latency(pw)
 	curve := func(key string, lanes int) {
-		w("  %s:\n", key)
+		pw.w("  %s:\n", key)
 		for _, s := range o.Sizes {
 			p, _ := r.Point(s, lanes)
-			w("    - read: %s\n      lanes: %d\n      bandwidth: %s\n      source: %s\n", size(s), lanes, mibps(p.Throughput.Median),
-				q(m+p.Throughput.describe(mibps)+fmt.Sprintf(" (%d random O_DIRECT reads per lane per sample; time per read %s)", o.Reads, p.PerRead.describe(us))))
+			pw.w("    - read: %s\n      lanes: %d\n      bandwidth: %s\n      source: %s\n", size(s), lanes, mibps(p.Throughput.Median),
+				strconv.Quote(m+p.Throughput.describe(mibps)+fmt.Sprintf(" (%d random O_DIRECT reads per lane per sample; time per read %s)", o.Reads, p.PerRead.describe(us))))
 		}
 	}
 	curve("single_lane", 1)
@@ -128,12 +152,26 @@ func (r *Result) profile() ([]byte, error) {
 	kv("  ", "page_size", size(r.PageBytes), m+one(size(r.PageBytes))+" (getpagesize)")
 	kv("  ", "read_ahead", size(r.ReadAhead.Bytes), m+one(size(r.ReadAhead.Bytes))+" ("+r.ReadAhead.File+")")
 	kv("  ", "fault_cost", us(r.Fault.Median), m+r.Fault.describe(us)+fmt.Sprintf(" (thread CPU time per minor fault touching every page of a MADV_RANDOM mapping of the model whose pages are cached, %.1f pages mapped per fault; I/O excluded)", r.PagesPerFault))
+}
 
-	data := b.Bytes()
-	if _, err := devices.ParseProfile(data, o.Out); err != nil {
-		return nil, fmt.Errorf("calibrate: the measured profile does not validate (nothing written):\n%w", err)
+// latency writes flash.latency: the fitted intercept, or 1 us assumed when
+// only one read size was measured.
+func (r *Result) latency(pw *profileWriter) {
+	if !r.LatencyOK {
+		pw.kv("  ", "latency", "1 us", "assumed: one read size measured, so latency and transfer time cannot be told apart; held at the profile bounds' smallest latency")
+		return
 	}
-	return data, nil
+	var bySize []string
+	for _, s := range r.Options.Sizes {
+		p, _ := r.Point(s, 1)
+		bySize = append(bySize, fmt.Sprintf("%s %s", size(s), p.PerRead.describe(us)))
+	}
+	note := ""
+	if r.LatencyHeld {
+		note = " (it came out below 1 us, the profile bounds' smallest latency, at this noise: held at 1 us)"
+	}
+	pw.kv("  ", "latency", us(r.LatencyNS), pw.m+fmt.Sprintf("intercept of 1-lane time per read against read size (least squares through the medians)%s, capped below every point's time per read; time per read %s", note,
+		strings.Join(bySize, "; ")))
 }
 
 // loadCost writes compute.load_fixed: with live runs (LiveLoad), what one
