@@ -74,14 +74,30 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 	o.Quant = strings.ToLower(o.Quant)
 	qt := synthQuants[o.Quant]
 	sc := o.scales()
-	arch := o.Arch
 	w := NewWriter()
+	for _, kv := range o.synthKVs(qt, sc) {
+		if err := w.AddKV(kv.k, kv.v); err != nil {
+			return nil, err
+		}
+	}
+	if err := o.addTensors(w, qt, sc); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
 
+// synthKV is one metadata key and its value.
+type synthKV struct {
+	k string
+	v any
+}
+
+// synthKVs is the synthetic model's metadata: llama.cpp's keys for its
+// architecture and shape, a toy tokenizer, and lessim's synthesis settings.
+func (o SynthOptions) synthKVs(qt TypeID, sc synthScales) []synthKV {
+	arch := o.Arch
 	tokens, scores, types := synthVocab(o.Vocab)
-	kvs := []struct {
-		k string
-		v any
-	}{
+	return []synthKV{
 		{"general.architecture", arch},
 		{"general.name", fmt.Sprintf("lessim-synth-%s-%dx%d-top%d", arch, o.Layers, o.Experts, o.TopK)},
 		{"general.type", "model"},
@@ -115,12 +131,12 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 		{"lessim.synth.attention_scale", float32(o.AttentionScale)},
 		{"lessim.synth.attention_sharing", float32(o.AttentionSharing)},
 	}
-	for _, kv := range kvs {
-		if err := w.AddKV(kv.k, kv.v); err != nil {
-			return nil, err
-		}
-	}
+}
 
+// addTensors adds every weight: embedding, output head and norm, then each
+// layer's attention, norms, router and experts, drawn from o.Seed.
+func (o SynthOptions) addTensors(w *Writer, qt TypeID, sc synthScales) error {
+	arch := o.Arch
 	g := &synthGen{seed: o.Seed}
 	h, vocab := int64(o.Hidden), int64(o.Vocab)
 	qdim, kvdim := int64(o.Heads*o.HeadDim), int64(o.HeadsKV*o.HeadDim)
@@ -167,9 +183,9 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 		mat("ffn_down_exps", ffn, h, ne, sc.down)
 	}
 	if len(errs) > 0 {
-		return nil, errs[0]
+		return errs[0]
 	}
-	return w, nil
+	return nil
 }
 
 func dims(n0, n1, n2 int64) []int64 {
