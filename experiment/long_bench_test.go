@@ -132,9 +132,9 @@ func BenchmarkLongTrace(b *testing.B) {
 			runtime.GC()
 			var ms runtime.MemStats
 			runtime.ReadMemStats(&ms)
-			est := EstimateMemory(p.Meta, int64(len(p.Steps)), traceColumns(&p.Spec), pol, estimateCands(&p.Spec, p.Model.TopK))
+			est := EstimateMemory(p.Meta, int64(len(p.Steps)), traceColumns(&p.Spec), pol, estimateCands(&p.Spec, p.Model))
 			if v.stream {
-				est = EstimateStreamMemory(p.Meta, int64(tokens), traceColumns(&p.Spec), pol, estimateCands(&p.Spec, p.Model.TopK), 1)
+				est = EstimateStreamMemory(p.Meta, int64(tokens), traceColumns(&p.Spec), pol, estimateCands(&p.Spec, p.Model), 1)
 			}
 			b.ResetTimer()
 			for b.Loop() {

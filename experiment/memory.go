@@ -7,6 +7,7 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/sim"
 
 	"github.com/lessim/lessim/traces"
@@ -140,23 +141,26 @@ func (in *Inputs) checkMemory(what, policy string, e MemoryEstimate) error {
 }
 
 // estimateCands is the candidate index size les will ask for (indexDepth
-// after resolvePolicy's defaults), known before the trace is loaded.
-func estimateCands(r *Spec, topK int) int {
+// after resolvePolicy's defaults), known before the trace is loaded. NB:
+// capped at m's experts, the most an index holds: a larger top_n or
+// max_candidates is refused by checkCandidates, which must not be preempted
+// by a memory estimate inflated by it.
+func estimateCands(r *Spec, m *devices.ModelSpec) int {
 	l := r.Policy.LES
 	if r.Policy.Name != "les" || l != nil && l.NoPrefetch {
 		return 0
 	}
+	n := m.TopK
 	switch {
 	case l == nil:
-		return topK
 	case l.Threshold > 0 && l.MaxCandidates > 0:
-		return l.MaxCandidates
+		n = l.MaxCandidates
 	case l.Threshold > 0:
-		return 2 * topK
+		n = 2 * m.TopK
 	case l.TopN > 0:
-		return l.TopN
+		n = l.TopN
 	}
-	return topK
+	return min(n, m.Experts)
 }
 
 // traceFootprint reads the Meta and step count of the trace file at path
@@ -181,7 +185,7 @@ func (in *Inputs) checkStreamMemory(path string, r *Spec) error {
 	if sp := r.Speculative; sp != nil {
 		window = sp.Block
 	}
-	e := EstimateStreamMemory(m, steps, traceColumns(r), r.Policy.Name, estimateCands(r, m.Model.TopK), window)
+	e := EstimateStreamMemory(m, steps, traceColumns(r), r.Policy.Name, estimateCands(r, &m.Model), window)
 	return in.checkMemory("trace "+path, r.Policy.Name, e)
 }
 
@@ -192,6 +196,6 @@ func (in *Inputs) checkFileMemory(path string, cols traces.Columns, r *Spec) err
 	if err != nil {
 		return err
 	}
-	e := EstimateMemory(m, steps, cols, r.Policy.Name, estimateCands(r, m.Model.TopK))
+	e := EstimateMemory(m, steps, cols, r.Policy.Name, estimateCands(r, &m.Model))
 	return in.checkMemory("trace "+path, r.Policy.Name, e)
 }

@@ -224,14 +224,14 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		meta, steps := traces.Meta{Model: *m, LookaheadDepth: y.LookaheadDepth}, synthSteps(y)
 		if in.synthStreams(meta, steps, r) {
 			// NB: checked for every run, as a streamed file.
-			est := EstimateStreamMemory(meta, steps, traceColumns(r), r.Policy.Name, estimateCands(r, m.TopK), 1)
+			est := EstimateStreamMemory(meta, steps, traceColumns(r), r.Policy.Name, estimateCands(r, m), 1)
 			if err := in.checkMemory("synthetic trace", r.Policy.Name, est); err != nil {
 				return nil, err
 			}
 			e, err = in.synthStreamed(m, y)
 		} else {
 			check := func() error {
-				est := EstimateMemory(meta, steps, traces.Columns{}, r.Policy.Name, estimateCands(r, m.TopK))
+				est := EstimateMemory(meta, steps, traces.Columns{}, r.Policy.Name, estimateCands(r, m))
 				return in.checkMemory("synthetic trace", r.Policy.Name, est)
 			}
 			e, err = in.synthetic(m, y, check)
@@ -251,7 +251,7 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 			// The predicted copy: every step again, with full score vectors.
 			m := base.Meta
 			m.LookaheadDepth, m.LookaheadTop = max(q.Depth, 1), 0
-			est := EstimateMemory(m, int64(len(base.Steps)), traces.Columns{NoLogits: true, NoRouterInputs: true}, r.Policy.Name, estimateCands(r, m.Model.TopK))
+			est := EstimateMemory(m, int64(len(base.Steps)), traces.Columns{NoLogits: true, NoRouterInputs: true}, r.Policy.Name, estimateCands(r, &m.Model))
 			return in.checkMemory("predictor on "+p.TraceLabel, r.Policy.Name, est)
 		}
 		if e, err = in.predicted(e, *q, check); err != nil {

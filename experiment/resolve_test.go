@@ -167,6 +167,28 @@ func TestResolveRefuses(t *testing.T) {
 	}
 }
 
+// TestResolveCandidatesBeforeMemory: a les candidate count far beyond the
+// model's experts is refused as such, not as a run that needs more memory
+// than there is (the memory estimate counts at most every expert).
+func TestResolveCandidatesBeforeMemory(t *testing.T) {
+	for _, tc := range []struct {
+		opts map[string]string
+		want string
+	}{
+		{map[string]string{"tokens": "20", "top-n": "1000000000"}, "policy.les.top_n 1000000000: model minicpm-v-4.7-35b-a3b has 256 experts per layer"},
+		{map[string]string{"tokens": "20", "threshold": "0.5", "max-candidates": "1000000000"}, "policy.les.max_candidates 1000000000: model minicpm-v-4.7-35b-a3b has 256 experts per layer"},
+	} {
+		s, err := FromOptions(tc.opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := &Inputs{MaxMemory: 1 << 30}
+		if _, err = in.Resolve(s); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%v: got %v, want an error containing %q", tc.opts, err, tc.want)
+		}
+	}
+}
+
 // TestResolveWarns: settings the trace gives nothing to act on are named.
 func TestResolveWarns(t *testing.T) {
 	bare := writeTrace(t, 20, 0, 0, nil)

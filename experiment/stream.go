@@ -78,7 +78,7 @@ func (in *Inputs) streams(path string, r *Spec) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return traces.MemoryBytes(m, steps, traceColumns(r), estimateCands(r, m.Model.TopK)) > limit, nil
+	return traces.MemoryBytes(m, steps, traceColumns(r), estimateCands(r, &m.Model)) > limit, nil
 }
 
 // synthStreams reports whether the run r streams its synthetic trace (meta,
@@ -90,7 +90,7 @@ func (in *Inputs) synthStreams(meta traces.Meta, steps int64, r *Spec) bool {
 		return false
 	}
 	limit := in.streamAbove()
-	return limit < 0 || traces.MemoryBytes(meta, steps, traces.Columns{}, estimateCands(r, meta.Model.TopK)) > limit
+	return limit < 0 || traces.MemoryBytes(meta, steps, traces.Columns{}, estimateCands(r, &meta.Model)) > limit
 }
 
 // streamAbove is StreamAbove with its default.
