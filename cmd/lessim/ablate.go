@@ -21,12 +21,11 @@ var ablateOptions = []string{"trace", "model", "tokens", "device", "device-file"
 
 // ablateFlags are ablate's own flags.
 type ablateFlags struct {
-	set          ablation.Settings
-	drafterBytes string // --drafter-bytes as written (a size)
-	explain      bool
-	format       string
-	plot         string
-	out          string
+	set     ablation.Settings
+	explain bool
+	format  string
+	plot    string
+	out     string
 }
 
 func newAblateCmd() *cobra.Command {
@@ -77,8 +76,10 @@ drafter) are assumed, not measured.`,
 	fl.IntVar(&f.set.SpecBlock, "spec-block", f.set.SpecBlock, "speculative step: tokens verified per pass, >= 2; the default is assumed, not measured")
 	fl.Float64Var(&f.set.SpecAccept, "spec-accept", f.set.SpecAccept, "speculative step: probability each draft token is accepted; the default is assumed, not measured")
 	fl.StringVar(&f.set.Drafter, "drafter", f.set.Drafter, "speculative step: what drafts, and so what drafting costs: "+strings.Join(experiment.DrafterKinds(), ", ")+"; the default is assumed, not measured")
-	fl.StringVar(&f.drafterBytes, "drafter-bytes", "0", "speculative step, explicit drafter: weight bytes read per draft token (e.g. 400MB)")
-	fl.Int64Var(&f.set.DrafterFLOPs, "drafter-flops", 0, "speculative step, explicit drafter: FLOPs per draft token")
+	for _, name := range drafterCostOptions {
+		o := experiment.LookupOption(name)
+		fl.Var(&optionValue{opt: *o, raw: o.Default}, o.Name, "speculative step, "+o.Usage)
+	}
 	fl.BoolVar(&f.set.Reference, "reference", f.set.Reference, "add the oracle reference row (a hit-rate reference, not a throughput bound)")
 	fl.BoolVar(&f.set.LeaveOneOut, "leave-one-out", false, "add a row per middle step (2-4) with every other step applied but not it, compared with the last step: what the finished configuration owes each step")
 	fl.BoolVar(&f.explain, "explain", false, "show each step's settings and what changed from the step before")
@@ -154,25 +155,37 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	return nil
 }
 
-// drafterCost reads --drafter-bytes into the settings and refuses
-// --drafter-bytes or --drafter-flops given (whatever their value) with a
+// drafterCostOptions are the explicit drafter's cost options, ablate's
+// flags of simulate's names and kinds.
+var drafterCostOptions = []string{"drafter-bytes", "drafter-flops"}
+
+// drafterCost reads --drafter-bytes and --drafter-flops into the settings,
+// as simulate reads them (experiment's options: units, finite numbers,
+// bounds, rounding), and refuses either given (whatever its value) with a
 // drafter other than explicit, whose cost follows from its kind.
 func drafterCost(cmd *cobra.Command, f *ablateFlags) error {
+	values := map[string]string{}
 	var errs []error
-	for _, name := range []string{"drafter-bytes", "drafter-flops"} {
-		if cmd.Flags().Changed(name) && f.set.Drafter != experiment.DrafterExplicit {
+	for _, name := range drafterCostOptions {
+		fl := cmd.Flags().Lookup(name)
+		switch {
+		case !fl.Changed:
+		case f.set.Drafter != experiment.DrafterExplicit:
 			errs = append(errs, fmt.Errorf("--%s does not apply: it states an explicit drafter's cost; drafter %s's follows from its kind", name, f.set.Drafter))
+		default:
+			values[name] = fl.Value.String()
 		}
 	}
-	if cmd.Flags().Changed("drafter-bytes") {
-		n, err := experiment.LookupOption("drafter-bytes").Parse(f.drafterBytes)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("--drafter-bytes %s: %w", f.drafterBytes, err))
-		} else {
-			f.set.DrafterBytes = n.(int64)
-		}
+	if len(errs) > 0 || len(values) == 0 {
+		return errors.Join(errs...)
 	}
-	return errors.Join(errs...)
+	values["spec-block"], values["drafter"] = "2", experiment.DrafterExplicit
+	s, err := experiment.FromOptions(values)
+	if err != nil {
+		return err
+	}
+	f.set.DrafterBytes, f.set.DrafterFLOPs = s.Speculative.Drafter.Bytes, s.Speculative.Drafter.FLOPs
+	return nil
 }
 
 // checkOutDir checks that a results folder is writable, or that the nearest

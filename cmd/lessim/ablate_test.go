@@ -219,8 +219,8 @@ func TestAblateRefusesUpFront(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--drafter", "explicit", "--drafter-flops", "9223372036854775807"}, "--drafter-flops 9223372036854775807: must be in [0, 16TiB] and [0, 1e+15]"},
-		{[]string{"--drafter", "explicit", "--drafter-bytes", "8185TiB"}, "must be in [0, 16TiB]"},
+		{[]string{"--drafter", "explicit", "--drafter-flops", "9223372036854775807"}, "--drafter-flops 9223372036854775807: must be in [0, 1e+15]"},
+		{[]string{"--drafter", "explicit", "--drafter-bytes", "8185TiB"}, "--drafter-bytes 8185TiB: must be at most 16TiB"},
 		{[]string{"--spec-block", "65"}, "--spec-block 65: the speculative step verifies 2 to 64 tokens per pass"},
 		{[]string{"--drafter", "mtp", "--drafter-bytes", "0"}, "--drafter-bytes does not apply: it states an explicit drafter's cost; drafter mtp's follows from its kind"},
 		{[]string{"--drafter", "mtp", "--drafter-flops", "0"}, "--drafter-flops does not apply"},
@@ -228,6 +228,26 @@ func TestAblateRefusesUpFront(t *testing.T) {
 		out, _, err := runCLIErr(t, t.TempDir(), append([]string{"ablate", "--tokens", "20", "--cache", "3GiB"}, tc.args...)...)
 		if err == nil || out != "" || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: out %q, err %v; want %q", tc.args, out, err, tc.want)
+		}
+	}
+}
+
+// TestAblateDrafterFlagsAsSimulate: ablate reads --drafter-flops and
+// --drafter-bytes as simulate does (a float such as 1.2e9, a size, only
+// finite numbers), so a command line that works for one works for the other.
+func TestAblateDrafterFlagsAsSimulate(t *testing.T) {
+	base := []string{"ablate", "--tokens", "20", "--cache", "3GiB", "--reference=false", "--format", "json", "--drafter", "explicit", "--drafter-bytes", "400MB"}
+	want, _, err := runCLIErr(t, t.TempDir(), append(base, "--drafter-flops", "1200000000")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err := runCLIErr(t, t.TempDir(), append(base, "--drafter-flops", "1.2e9")...)
+	if err != nil || got != want {
+		t.Errorf("--drafter-flops 1.2e9: err %v; output equal to 1200000000's: %v", err, got == want)
+	}
+	for _, v := range []string{"NaN", "Inf"} {
+		if _, _, err := runCLIErr(t, t.TempDir(), append(base, "--drafter-flops", v)...); err == nil || !strings.Contains(err.Error(), "is not a finite number") {
+			t.Errorf("--drafter-flops %s: %v", v, err)
 		}
 	}
 }
