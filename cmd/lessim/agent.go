@@ -190,13 +190,19 @@ check fails.`,
 	return cmd
 }
 
-// clientToken is --token, else $LESSIM_AGENT_TOKEN.
+// clientToken is --token, else $LESSIM_AGENT_TOKEN, refused unless it has
+// a token's form: a typo must not reach the agent, whose refusal would read
+// as the agent's fault (agent check: "does not conform").
 func clientToken(flag string) (string, error) {
+	from := "--token"
 	if flag == "" {
-		flag = os.Getenv(tokenEnv)
+		flag, from = os.Getenv(tokenEnv), "$"+tokenEnv
 	}
-	if flag == "" {
+	switch {
+	case flag == "":
 		return "", fmt.Errorf("no token: pass --token (the agent prints it at start) or set $%s", tokenEnv)
+	case !agent.ValidToken(flag):
+		return "", fmt.Errorf("%s %q: not an agent token (32 hex characters, as the agent prints it at start)", from, flag)
 	}
 	return flag, nil
 }

@@ -44,7 +44,8 @@ func TestAgentGolden(t *testing.T) {
 		{"err-agent-unknown-model", []string{"agent", "--listen", "127.0.0.1:0", "--model", "gpt-5"}},
 		{"err-agent-check-target", []string{"agent", "check", "http://127.0.0.1:7070", "--token", "x"}},
 		{"err-agent-check-token", []string{"agent", "check", "tcp://127.0.0.1:7070"}},
-		{"err-agent-check-cancel-within", []string{"agent", "check", "tcp://127.0.0.1:7070", "--token", "x", "--cancel-within", "0s"}},
+		{"err-agent-check-cancel-within", []string{"agent", "check", "tcp://127.0.0.1:7070", "--token", strings.Repeat("0", 32), "--cancel-within", "0s"}},
+		{"err-agent-check-token-form", []string{"agent", "check", "tcp://127.0.0.1:7070", "--token", "0123456789abcdef0123456789abcdef "}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, runCLI(t, "", tc.args...)) })
 	}
