@@ -346,15 +346,21 @@ var options = []Option{
 	{Name: "spec-block", Kind: KindInt, Default: "1", Usage: "tokens verified per pass by speculative decoding (1 = off)",
 		apply: func(s *Spec, v any) error {
 			n := v.(int)
-			switch {
-			case n < 1 || n > MaxSpecBlock:
-				return fmt.Errorf("must be in [1, %d] (1 = off; drafters propose a few tokens per pass)", MaxSpecBlock)
-			case n == 1:
-				s.Speculative = nil
-			default:
+			errRange := fmt.Errorf("must be in [1, %d] (1 = off; drafters propose a few tokens per pass)", MaxSpecBlock)
+			if n < 1 {
+				return errRange
+			}
+			s.Speculative = nil
+			if n > 1 {
+				// NB: also past MaxSpecBlock, refused below: speculative
+				// decoding is still what was asked for, so its options
+				// given with it are not called inapplicable too.
 				sp := DefaultSpeculative()
 				sp.Block = n
 				s.Speculative = &sp
+			}
+			if n > MaxSpecBlock {
+				return errRange
 			}
 			return nil
 		},

@@ -139,6 +139,16 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 	}
 }
 
+// TestSpecBlockOutOfRangeKeepsSpeculative: --spec-block beyond the largest
+// block is refused alone; the speculative options given with it are not
+// also called inapplicable ("which --spec-block N (N >= 2) turns on").
+func TestSpecBlockOutOfRangeKeepsSpeculative(t *testing.T) {
+	_, err := FromOptions(map[string]string{"spec-block": "65", "spec-accept": "0.5", "drafter": "mtp", "accept-seed": "2"})
+	if err == nil || !strings.Contains(err.Error(), "--spec-block 65: must be in [1, 64]") || strings.Contains(err.Error(), "does not apply") {
+		t.Errorf("got %v, want only --spec-block's range", err)
+	}
+}
+
 // TestLESOptionsOnEveryOtherPolicy: every les option with every other policy.
 func TestLESOptionsOnEveryOtherPolicy(t *testing.T) {
 	lesOpts := map[string]string{"no-prefetch": "true", "threshold": "0.5", "top-n": "4", "max-candidates": "4", "depth": "1", "max-inflight": "1MiB"}
