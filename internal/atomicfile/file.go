@@ -65,9 +65,25 @@ func resolveTarget(path string) (string, os.FileMode, error) {
 	case err != nil:
 		return "", 0, fmt.Errorf("output %s: %w", path, err)
 	case !fi.Mode().IsRegular():
-		return "", 0, fmt.Errorf("output %s exists and is not a regular file (%s): refusing to replace it", path, fi.Mode().Type())
+		return "", 0, fmt.Errorf("output %s exists and is %s, not a regular file: refusing to replace it", path, kind(fi.Mode()))
 	}
 	return target, fi.Mode().Perm(), nil
+}
+
+// kind names what a file of mode m is, for messages (m.Type() prints as
+// permission bits, "d---------" for a folder).
+func kind(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a folder"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "a special file (" + m.Type().String() + ")"
 }
 
 // Name returns the target path (a symlink resolved).

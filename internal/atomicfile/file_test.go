@@ -153,8 +153,8 @@ func TestFullDisk(t *testing.T) {
 func TestCreateRefuses(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ path, want string }{
-		{dir, "not a regular file"},
-		{"/dev/null", "not a regular file"},
+		{dir, "exists and is a folder, not a regular file"},
+		{"/dev/null", "exists and is a device, not a regular file"},
 		{filepath.Join(dir, "no-such-folder", "x"), "no such file or directory"},
 		{"", "empty output path"},
 	} {
