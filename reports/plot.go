@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -100,6 +101,17 @@ func SavePlot(p *plot.Plot, prefix string, w, h vg.Length) ([]string, error) {
 		files = append(files, path)
 	}
 	return files, nil
+}
+
+// CheckPlotPrefix refuses a plot prefix that, its .png or .svg dropped,
+// names a folder ("plots/", ".") or nothing: the plots would be the hidden
+// files plots/.png and plots/.svg.
+func CheckPlotPrefix(prefix string) error {
+	p := TrimPlotExt(prefix)
+	if base := filepath.Base(p); p == "" || os.IsPathSeparator(p[len(p)-1]) || base == "." || base == ".." {
+		return fmt.Errorf("names a folder, not the files' name: give a prefix such as %s (it writes PREFIX.png and PREFIX.svg)", filepath.Join(p, "run"))
+	}
+	return nil
 }
 
 // TrimPlotExt drops a .png or .svg a user gave on a plot prefix.

@@ -99,7 +99,7 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	}
 	errs = append(errs, drafterCost(cmd, f), refuseEmpty(cmd, "plot", "out"))
 	if f.plot != "" {
-		if err := checkWritableDir(reports.TrimPlotExt(f.plot)); err != nil {
+		if err := checkPlotPrefix(f.plot); err != nil {
 			errs = append(errs, fmt.Errorf("--plot %s: %w", f.plot, err))
 		}
 	}

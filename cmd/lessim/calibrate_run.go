@@ -61,6 +61,9 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 	if plot == "" {
 		plot = strings.TrimSuffix(strings.TrimSuffix(f.out, ".yaml"), ".yml") + "-fit"
 	}
+	if err := reports.CheckPlotPrefix(plot); err != nil && f.plot != "" {
+		return fmt.Errorf("--plot %s: %w", plot, err)
+	}
 	plot = reports.TrimPlotExt(plot)
 	if err := checkRunPaths(f, plot); err != nil {
 		return err

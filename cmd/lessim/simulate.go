@@ -103,7 +103,7 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 		return err
 	}
 	if f.plot != "" {
-		if err := checkWritableDir(reports.TrimPlotExt(f.plot)); err != nil {
+		if err := checkPlotPrefix(f.plot); err != nil {
 			return fmt.Errorf("--plot %s: %w", f.plot, err)
 		}
 		if err := checkOutputs(plotFiles(f.plot), f.spec, spec.Trace.Path, spec.Device.File); err != nil {
@@ -232,6 +232,15 @@ func plotFiles(prefix string) []string {
 		files = append(files, reports.TrimPlotExt(prefix)+ext)
 	}
 	return files
+}
+
+// checkPlotPrefix checks a --plot prefix before the run: it names files
+// (reports.CheckPlotPrefix) in a folder that accepts them.
+func checkPlotPrefix(prefix string) error {
+	if err := reports.CheckPlotPrefix(prefix); err != nil {
+		return err
+	}
+	return checkWritableDir(reports.TrimPlotExt(prefix))
 }
 
 // checkWritableDir checks that files named prefix+ext can be created: the

@@ -206,6 +206,27 @@ func TestSimulatePlotFolderCheckedFirst(t *testing.T) {
 	}
 }
 
+// TestPlotPrefixNamesAFile: a --plot prefix that names a folder ("plots/",
+// ".") is refused before the run, by simulate and ablate alike: it wrote the
+// hidden files plots/.png and plots/.svg.
+func TestPlotPrefixNamesAFile(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.Mkdir(filepath.Join(dir, "plots"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, cmd := range []string{"simulate", "ablate"} {
+		for _, prefix := range []string{"plots/", ".", "plots/.png"} {
+			got := runCLI(t, dir, cmd, "--tokens", "20", "--cache", "3GiB", "--plot", prefix)
+			if !strings.HasPrefix(got, "lessim: --plot "+prefix+": ") || !strings.Contains(got, "names a folder") {
+				t.Errorf("%s --plot %s: got %q", cmd, prefix, got)
+			}
+		}
+	}
+	if ents, _ := os.ReadDir(filepath.Join(dir, "plots")); len(ents) != 0 {
+		t.Errorf("plots/ holds %v", ents)
+	}
+}
+
 // TestSimulatePlotFailureKeepsResult: when the plot fails after the run, the
 // result is printed anyway and the failure is reported after it.
 func TestSimulatePlotFailureKeepsResult(t *testing.T) {
