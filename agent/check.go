@@ -54,7 +54,27 @@ type CheckResult struct {
 	Name    string
 	Outcome string // CheckPass, CheckFail or CheckSkip
 	Detail  string
+	Err     error // the check's error (nil when it passed)
 }
+
+// Unchecked reports whether r is a failed handshake that says nothing about
+// conformance, so that nothing was checked: no connection, no answer to the
+// hello, the token refused, no protocol version in common, or not a lessim
+// agent at the target.
+func (r CheckResult) Unchecked() bool {
+	if r.Name != handshakeCheck || r.Outcome != CheckFail {
+		return false
+	}
+	for _, e := range []error{ErrUnreachable, ErrSilent, ErrAuth, ErrVersion, ErrNotAgent} {
+		if errors.Is(r.Err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// handshakeCheck is the first check's name: when it fails, no other runs.
+const handshakeCheck = "handshake"
 
 // Check runs the conformance checks against the agent at target: every
 // message type, the error paths (token, version, garbage, unknown type,
@@ -83,13 +103,13 @@ func Check(ctx context.Context, target, token string, o CheckOptions, report fun
 		case err != nil:
 			r.Outcome, detail = CheckFail, err.Error()
 		}
-		r.Detail = detail
+		r.Detail, r.Err = detail, err
 		out = append(out, r)
 		if report != nil {
 			report(r)
 		}
 	}
-	add("handshake", k.handshake)
+	add(handshakeCheck, k.handshake)
 	if k.welcome == nil {
 		return out // nothing else can work
 	}

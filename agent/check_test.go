@@ -80,6 +80,40 @@ func TestCheckCatchesFaults(t *testing.T) {
 	}
 }
 
+// TestCheckUnchecked: a handshake that fails before reaching a lessim
+// agent's behaviour (nothing listening, another protocol, the token
+// refused) leaves everything unchecked; one that reaches an agent breaking
+// the protocol does not.
+func TestCheckUnchecked(t *testing.T) {
+	ctx := context.Background()
+	tok := "0123456789abcdef0123456789abcdef"
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	closed := "tcp://" + ln.Addr().String()
+	ln.Close()
+	a := startAgent(t, newTestEngine(t, 10), fastLimits())
+	for _, c := range []struct {
+		name, target, token string
+		want                bool
+	}{
+		{"nothing listening", closed, tok, true},
+		{"an HTTP server", fakePeer(t, []byte("HTTP/1.1 400 Bad Request\r\n\r\n")), tok, true},
+		{"a wrong token", a.target, tok, true},
+		{"a malformed welcome", fakePeer(t, rawFrame("garbage")), tok, false},
+	} {
+		rs := Check(ctx, c.target, c.token, CheckOptions{}, nil)
+		if len(rs) != 1 || rs[0].Outcome != CheckFail {
+			t.Errorf("%s: %+v, want the handshake alone, failed", c.name, rs)
+			continue
+		}
+		if got := rs[0].Unchecked(); got != c.want {
+			t.Errorf("%s: Unchecked() = %v, want %v (%v)", c.name, got, c.want, rs[0].Err)
+		}
+	}
+}
+
 // startSplitAgent is a faulty agent: two servers behind one port, sharing
 // engine e, get the connections in turn, so a run on one connection does not
 // make the next connection's run busy.

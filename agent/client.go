@@ -128,6 +128,9 @@ func (c *Client) handshake(ctx context.Context, token string, v int) error {
 		if isTimeout(err) {
 			return fmt.Errorf("%w: %s did not answer the hello within %v", ErrSilent, c.target, c.o.DialTimeout)
 		}
+		if pe := (*ProtocolError)(nil); errors.As(err, &pe) && pe.text {
+			return fmt.Errorf("%w: %s answered the hello: %s", ErrNotAgent, c.target, pe.Message)
+		}
 		return fmt.Errorf("%s: handshake: %w", c.target, readErr(err))
 	}
 	switch m.Type {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 )
@@ -77,6 +78,12 @@ func TestClientRejectsBadAgents(t *testing.T) {
 	}
 	if _, err := Dial(ctx, fakePeer(t, []byte{0xff, 0xff, 0xff, 0xff}), tok); !errors.Is(err, ErrBadAgent) {
 		t.Errorf("oversize welcome: %v", err)
+	}
+	// An HTTP server answers the binary hello with a 400 in text; its first
+	// four bytes read as a length of over a GiB.
+	http := []byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
+	if _, err := Dial(ctx, fakePeer(t, http), tok); !errors.Is(err, ErrNotAgent) || !strings.Contains(err.Error(), `"HTTP"`) {
+		t.Errorf("an HTTP server's answer: %v, want %v naming the text", err, ErrNotAgent)
 	}
 	stallAboveTime := frameOf(t, TypeToken, 1, TokenSample{Pass: 0, Tokens: 1, TimeNS: 10, StallNS: 20})
 	c, err := Dial(ctx, fakePeer(t, frameOf(t, TypeWelcome, 0, goodWelcome(ProtocolVersion)), stallAboveTime), tok)

@@ -43,4 +43,7 @@ var (
 	ErrSilent = errors.New("agent stopped answering")
 	// ErrBadAgent: the agent sent something the protocol does not allow.
 	ErrBadAgent = errors.New("agent broke the protocol")
+	// ErrNotAgent: the peer answered the hello in another protocol: what
+	// listens at the target is not a lessim agent.
+	ErrNotAgent = errors.New("not a lessim agent")
 )

@@ -32,6 +32,10 @@ type Message struct {
 type ProtocolError struct {
 	Code    string
 	Message string
+	// text: the frame's length header read as printable text, so the peer
+	// speaks another protocol (an HTTP server's "HTTP/1.1 400", an SSH
+	// banner), not lessim frames.
+	text bool
 }
 
 // Error implements error.
@@ -84,6 +88,11 @@ func readFrame(r io.Reader, limit int, afterHeader func()) (*Message, error) {
 		return nil, protoErr(CodeBadFrame, "empty frame")
 	}
 	if uint64(n) > uint64(limit) {
+		if isText(hdr[:]) {
+			e := protoErr(CodeTooLarge, "frame header %q reads as text, not a length: the peer speaks another protocol (HTTP?)", hdr[:])
+			e.text = true
+			return nil, e
+		}
 		return nil, protoErr(CodeTooLarge, "frame of %d bytes announced; the limit is %d", n, limit)
 	}
 	if afterHeader != nil {
@@ -97,6 +106,18 @@ func readFrame(r io.Reader, limit int, afterHeader func()) (*Message, error) {
 		return nil, err
 	}
 	return DecodeMessage(body)
+}
+
+// isText reports whether b is all printable ASCII. NB: a printable first
+// byte announces at least 512 MiB, far above any frame limit, so only a
+// header over the limit is tested.
+func isText(b []byte) bool {
+	for _, c := range b {
+		if c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeMessage decodes a frame body strictly: one JSON object with exactly

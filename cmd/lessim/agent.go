@@ -233,7 +233,11 @@ func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {
 	fmt.Fprintf(out, "checking the agent at %s (protocol version %d)\n", target, agent.ProtocolVersion)
 	counts := map[string]int{}
 	var failed []string
+	var unchecked error
 	agent.Check(cmd.Context(), target, token, o, func(r agent.CheckResult) {
+		if r.Unchecked() {
+			unchecked = r.Err
+		}
 		counts[r.Outcome]++
 		if r.Outcome == agent.CheckFail {
 			failed = append(failed, r.Name)
@@ -241,6 +245,9 @@ func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {
 		fmt.Fprintf(out, "%s  %s: %s\n", r.Outcome, r.Name, oneLine(r.Detail))
 	})
 	fmt.Fprintf(out, "%d passed, %d failed, %d skipped\n", counts[agent.CheckPass], counts[agent.CheckFail], counts[agent.CheckSkip])
+	if unchecked != nil {
+		return fmt.Errorf("nothing checked: %v", unchecked)
+	}
 	if len(failed) > 0 {
 		// The failed checks' names again, so that the last line of the
 		// output (all a log may keep) says what failed.

@@ -46,6 +46,8 @@ func TestAgentGolden(t *testing.T) {
 		{"err-agent-check-token", []string{"agent", "check", "tcp://127.0.0.1:7070"}},
 		{"err-agent-check-cancel-within", []string{"agent", "check", "tcp://127.0.0.1:7070", "--token", strings.Repeat("0", 32), "--cancel-within", "0s"}},
 		{"err-agent-check-token-form", []string{"agent", "check", "tcp://127.0.0.1:7070", "--token", "0123456789abcdef0123456789abcdef "}},
+		// Port 1: nothing listens there (privileged, unassigned on loopback).
+		{"err-agent-check-unreachable", []string{"agent", "check", "tcp://127.0.0.1:1", "--token", strings.Repeat("0", 32)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, runCLI(t, "", tc.args...)) })
 	}
