@@ -2,9 +2,9 @@ package traces
 
 import (
 	"io"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // aheadDepth is how many decoded record batches the read-ahead holds ready:
@@ -22,23 +22,25 @@ type readAhead struct {
 	done chan struct{} // closed when the goroutine has returned
 }
 
-// aheadBatch is one decoded record batch (retained for the receiver), or the
-// error that ended decoding (io.EOF at the end of the file).
+// aheadBatch is one decoded record batch (retained for the receiver) and its
+// columns' Parquet level counts (pqBatches.Levels), or the error that ended
+// decoding (io.EOF at the end of the file).
 type aheadBatch struct {
-	rec arrow.RecordBatch
-	err error
+	rec    arrow.RecordBatch
+	levels []int
+	err    error
 }
 
 // startReadAhead starts decoding rr's batches; the readAhead owns rr's Next
 // from now on.
-func startReadAhead(rr pqarrow.RecordReader) *readAhead {
+func startReadAhead(rr *pqBatches) *readAhead {
 	a := &readAhead{out: make(chan aheadBatch, aheadDepth), stop: make(chan struct{}), done: make(chan struct{})}
 	go a.run(rr)
 	return a
 }
 
 // run decodes until the end, an error, or stop.
-func (a *readAhead) run(rr pqarrow.RecordReader) {
+func (a *readAhead) run(rr *pqBatches) {
 	defer close(a.done)
 	defer close(a.out)
 	err := a.decode(rr)
@@ -55,7 +57,7 @@ func (a *readAhead) run(rr pqarrow.RecordReader) {
 // end or on stop. NB: last resort only, as in newReader: arrow-go may panic
 // decoding a corrupt page, and a panic on this goroutine would end the
 // process; it becomes the error the caller receives.
-func (a *readAhead) decode(rr pqarrow.RecordReader) (err error) {
+func (a *readAhead) decode(rr *pqBatches) (err error) {
 	defer func() {
 		if recover() != nil {
 			err = errUnreadable
@@ -68,7 +70,7 @@ func (a *readAhead) decode(rr pqarrow.RecordReader) (err error) {
 		}
 		rec.Retain()
 		select {
-		case a.out <- aheadBatch{rec: rec}:
+		case a.out <- aheadBatch{rec: rec, levels: slices.Clone(rr.Levels())}:
 		case <-a.stop:
 			rec.Release()
 			return nil
@@ -80,14 +82,14 @@ func (a *readAhead) decode(rr pqarrow.RecordReader) (err error) {
 	return nil
 }
 
-// next is the next decoded batch (its reference now the caller's), or the
-// error that ended decoding.
-func (a *readAhead) next() (arrow.RecordBatch, error) {
+// next is the next decoded batch (its reference now the caller's) with its
+// columns' level counts, or the error that ended decoding.
+func (a *readAhead) next() (arrow.RecordBatch, []int, error) {
 	b, ok := <-a.out
 	if !ok {
-		return nil, io.EOF
+		return nil, nil, io.EOF
 	}
-	return b.rec, b.err
+	return b.rec, b.levels, b.err
 }
 
 // close stops the goroutine, releases batches it decoded that nobody took,

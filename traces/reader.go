@@ -1,13 +1,13 @@
 package traces
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
@@ -30,7 +30,7 @@ type Reader struct {
 	// noWeights: the gate weights column is skipped (Columns.NoWeights).
 	noWeights bool
 	pf        *file.Reader
-	rr        pqarrow.RecordReader
+	rr        *pqBatches
 	ahead     *readAhead // decodes rr's batches ahead of Next
 	steps     int64      // rows / layers, from the footer
 
@@ -156,7 +156,10 @@ func (r *Reader) init(batchRows int64, cols Columns) error {
 	for _, i := range want {
 		leaves = pqLeaves(&fr.Manifest.Fields[i], leaves)
 	}
-	rr, err := fr.GetRecordReader(context.Background(), leaves, nil)
+	if rows > 0 {
+		batchRows = min(batchRows, int64(bitutil.NextPowerOf2(int(rows))))
+	}
+	rr, err := newPQBatches(fr, leaves, batchRows)
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.name, err)
 	}
@@ -252,7 +255,7 @@ func (r *Reader) nextBatch() error {
 	if r.ahead == nil {
 		r.ahead = startReadAhead(r.rr)
 	}
-	rec, err := r.ahead.next()
+	rec, levels, err := r.ahead.next()
 	if err == io.EOF {
 		return err
 	}
@@ -260,7 +263,7 @@ func (r *Reader) nextBatch() error {
 		err = r.bind(rec)
 	}
 	if err == nil {
-		err = r.checkLists()
+		err = r.checkLists(rec, levels)
 	}
 	if err != nil {
 		if rec != nil {
@@ -284,18 +287,31 @@ type pqRowError struct {
 
 func (e *pqRowError) Error() string { return fmt.Sprintf("row %d: %s", e.row, e.msg) }
 
-// checkLists refuses a batch whose list offsets run past its element values
-// (pqList.short), naming the null element the file holds when it can find it.
-func (r *Reader) checkLists() error {
+// checkLists refuses a batch of rec that holds a null list element the
+// arrays do not show (pqList.short, pqList.levelsOK), naming the element
+// from the file's levels when it can find it. levels is rec's columns' level
+// counts.
+func (r *Reader) checkLists(rec arrow.RecordBatch, levels []int) error {
 	for _, c := range r.batch.lists() {
-		if !c.short() {
+		if c.list == nil {
+			continue
+		}
+		short := c.short()
+		n := -1
+		if fi := rec.Schema().FieldIndices(c.name); len(fi) == 1 && fi[0] < len(levels) {
+			n = levels[fi[0]]
+		}
+		if !short && (n < 0 || c.levelsOK(n)) {
 			continue
 		}
 		if row, j, ok := pqFindNullElement(r.pf, c.name); ok {
 			return &pqRowError{row: row, msg: fmt.Sprintf("%s[%d] is null", c.name, j)}
 		}
-		_, end := c.list.ValueOffsets(c.list.Len() - 1)
-		return fmt.Errorf("%s: corrupt list: offsets reach %d of %d values", c.name, end, c.child.Len())
+		if short {
+			_, end := c.list.ValueOffsets(c.list.Len() - 1)
+			return fmt.Errorf("%s: corrupt list: offsets reach %d of %d values", c.name, end, c.child.Len())
+		}
+		return fmt.Errorf("%s: corrupt list: %d rows hold %d Parquet levels, want %d", c.name, c.list.Len(), n, c.wantLevels())
 	}
 	return nil
 }

@@ -229,6 +229,33 @@ func (c *pqList) short() bool {
 	return end > int64(c.child.Len())
 }
 
+// levelsOK reports whether the batch was decoded from as many Parquet levels
+// as its lists need (wantLevels). arrow-go builds list offsets from the
+// levels, counting an entry below the element's definition level as an
+// element when it continues a list but not when it starts one: a null first
+// element (of a column whose Parquet schema says its elements are required,
+// so the arrays carry no validity bitmap for them) is simply not there, the
+// list one shorter, the batch's offsets and values still in agreement
+// (short sees nothing). Only the level count shows it. NB: a list whose only
+// element is null has the levels of an empty list; no reader can tell them
+// apart.
+func (c *pqList) levelsOK(n int) bool { return n == c.wantLevels() }
+
+// wantLevels is the number of Parquet levels the batch's lists take: one per
+// element, and one for each null or empty list.
+func (c *pqList) wantLevels() int {
+	n := 0
+	for i := range c.list.Len() {
+		if c.list.IsNull(i) {
+			n++
+			continue
+		}
+		s, e := c.list.ValueOffsets(i)
+		n += max(int(e-s), 1)
+	}
+	return n
+}
+
 // pqBatch is one record batch's columns, bound in pqWanted order.
 type pqBatch struct {
 	seq, pos, phase, pass, layer, computeNS pqInt

@@ -11,8 +11,8 @@ const pqLevelBatch = 1 << 14
 // null list (it continues a list, or a list continues after it). It returns
 // the file row and the element's index in that row's list; ok is false when
 // the levels show no such element (or cannot be read). It is only called
-// once a batch is known to be corrupt (pqList.short), so its cost (one more
-// pass over the column) does not matter.
+// once a batch is known to be corrupt (pqList.short, pqList.levelsOK), so its
+// cost (one more pass over the column) does not matter.
 func pqFindNullElement(pf *file.Reader, col string) (row int64, elem int, ok bool) {
 	// NB: the file is known to be corrupt; a panic inside arrow-go decoding
 	// its levels means "cannot be read", and the caller reports the batch's

@@ -190,6 +190,20 @@ func TestReaderErrors(t *testing.T) {
 			want: "bad.parquet: row 10: experts[1] is null"},
 		{name: "null weight element", rows: set(17, "weights", []any{0.5, nil}),
 			want: "bad.parquet: row 17: weights[1] is null"},
+		{name: "null first expert element", rows: set(10, "experts", []any{nil, 1}),
+			sc:   withField(colExperts, arrow.Field{Name: colExperts, Type: arrow.ListOf(arrow.PrimitiveTypes.Int32)}),
+			want: "bad.parquet: row 10: experts[0] is null"},
+		// arrow-go does not count a null first element of a required-element
+		// list at all (the list reads one shorter, offsets and values agree):
+		// the reader finds it from the batch's Parquet level count.
+		{name: "null first element of a required-element list", rows: set(10, "experts", []any{nil, 1}),
+			want: "bad.parquet: row 10: experts[0] is null"},
+		{name: "null first weight element", rows: set(17, "weights", []any{nil, 0.5}),
+			want: "bad.parquet: row 17: weights[0] is null"},
+		{name: "null first hit element", rows: set(17, "hit", []any{nil, true}),
+			want: "bad.parquet: row 17: hit[0] is null"},
+		{name: "null first lookahead element", rows: set(5, "lookahead_1", []any{nil, 2, 3, 4, 5, 6, 7, 8}),
+			want: "bad.parquet: row 5: lookahead_1[0] is null"},
 		{name: "null seq", rows: set(1, "seq", nil),
 			sc:   withField(colSeq, arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int32, Nullable: true}),
 			want: "bad.parquet: row 1: seq is null"},
@@ -262,6 +276,38 @@ func TestReaderErrors(t *testing.T) {
 				t.Fatalf("error\n got %q\nwant %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestReaderNullFirstElementAlone checks that a null first element is found
+// in a column read without a partner to disagree with: experts when the
+// weights are skipped (a streamed run) and the trace has no hit flags.
+// Without the level count arrow-go reads row 10 as one expert, the null
+// dropped; here that expert is the placeholder value arrow-go's writer
+// stores for the null and every later value shifts by one, so the error
+// would surface rows later as an unrelated one (another writer's file,
+// without the placeholder, would read as a valid step).
+func TestReaderNullFirstElementAlone(t *testing.T) {
+	meta := ioTestMeta(ioBadShape)
+	rows := ioGoodRows(6)
+	for _, r := range rows {
+		delete(r, "hit")
+	}
+	rows[10]["experts"] = []any{nil, 1}
+	sc := pqSchema(&meta)
+	i := sc.FieldIndices(colHit)[0]
+	sc = arrow.NewSchema(slices.Delete(sc.Fields(), i, i+1), nil)
+	data := ioRawFile(t, meta, sc, rows, ioKV(t, meta))
+	for _, batch := range []int64{0, 5} {
+		r, err := newReaderCols(pqNoCloseRA{bytes.NewReader(data)}, "bad.parquet", batch, Columns{NoWeights: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = ReadAll(r)
+		r.Close()
+		if want := "bad.parquet: row 10: experts[0] is null"; err == nil || err.Error() != want {
+			t.Fatalf("batch %d rows: error %v, want %q", batch, err, want)
+		}
 	}
 }
 
