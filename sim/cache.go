@@ -45,6 +45,7 @@ func (e *engine) chargeLoad(k Key) {
 		return
 	}
 	e.now += d
+	e.hi |= e.now // NB: loads per layer have no bound (see pass)
 	if e.bk.Measure {
 		e.res.LoadCPUNS += d
 	}

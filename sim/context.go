@@ -48,7 +48,7 @@ func (e *engine) contextTime(l int) Time {
 
 // computeContext charges layer l's context term (Config.ContextCost).
 func (e *engine) computeContext(l int) {
-	d := e.contextTime(l)
+	d := e.long(e.contextTime(l))
 	e.compute(d)
 	if e.bk.Measure {
 		e.res.ContextNS += d

@@ -54,7 +54,11 @@ type engine struct {
 	// not touching them spares a cache miss per layer and pass).
 	laScores bool
 
-	now   Time
+	now Time
+	// hi is the bitwise OR of now's values at each layer's end and after
+	// each load, or -1 once an addition would have taken now past maxTime
+	// (long): past maxTime or negative, the pass is refused (see pass).
+	hi    Time
 	phase traces.Phase // of the current pass, for the tap
 
 	pend []int32 // scratch: union indices not yet computed
@@ -288,7 +292,10 @@ func (e *engine) speculate(span []*traces.Step) (int, []*traces.Step) {
 // draft runs n draft tokens on the compute thread, one after another.
 func (e *engine) draft(n int) {
 	d := Time(n) * e.draftTime
-	e.now += d
+	if n > 0 && e.draftTime > maxTime/Time(n) {
+		d = maxTime + 1 // NB: the product could wrap; past maxTime, pass refuses it
+	}
+	e.now += e.long(d)
 	e.res.DraftNS += d
 }
 

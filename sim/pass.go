@@ -23,9 +23,27 @@ func (e *engine) pass(steps []*traces.Step, first int) error {
 	if err := e.passBody(steps, first); err != nil {
 		return err
 	}
-	// NB: devices' bounds keep each conversion below 2^53 ns, not a run's
-	// sum; a run of absurdly slow inputs is refused rather than wrapped.
-	if e.now < start || e.now > maxTime {
+	// NB: the sums of one pass can pass 2^63 inside devices' bounds
+	// (docs/profile-bounds.md), and a sum that wrapped may be hidden by a
+	// later stall (now jumps forward to the flash's clock). hi catches it,
+	// at the cost of one OR per layer:
+	//   - a large addition (a pass's work that scales with its tokens or
+	//     context, at most maxTime+1; a draft block) goes through long,
+	//     which marks hi when it would take now past maxTime; a load's is
+	//     ORed into hi after it (loads per layer have no bound; each is
+	//     below 2^63, so one that wraps now leaves hi negative);
+	//   - small ones (one token's table parts, syncs, faults: each below
+	//     2^44 ns) add up to less than 2^57 ns in one layer (at most 4096
+	//     experts, and the faults of 4 GiB in 4 KiB pages), so from at most
+	//     maxTime they cannot wrap now before the layer's end ORs it in. A
+	//     stall may first take now anywhere below 2^63, and then they may;
+	//     but the flash's clock only moves forward, so every later stall
+	//     lands there again, and at the layer's end now is past maxTime or
+	//     negative either way.
+	// The flash's clock itself never wraps (it moves forward only, to event
+	// times at most one read, below 2^57 ns, ahead), but a long wait may take
+	// it past maxTime.
+	if hi := e.hi | e.now; hi < 0 || hi > maxTime || e.now < start || e.fl.now > maxTime {
 		return fmt.Errorf("simulated time passed %d years at step %d: the device is too slow for this trace", maxTime/(365*24*3600*1e9), first)
 	}
 	return nil
@@ -80,6 +98,7 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 		if err := e.computeExperts(l); err != nil {
 			return err
 		}
+		e.hi |= e.now // see pass
 		if invariants {
 			e.checkLayer()
 		}
@@ -91,7 +110,8 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 	return nil
 }
 
-// compute advances the compute thread by busy time d.
+// compute advances the compute thread by busy time d (a large d has been
+// through long; see pass).
 func (e *engine) compute(d Time) {
 	e.now += d
 	if e.bk.Measure {

@@ -16,11 +16,19 @@ type Time = int64
 // NB: the explicit float64 conversions stop the compiler from fusing the
 // multiply and divide (Go permits fused multiply-add on some architectures),
 // which keeps results bit-identical across machines.
+//
+// A time past maxTime comes back as maxTime+1: converting a float64 of 2^63
+// or more to int64 is implementation-defined in Go (the most negative int64
+// on amd64), and a pass's work (FLOPs × tokens, KV bytes × context) can
+// reach it inside the bounds. A run that adds it is refused (pass).
 func durationNS(amount, perSecond float64) Time {
 	if amount <= 0 {
 		return 0
 	}
 	ns := float64(amount*1e9) / perSecond
+	if ns > float64(maxTime) {
+		return maxTime + 1
+	}
 	return Time(math.Ceil(float64(ns)))
 }
 
@@ -87,7 +95,7 @@ func (e *engine) denseTime(l, n int) Time {
 //go:noinline
 func (e *engine) denseTimeN(l, n int) Time {
 	ls := &e.m.Layers[l]
-	return e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, n) + e.cm.over
+	return e.long(e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, n) + e.cm.over)
 }
 
 // expertTime is one routed expert of layer l used by n tokens of the pass.
@@ -104,7 +112,7 @@ func (e *engine) expertTime(l, n int) Time {
 //go:noinline
 func (e *engine) expertTimeN(l, n int) Time {
 	ls := &e.m.Layers[l]
-	return e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, n)
+	return e.long(e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, n))
 }
 
 // headTime is the output head for a pass of n tokens.
@@ -112,5 +120,16 @@ func (e *engine) headTime(n int) Time {
 	if n == 1 {
 		return e.times.head
 	}
-	return e.cm.part(e.m.HeadBytes, e.m.HeadFLOPsPerToken, n)
+	return e.long(e.cm.part(e.m.HeadBytes, e.m.HeadFLOPsPerToken, n))
+}
+
+// long returns d, a time about to be added to now that may be large (a
+// pass's work, which scales with its tokens or context: at most maxTime+1,
+// durationNS's cap), and marks hi when now + d would pass maxTime (see
+// pass). NB: d ≥ 0; a now already past maxTime marks hi too.
+func (e *engine) long(d Time) Time {
+	if d > maxTime-e.now {
+		e.hi = -1
+	}
+	return d
 }
