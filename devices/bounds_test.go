@@ -484,6 +484,14 @@ func TestWorstCaseConversions(t *testing.T) {
 			t.Errorf("%s: %.4g ns is not below 2^53", name, ns)
 		}
 	}
+	// A hot device reads at the thermal floor's share of the curve: the one
+	// conversion past 2^53 (whole, a multiple of 16 ns), still below the
+	// 2^57 ns the simulator's flash clock argument takes (sim/pass.go).
+	hot := hi("flash.latency") + conv(hi("model.layers[].expert_bytes"), xfer*lo("flash.thermal_floor"))
+	t.Logf("%-52s %.4g ns", "flash read when hot (at the thermal floor)", hot)
+	if !(hot > 1<<53 && hot < 1<<57) {
+		t.Errorf("hot flash read: %.4g ns is not in (2^53, 2^57)", hot)
+	}
 
 	// The same through the device model: a profile at the slow extremes.
 	p, err := ParseProfile(boundsProfile(map[string]string{
