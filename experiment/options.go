@@ -22,6 +22,9 @@ type Option struct {
 	Default string // the value DefaultSpec has, as written
 	Usage   string // one line of help
 
+	// names lists the valid values of an option that names something
+	// (a policy, a layout); nil for free-form values. Apply refuses others.
+	names   func() []string
 	apply   func(s *Spec, v any) error
 	applies func(s *Spec, set func(name string) bool) string // "" = applies, else why not
 }
@@ -112,34 +115,61 @@ func FromOptions(values map[string]string) (Spec, error) {
 	return s, err
 }
 
-// Apply sets named option values on s (see FromOptions).
+// Apply sets named option values on s (see FromOptions). Every value is
+// parsed first: an unknown option, a malformed number or an unknown name
+// is reported before any option is judged inapplicable, since that verdict
+// rests on the values before it (--top-n with --policy lru2 is a typo of a
+// policy, not a les option given to another one).
 func Apply(s *Spec, values map[string]string) error {
+	parsed, err := parseValues(values)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	set := func(name string) bool { _, ok := values[name]; return ok }
+	for i := range options {
+		o := &options[i]
+		v, ok := parsed[o.Name]
+		if !ok {
+			continue
+		}
+		if why := o.applies(s, set); why != "" {
+			errs = append(errs, fmt.Errorf("--%s does not apply: %s", o.Name, why))
+		} else if err := o.apply(s, v); err != nil {
+			errs = append(errs, fmt.Errorf("--%s %s: %v", o.Name, values[o.Name], err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// parseValues parses every value for its option, reporting every unknown
+// option, malformed value and unknown name at once, in option order.
+func parseValues(values map[string]string) (map[string]any, error) {
 	var errs []error
 	for name := range values {
 		if LookupOption(name) == nil {
 			errs = append(errs, fmt.Errorf("unknown option %q", name))
 		}
 	}
-	set := func(name string) bool { _, ok := values[name]; return ok }
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	parsed := make(map[string]any, len(values))
 	for i := range options {
 		o := &options[i]
 		raw, ok := values[o.Name]
 		if !ok {
 			continue
 		}
-		if why := o.applies(s, set); why != "" {
-			errs = append(errs, fmt.Errorf("--%s does not apply: %s", o.Name, why))
-			continue
-		}
 		v, err := o.Parse(raw)
-		if err == nil {
-			err = o.apply(s, v)
+		if err == nil && o.names != nil && !slices.Contains(o.names(), raw) {
+			err = fmt.Errorf("unknown %s (valid: %s)", o.Name, strings.Join(o.names(), ", "))
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--%s %s: %v", o.Name, raw, err))
+			continue
 		}
+		parsed[o.Name] = v
 	}
-	return errors.Join(errs...)
+	return parsed, errors.Join(errs...)
 }
 
 func always(*Spec, func(string) bool) string { return "" }
@@ -232,7 +262,7 @@ var options = []Option{
 			}
 			return ""
 		}},
-	{Name: "policy", Kind: KindString, Default: DefaultPolicy, Usage: "scheduling policy (see: lessim policies list)",
+	{Name: "policy", Kind: KindString, Default: DefaultPolicy, Usage: "scheduling policy (see: lessim policies list)", names: policies.Names,
 		apply: func(s *Spec, v any) error { s.Policy = Policy{Name: v.(string)}; return nil }, applies: always},
 	{Name: "no-prefetch", Kind: KindBool, Default: "false", Usage: "les: disable prefetching (then les equals ondemand)",
 		apply: func(s *Spec, v any) error { les(s).NoPrefetch = v.(bool); return nil },
@@ -303,7 +333,7 @@ var options = []Option{
 		}},
 	{Name: "cache", Kind: KindString, Default: DefaultCache, Usage: "expert cache size: bytes with a unit (3GiB), a percentage of all expert bytes (40%), or auto (the device's budget)",
 		apply: func(s *Spec, v any) error { s.Cache = Cache{Size: v.(string)}; return nil }, applies: always},
-	{Name: "layout", Kind: KindString, Default: DefaultLayout, Usage: "expert storage layout: per-expert or gguf-mmap (stock llama.cpp)",
+	{Name: "layout", Kind: KindString, Default: DefaultLayout, Usage: "expert storage layout: per-expert or gguf-mmap (stock llama.cpp)", names: sim.Layouts,
 		apply: func(s *Spec, v any) error { s.Layout = v.(string); return nil }, applies: always},
 	{Name: "cached-first", Kind: KindBool, Default: "true", Usage: "compute resident experts first while misses load (false = rank order, stock llama.cpp)",
 		apply: func(s *Spec, v any) error { s.CachedFirst = v.(bool); return nil }, applies: always},
@@ -324,18 +354,16 @@ var options = []Option{
 			return ""
 		}},
 	{Name: "page-cache", Kind: KindString, Default: "budget", Usage: "gguf-mmap: where mapped experts are cached: budget (--cache) or free-ram (the kernel's page cache, sized by the device's free RAM, LRU order)",
+		names: func() []string { return []string{"budget", PageCacheFreeRAM} },
 		apply: func(s *Spec, v any) error {
-			switch v.(string) {
-			case "budget":
+			if v.(string) == "budget" {
 				s.PageCache = ""
-			case PageCacheFreeRAM:
-				if s.Cache.Size != DefaultCache {
-					return fmt.Errorf("the page cache is whatever RAM is free (the device's budget), so --cache %s does not apply: drop it", s.Cache.Size)
-				}
-				s.PageCache = PageCacheFreeRAM
-			default:
-				return fmt.Errorf("want budget or %s", PageCacheFreeRAM)
+				return nil
 			}
+			if s.Cache.Size != DefaultCache {
+				return fmt.Errorf("the page cache is whatever RAM is free (the device's budget), so --cache %s does not apply: drop it", s.Cache.Size)
+			}
+			s.PageCache = PageCacheFreeRAM
 			return nil
 		}, applies: mmapOnly},
 	{Name: "mmap-neighbours", Kind: KindBool, Default: "false", Usage: "gguf-mmap: bytes a fault's read-around and read-ahead bring in beyond the expert stay resident (neighbours can hit)",
@@ -390,12 +418,9 @@ var options = []Option{
 			return ""
 		}},
 	{Name: "drafter", Kind: KindString, Usage: "what drafts, and so what drafting costs: " + strings.Join(DrafterKinds(), ", ") + " (required with --spec-block; see docs/model.md)",
+		names: DrafterKinds,
 		apply: func(s *Spec, v any) error {
-			k := v.(string)
-			if !slices.Contains(DrafterKinds(), k) {
-				return fmt.Errorf("unknown drafter (valid: %s)", strings.Join(DrafterKinds(), ", "))
-			}
-			s.Speculative.Drafter = &Drafter{Kind: k}
+			s.Speculative.Drafter = &Drafter{Kind: v.(string)}
 			return nil
 		}, applies: speculativeOnly},
 	{Name: "drafter-bytes", Kind: KindSize, Default: "0", Usage: "explicit drafter: weight bytes read per draft token (e.g. 400MB)",

@@ -116,7 +116,7 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		{map[string]string{"page-cache": "budget"}, "--page-cache does not apply: it is a setting of the stock page-fault path and the layout is per-expert"},
 		{map[string]string{"mmap-neighbours": "false"}, "--mmap-neighbours does not apply"},
 		{map[string]string{"layout": "gguf-mmap", "cache": "3GiB", "page-cache": "free-ram"}, "--cache 3GiB does not apply: drop it"},
-		{map[string]string{"layout": "gguf-mmap", "page-cache": "lots"}, "want budget or free-ram"},
+		{map[string]string{"layout": "gguf-mmap", "page-cache": "lots"}, "--page-cache lots: unknown page-cache (valid: budget, free-ram)"},
 		{map[string]string{"trce": "x"}, `unknown option "trce"`},
 		{map[string]string{"expert-quant": "Q9"}, `--expert-quant Q9: unknown quant type "Q9" (valid: BF16, F16, F32, Q2_K, Q3_K, Q4_0, Q4_1, Q4_K, Q5_0, Q5_1, Q5_K, Q6_K, Q8_0, Q8_K)`},
 		{map[string]string{"expert-quant": ""}, "--expert-quant : empty value: give one, or omit the option for its default"},
@@ -135,6 +135,36 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		_, err := FromOptions(tc.opts)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: got %v, want an error containing %q", tc.opts, err, tc.want)
+		}
+	}
+}
+
+// TestUnknownNamesBeforeApplicability: a misspelled name is reported with
+// the valid ones, every one at once, and no option is judged inapplicable
+// against it (nor against the default it failed to replace).
+func TestUnknownNamesBeforeApplicability(t *testing.T) {
+	for _, tc := range []struct {
+		opts map[string]string
+		want []string
+	}{
+		{map[string]string{"policy": "lru2", "top-n": "3"}, []string{"--policy lru2: unknown policy (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)"}},
+		{map[string]string{"layout": "bogus", "page-cache": "free-ram"}, []string{"--layout bogus: unknown layout (valid: gguf-mmap, per-expert)"}},
+		{map[string]string{"drafter": "nope", "drafter-bytes": "1MB"}, []string{"--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit)"}},
+		{map[string]string{"policy": "lru2", "layout": "bogus", "tokens": "x", "trce": "y"},
+			[]string{`unknown option "trce"`, "--policy lru2: unknown policy", "--layout bogus: unknown layout", `--tokens x: "x" is not an integer`}},
+	} {
+		_, err := FromOptions(tc.opts)
+		if err == nil {
+			t.Errorf("%v: accepted", tc.opts)
+			continue
+		}
+		if strings.Contains(err.Error(), "does not apply") {
+			t.Errorf("%v: a verdict against an unknown name: %v", tc.opts, err)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("%v: %v\nwant %q", tc.opts, err, w)
+			}
 		}
 	}
 }

@@ -219,12 +219,15 @@ func (s *Spec) validatePolicy(ps *problems) {
 	if policies.Describe(p.Name) == "" {
 		_, err := policies.New(p.Name, policies.Params{})
 		*ps = append(*ps, err)
-	}
-	if p.LES != nil && p.Name != "les" {
-		ps.add("policy.les", "applies only to policy les (policy is %s)", p.Name)
-	}
-	if p.PinnedHot != nil && p.Name != "pinned-hot" {
-		ps.add("policy.pinned_hot", "applies only to policy pinned-hot (policy is %s)", p.Name)
+	} else {
+		// NB: judged only for a known policy: les settings beside a
+		// misspelled policy are not settings of another policy.
+		if p.LES != nil && p.Name != "les" {
+			ps.add("policy.les", "applies only to policy les (policy is %s)", p.Name)
+		}
+		if p.PinnedHot != nil && p.Name != "pinned-hot" {
+			ps.add("policy.pinned_hot", "applies only to policy pinned-hot (policy is %s)", p.Name)
+		}
 	}
 	if l := p.LES; l != nil {
 		if l.NoPrefetch && (l.TopN != 0 || l.Threshold != 0 || l.MaxCandidates != 0 || l.Depth != 0 || l.MaxInflightBytes != 0) {
@@ -280,6 +283,9 @@ func (s *Spec) validateLookahead(ps *problems) {
 // free RAM needs cache auto and an LRU policy (the kernel evicts).
 func (s *Spec) validatePageCache(ps *problems) {
 	mmap := s.Layout == string(sim.LayoutGGUFMmap)
+	if _, err := sim.ParseLayout(s.Layout); err != nil {
+		mmap = true // NB: an unknown layout (reported above) is no verdict
+	}
 	if s.MmapNeighbours && !mmap {
 		ps.add("mmap_neighbours", "applies only to the gguf-mmap layout (per-expert reads bring in nothing beyond the expert)")
 	}
@@ -297,7 +303,7 @@ func (s *Spec) validatePageCache(ps *problems) {
 	if s.Cache.Size != DefaultCache {
 		ps.add("page_cache", "%s sizes the cache from the device's free RAM: cache.size must be %s (got %q)", PageCacheFreeRAM, DefaultCache, s.Cache.Size)
 	}
-	if p := s.Policy.Name; p != "lru" && p != "ondemand" {
+	if p := s.Policy.Name; p != "lru" && p != "ondemand" && policies.Describe(p) != "" {
 		ps.add("page_cache", "with %s the kernel evicts, in an order lessim approximates by LRU: the policy must be lru or ondemand (got %s)", PageCacheFreeRAM, p)
 	}
 }

@@ -103,3 +103,24 @@ func TestInlineProfileBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateNoVerdictOnUnknownNames: a spec with a misspelled policy or
+// layout gets the unknown name, with the valid ones, and no "applies only"
+// verdict that takes the misspelling for another policy or layout.
+func TestValidateNoVerdictOnUnknownNames(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"policy":{"name":"lru2","les":{"top_n":3}}}`, `unknown policy "lru2"`},
+		{`{"policy":{"name":"pinned","pinned_hot":{"pin_fraction":0.5}}}`, `unknown policy "pinned"`},
+		{`{"layout":"bogus","mmap_neighbours":true,"page_cache":"free-ram","policy":{"name":"lru"}}`, `unknown layout "bogus"`},
+		{`{"layout":"gguf-mmap","page_cache":"free-ram","policy":{"name":"lru2"}}`, `unknown policy "lru2"`},
+	} {
+		s, err := Parse([]byte(tc.json))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.json, err)
+		}
+		err = s.Validate()
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "applies only") || strings.Contains(err.Error(), "must be lru or ondemand") {
+			t.Errorf("%s: got %v, want %q alone", tc.json, err, tc.want)
+		}
+	}
+}

@@ -159,32 +159,25 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 // flags of simulate's names and kinds.
 var drafterCostOptions = []string{"drafter-bytes", "drafter-flops"}
 
-// drafterCost reads --drafter-bytes and --drafter-flops into the settings,
-// as simulate reads them (experiment's options: units, finite numbers,
-// bounds, rounding), and refuses either given (whatever its value) with a
+// drafterCost checks --drafter and reads --drafter-bytes and
+// --drafter-flops into the settings, by simulate's option rules (names,
+// units, finite numbers, bounds, rounding): an unknown drafter is refused
+// with the valid ones, and a cost flag given (whatever its value) with a
 // drafter other than explicit, whose cost follows from its kind.
 func drafterCost(cmd *cobra.Command, f *ablateFlags) error {
-	values := map[string]string{}
-	var errs []error
+	values := map[string]string{"spec-block": "2", "drafter": f.set.Drafter}
 	for _, name := range drafterCostOptions {
-		fl := cmd.Flags().Lookup(name)
-		switch {
-		case !fl.Changed:
-		case f.set.Drafter != experiment.DrafterExplicit:
-			errs = append(errs, fmt.Errorf("--%s does not apply: it states an explicit drafter's cost; drafter %s's follows from its kind", name, f.set.Drafter))
-		default:
+		if fl := cmd.Flags().Lookup(name); fl.Changed {
 			values[name] = fl.Value.String()
 		}
 	}
-	if len(errs) > 0 || len(values) == 0 {
-		return errors.Join(errs...)
-	}
-	values["spec-block"], values["drafter"] = "2", experiment.DrafterExplicit
 	s, err := experiment.FromOptions(values)
 	if err != nil {
 		return err
 	}
-	f.set.DrafterBytes, f.set.DrafterFLOPs = s.Speculative.Drafter.Bytes, s.Speculative.Drafter.FLOPs
+	if d := s.Speculative.Drafter; d.Kind == experiment.DrafterExplicit {
+		f.set.DrafterBytes, f.set.DrafterFLOPs = d.Bytes, d.FLOPs
+	}
 	return nil
 }
 

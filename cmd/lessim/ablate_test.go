@@ -222,8 +222,9 @@ func TestAblateRefusesUpFront(t *testing.T) {
 		{[]string{"--drafter", "explicit", "--drafter-flops", "9223372036854775807"}, "--drafter-flops 9223372036854775807: must be in [0, 1e+15]"},
 		{[]string{"--drafter", "explicit", "--drafter-bytes", "8185TiB"}, "--drafter-bytes 8185TiB: must be at most 16TiB"},
 		{[]string{"--spec-block", "65"}, "--spec-block 65: the speculative step verifies 2 to 64 tokens per pass"},
-		{[]string{"--drafter", "mtp", "--drafter-bytes", "0"}, "--drafter-bytes does not apply: it states an explicit drafter's cost; drafter mtp's follows from its kind"},
+		{[]string{"--drafter", "mtp", "--drafter-bytes", "0"}, "--drafter-bytes does not apply: it states an explicit drafter's cost (--drafter explicit); other drafters' cost follows from their kind"},
 		{[]string{"--drafter", "mtp", "--drafter-flops", "0"}, "--drafter-flops does not apply"},
+		{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit)"},
 	} {
 		out, _, err := runCLIErr(t, t.TempDir(), append([]string{"ablate", "--tokens", "20", "--cache", "3GiB"}, tc.args...)...)
 		if err == nil || out != "" || !strings.Contains(err.Error(), tc.want) {

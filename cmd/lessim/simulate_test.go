@@ -113,6 +113,7 @@ func TestSimulateSpecRefusesOtherOptions(t *testing.T) {
 	}
 	for _, tc := range []struct{ body, want string }{
 		{`{"policy":{"name":"lru","les":{"top_n":3}}}`, "policy.les: applies only to policy les (policy is lru)"},
+		{`{"policy":{"name":"lru2","les":{"top_n":3}}}`, `unknown policy "lru2" (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)`},
 		{`{"inputs":{}}`, "before specs existed"},
 		{`not json`, "s.json: spec:"},
 	} {
@@ -166,6 +167,13 @@ func TestSimulateRefusesOptionsThatDoNotApply(t *testing.T) {
 		tc{[]string{"--prefill"}, "--prefill does not apply: the synthetic trace has no prefill"},
 		tc{[]string{"--spec-block", "4"}, "speculative.drafter: missing: state what drafts and what it costs (--drafter free|mtp|ngram|explicit"},
 		tc{[]string{"--drafter", "mtp"}, "--drafter does not apply: it is a setting of speculative decoding"},
+	)
+	// An unknown name is refused with the valid ones, not taken for a
+	// policy or layout the option does not apply to.
+	cases = append(cases,
+		tc{[]string{"--policy", "lru2", "--top-n", "3"}, "--policy lru2: unknown policy (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)"},
+		tc{[]string{"--layout", "bogus", "--page-cache", "free-ram"}, "--layout bogus: unknown layout (valid: gguf-mmap, per-expert)"},
+		tc{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit)"},
 	)
 	for _, c := range cases {
 		got := runCLI(t, "", append([]string{"simulate"}, c.args...)...)
