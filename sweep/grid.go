@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -146,19 +147,25 @@ func ParseGrid(data []byte, name string) (*Grid, error) {
 			probs.add(k.Line, "unknown key %q (valid: base, axes)", k.Value)
 		}
 	}
+	baseOK := true
 	if baseNode != nil && !isNull(baseNode) {
-		checkValue(probs, baseNode, specType, "base")
+		baseOK = checkValue(probs, baseNode, specType, "base")
 		if err := baseNode.Decode(&g.base); err != nil {
 			probs.add(baseNode.Line, "base: %v", err)
+			baseOK = false
 		}
 	}
 	if axesNode == nil || isNull(axesNode) {
 		probs.add(root.Line, "no axes: a sweep needs at least one axis (for a single run use lessim simulate)")
 		return nil, probs.err()
 	}
-	g.Axes = parseAxes(probs, axesNode)
-	if err := probs.err(); err != nil {
-		return nil, err
+	axes, axesOK := parseAxes(probs, axesNode)
+	g.Axes = axes
+	if len(probs.List) > 0 {
+		if baseOK && axesOK {
+			g.addPointProblems(probs)
+		}
+		return nil, probs.err()
 	}
 	if _, err := g.size(); err != nil {
 		return nil, err
@@ -166,16 +173,32 @@ func ParseGrid(data []byte, name string) (*Grid, error) {
 	return g, nil
 }
 
-// parseAxes reads the axes mapping, checking each path and value.
-func parseAxes(probs *Problems, n *yaml.Node) []Axis {
+// addPointProblems adds to probs the problems of the points the grid's
+// valid values form (Expand's), so that one report lists a malformed value
+// and an out-of-range one alike. The values already refused are left out
+// of the grid; an axis left without values leaves nothing to check.
+func (g *Grid) addPointProblems(probs *Problems) {
+	if _, err := g.size(); err != nil {
+		return
+	}
+	var ps *Problems
+	if _, err := g.Expand(); errors.As(err, &ps) {
+		probs.List = append(probs.List, ps.List...)
+	}
+}
+
+// parseAxes reads the axes mapping, checking each path and value. Only the
+// values that fit their field are kept; ok reports whether every axis is
+// a known field with a list of values (then its points can be checked).
+func parseAxes(probs *Problems, n *yaml.Node) (axes []Axis, ok bool) {
 	if n.Kind != yaml.MappingNode {
 		probs.add(n.Line, "axes: a mapping of spec field paths to lists of values")
-		return nil
+		return nil, false
 	}
+	ok = true
 	if len(n.Content) == 0 {
 		probs.add(n.Line, "axes: empty grid: no axis has values")
 	}
-	var axes []Axis
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
@@ -183,24 +206,27 @@ func parseAxes(probs *Problems, n *yaml.Node) []Axis {
 		t, err := fieldType(ax.Field)
 		if err != nil {
 			probs.add(k.Line, "axes: %v", err)
+			ok = false
 		}
 		// NB: an axis written twice is a duplicate key, reported by yamlin.Parse.
 		seen[ax.Field] = k.Line
 		for f, line := range seen {
 			if f != ax.Field && (strings.HasPrefix(f, ax.Field+".") || strings.HasPrefix(ax.Field, f+".")) {
 				probs.add(k.Line, "axes: %s overlaps the axis %s on line %d", ax.Field, f, line)
+				ok = false
 			}
 		}
 		if v.Kind != yaml.SequenceNode {
 			probs.add(v.Line, "axes: %s: values must be a list, e.g. [a, b]", ax.Field)
+			ok = false
 			continue
 		}
 		if len(v.Content) == 0 {
 			probs.add(v.Line, "axes: %s: empty list of values: the grid would have no points", ax.Field)
 		}
 		for _, e := range v.Content {
-			if t != nil {
-				checkValue(probs, e, t, ax.Field)
+			if t != nil && !checkValue(probs, e, t, ax.Field) {
+				continue
 			}
 			var val any
 			if err := e.Decode(&val); err != nil {
@@ -212,7 +238,7 @@ func parseAxes(probs *Problems, n *yaml.Node) []Axis {
 		}
 		axes = append(axes, ax)
 	}
-	return axes
+	return axes, ok
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
@@ -265,9 +291,17 @@ func fieldNames(t reflect.Type) []string {
 }
 
 // checkValue reports (with lines) every part of node n that does not fit Go
-// type t: unknown fields of structs, by walking mappings field by field, and
-// values of the wrong type, by decoding them as encoding/json would.
-func checkValue(probs *Problems, n *yaml.Node, t reflect.Type, where string) {
+// type t: unknown fields of structs, by walking mappings field by field,
+// numbers that are not finite (YAML's .nan and .inf; a spec is JSON), and
+// values of the wrong type, by decoding them as encoding/json would. It
+// reports whether n fits.
+func checkValue(probs *Problems, n *yaml.Node, t reflect.Type, where string) bool {
+	before := len(probs.List)
+	checkNode(probs, n, t, where)
+	return len(probs.List) == before
+}
+
+func checkNode(probs *Problems, n *yaml.Node, t reflect.Type, where string) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -289,7 +323,7 @@ func checkValue(probs *Problems, n *yaml.Node, t reflect.Type, where string) {
 				probs.add(k.Line, "%s: unknown field %q (valid: %s)", where, k.Value, strings.Join(fieldNames(t), ", "))
 				continue
 			}
-			checkValue(probs, v, f.Type, where+"."+k.Value)
+			checkNode(probs, v, f.Type, where+"."+k.Value)
 		}
 		return
 	}
@@ -308,6 +342,14 @@ func checkValue(probs *Problems, n *yaml.Node, t reflect.Type, where string) {
 		probs.add(n.Line, "%s: %v", where, err)
 		return
 	}
+	if !finiteValue(val) {
+		what := strings.TrimSpace(n.Value)
+		if n.Kind != yaml.ScalarNode {
+			what = describe(n) + " with a number that"
+		}
+		probs.add(n.Line, "%s: %s is not a finite number: a spec holds finite numbers only", where, what)
+		return
+	}
 	js, err := json.Marshal(val)
 	if err != nil {
 		probs.add(n.Line, "%s: %v", where, err)
@@ -316,6 +358,24 @@ func checkValue(probs *Problems, n *yaml.Node, t reflect.Type, where string) {
 	if err := strictUnmarshal(js, reflect.New(t).Interface()); err != nil {
 		probs.add(n.Line, "%s: %s is %s, want %s", where, strings.TrimSpace(n.Value), describe(n), typeName(t))
 	}
+}
+
+// finiteValue reports whether every number in a decoded YAML value is
+// finite (NaN and infinities have no JSON form).
+func finiteValue(v any) bool {
+	switch v := v.(type) {
+	case float64:
+		return !math.IsNaN(v) && !math.IsInf(v, 0)
+	case []any:
+		return !slices.ContainsFunc(v, func(e any) bool { return !finiteValue(e) })
+	case map[string]any:
+		for _, e := range v {
+			if !finiteValue(e) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // isByteCount reports whether the field at where, of type t, is a count of

@@ -114,6 +114,30 @@ axes:
 	}
 }
 
+// TestParseGridNonFinite: YAML's .nan and .inf, which no spec (JSON) can
+// hold, are refused with their field and line like any malformed value,
+// in the same report as the invalid points the remaining values form.
+func TestParseGridNonFinite(t *testing.T) {
+	src := `base:
+  trace: {synthetic: {tokens: 20}}
+axes:
+  trace.synthetic.skew: [.nan, -1, 1.2]
+  trace.synthetic.reuse: [-.inf, 0.5]
+  speculative: [{block: 4, accept: .nan, drafter: {kind: mtp}}, null]
+`
+	_, err := ParseGrid([]byte(src), "nan.yaml")
+	want := `nan.yaml: 4 problems
+  nan.yaml:4: trace.synthetic.skew: .nan is not a finite number: a spec holds finite numbers only
+  nan.yaml:5: trace.synthetic.reuse: -.inf is not a finite number: a spec holds finite numbers only
+  nan.yaml:6: speculative.accept: .nan is not a finite number: a spec holds finite numbers only`
+	if err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Fatalf("got:\n%v\nwant first:\n%s", err, want)
+	}
+	if !strings.Contains(err.Error(), "(got -1)") || strings.Contains(err.Error(), "unsupported value") {
+		t.Errorf("want the point of skew -1 in the same report, and no JSON error:\n%v", err)
+	}
+}
+
 func TestParseGridEmpty(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{"", "empty sweep file"},
