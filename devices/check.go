@@ -2,7 +2,9 @@ package devices
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // deviceNumber is one number of a resolved Device: its JSON path, its value
@@ -73,6 +75,7 @@ func (d *Device) Check() []error {
 		}
 	}
 	d.checkRelations(&ps)
+	checkAssumed(&ps, d.Assumed)
 	d.Flash.checkCurve(&ps, "flash.single_lane", d.Flash.SingleLane)
 	d.Flash.checkCurve(&ps, "flash.aggregate", d.Flash.Aggregate)
 	errs := make([]error, len(ps))
@@ -80,6 +83,28 @@ func (d *Device) Check() []error {
 		errs[i] = fmt.Errorf("%s", p)
 	}
 	return errs
+}
+
+// assumedNames lists the names Device.Assumed may hold, in profile order:
+// the profile's dotted field names (as Profile.Device writes them and the
+// assumed-values warning prints them), the backend and the flash curves.
+func assumedNames() []string {
+	var names []string
+	for _, f := range (&Profile{}).fields() {
+		names = append(names, f.path)
+	}
+	return append(names, "backend", "flash.single_lane", "flash.aggregate")
+}
+
+// checkAssumed refuses a name in assumed that is no profile field: a
+// warning naming it would point at nothing to measure.
+func checkAssumed(ps *problems, assumed []string) {
+	valid := assumedNames()
+	for i, a := range assumed {
+		if !slices.Contains(valid, a) {
+			ps.add(fmt.Sprintf("assumed[%d]", i), "unknown field %q (valid: %s)", a, strings.Join(valid, ", "))
+		}
+	}
 }
 
 // checkRelations checks the rules between numbers that Profile.Device

@@ -145,6 +145,8 @@ func TestCheckQA(t *testing.T) {
 		{"runtime_bytes", "1048576", "runtime_bytes: counts against app_limit_bytes"},
 		{"flash.thermal_floor", "0.5", "flash.thermal_floor: give flash.thermal_floor and flash.thermal_bytes together"},
 		{"name", `""`, "name: missing"},
+		{"assumed", `["flash.lanes", "nope"]`, `assumed[1]: unknown field "nope" (valid: memory.ram, memory.reserve, `},
+		{"assumed", `["flash.latency_ns"]`, `assumed[0]: unknown field "flash.latency_ns" (valid: `},
 	} {
 		errs := setJSON(t, d, tc.path, tc.raw).Check()
 		if !slices.ContainsFunc(errs, func(e error) bool { return strings.HasPrefix(e.Error(), tc.want) }) {
