@@ -11,6 +11,7 @@ import (
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
 )
 
 // problems collects every problem with a spec, each prefixed by its field.
@@ -162,9 +163,7 @@ func (s *Spec) validateTrace(ps *problems) {
 		if y.Sequences < 1 {
 			ps.add("trace.synthetic.sequences", "must be >= 1 (got %d)", y.Sequences)
 		}
-		if !finite(y.Skew) || y.Skew < 0 {
-			ps.add("trace.synthetic.skew", "must be a finite number >= 0 (got %v)", y.Skew)
-		}
+		ps.unit("trace.synthetic.skew", y.Skew, 0, traces.MaxSkew)
 		ps.unit("trace.synthetic.reuse", y.Reuse, 0, 1)
 		ps.unit("trace.synthetic.lookahead_recall", y.LookaheadRecall, 0, 1)
 		ps.unit("trace.synthetic.depth_penalty", y.DepthPenalty, 0, 1)

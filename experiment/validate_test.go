@@ -57,6 +57,7 @@ func TestValidateSpecFiles(t *testing.T) {
 		{`{"context_tokens":99999999999999}`, []string{"context_tokens: must be in [0, 100000000] (got 99999999999999)"}},
 		{`{"trace":{"synthetic":{"tokens":0,"sequences":0,"skew":-1,"reuse":2}}}`,
 			[]string{"tokens (0) and prompt_tokens (0)", "sequences: must be >= 1", "skew: must be", "reuse: must be"}},
+		{`{"trace":{"synthetic":{"skew":1e308}}}`, []string{"trace.synthetic.skew: must be a finite number in [0, 10] (got 1e+308)"}},
 		// Every problem at once.
 		{`{"layout":"zip","cache":{"bytes":-1},"speculative":{"block":0}}`, []string{"layout", "cache.bytes", "speculative.block"}},
 	} {

@@ -64,7 +64,7 @@ type SynthOptions struct {
 	Tokens       int     // decode tokens per sequence
 	PromptTokens int     // prefill tokens per sequence (one batched pass)
 	Sequences    int     // independent sequences (prompts), ≥ 1
-	Skew         float64 // Zipf exponent of expert popularity at the deepest layer, ≥ 0
+	Skew         float64 // Zipf exponent of expert popularity at the deepest layer, in [0, MaxSkew]
 	Reuse        float64 // probability a previous-token expert is selected again, in [0,1]
 	// LookaheadRecall is the mean share of layer l+1's true experts in the top-k
 	// of the depth-1 lookahead scores, in [0,1].
@@ -76,6 +76,12 @@ type SynthOptions struct {
 	// Logits also fills LayerStep.Logits (full router logits, len = experts).
 	Logits bool
 }
+
+// MaxSkew is the largest Skew Validate takes. Routing measurements fit
+// exponents near 1 (the default 1.3); at 10 the second most popular expert
+// is already drawn 1/1024 as often as the first, so a larger exponent
+// describes no router (and past about 1000 the weights underflow to 0).
+const MaxSkew = 10
 
 // DefaultSynthOptions returns the defaults: seed 1, 2,000 decode tokens, no
 // prompt, one sequence, Skew 1.3, Reuse 0.45, LookaheadRecall 0.807 at depth 1,
@@ -126,8 +132,8 @@ func (o SynthOptions) Validate(spec *devices.ModelSpec) error {
 	if o.Sequences < 1 {
 		add("synth: sequences %d must be ≥ 1", o.Sequences)
 	}
-	if !(o.Skew >= 0) || math.IsInf(o.Skew, 0) {
-		add("synth: skew %v must be a finite number ≥ 0", o.Skew)
+	if !(o.Skew >= 0 && o.Skew <= MaxSkew) {
+		add("synth: skew %v must be in [0, %d]: a Zipf exponent; at %d the second expert is drawn 1/1024 as often as the first", o.Skew, MaxSkew, MaxSkew)
 	}
 	if !(o.Reuse >= 0 && o.Reuse <= 1) {
 		add("synth: reuse %v must be in [0, 1]", o.Reuse)

@@ -240,6 +240,8 @@ func TestSynthValidate(t *testing.T) {
 			o.Skew, o.Reuse, o.LookaheadRecall, o.DepthPenalty = math.NaN(), 1.5, -0.1, 2
 		}, []string{"tokens -1", "prompt tokens -2", "sequences 0", "skew NaN", "reuse 1.5", "recall -0.1", "depth penalty 2"}},
 		{"no tokens", tsSpec(4, 16, 4), func(o *SynthOptions) { o.Tokens = 0 }, []string{"tokens + prompt tokens"}},
+		{"skew beyond any router", tsSpec(4, 16, 4), func(o *SynthOptions) { o.Skew = 1e308 }, []string{"skew 1e+308 must be in [0, 10]"}},
+		{"skew infinite", tsSpec(4, 16, 4), func(o *SynthOptions) { o.Skew = math.Inf(1) }, []string{"skew +Inf must be in [0, 10]"}},
 		{"too deep", tsSpec(4, 16, 4), func(o *SynthOptions) { o.LookaheadDepth = 4 }, []string{"exceeds the 3 following layers"}},
 		{"recall runs out", tsSpec(40, 16, 4), func(o *SynthOptions) { o.LookaheadDepth, o.DepthPenalty = 30, 0.1 }, []string{"is negative"}},
 	} {
