@@ -23,6 +23,10 @@ package traces
 //     over decode tokens, k = |sel_{l+d}|, ties broken by lower expert index.
 //   - recorded hit rate = selections with Hit / selections, over decode tokens
 //     and over all tokens (only when the trace carries Hit).
+//
+// A figure over no samples is 0; a trace without decode tokens, whose decode
+// figures all are, carries a warning (Stats.Warnings, printed last as simulate
+// prints its own).
 
 import (
 	"encoding/json"
@@ -81,7 +85,14 @@ type Stats struct {
 	Hits *HitRate `json:"hits,omitempty"`
 
 	PerLayer []LayerStats `json:"per_layer"`
+
+	// Warnings say which figures have no samples to stand on (a trace of
+	// prefill only), so a 0 is not read as a measurement.
+	Warnings []string `json:"warnings,omitempty"`
 }
+
+// NoDecodeWarning is Stats' warning for a trace without decode tokens.
+const NoDecodeWarning = "trace has no decode tokens: next-token reuse, reuse distance, lookahead recall and the decode hit rate are over 0 decode tokens (shown as 0); popularity and hot-list recall count the prefill tokens"
 
 // ReuseDistance summarizes reuse distances of decode selections, in trace steps.
 type ReuseDistance struct {
@@ -411,6 +422,7 @@ func (a *statsAcc) finish(s *Stats) {
 	counts, scope := a.decCount, "decode"
 	if s.DecodeTokens == 0 {
 		counts, scope = a.allCount, "all"
+		s.Warnings = append(s.Warnings, NoDecodeWarning)
 	}
 	s.PopularityScope = scope
 	var reuseNum, reuseDen, hotNum, hotDen int64
@@ -585,7 +597,24 @@ func (s *Stats) WriteText(w io.Writer) error {
 	for _, l := range s.PerLayer {
 		p("%d\t%d\t%d\t%.4f\t%.4f\t%.4f\t%.4f\t\n", l.Layer, l.Selections, l.Distinct, l.TopShare, l.Entropy, l.Reuse, l.HotListRecall)
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return writeWarnings(w, s.Warnings)
+}
+
+// writeWarnings lists warnings after a blank line, as simulate does.
+func writeWarnings(w io.Writer, warnings []string) error {
+	if len(warnings) == 0 {
+		return nil
+	}
+	var b strings.Builder
+	b.WriteString("\nwarnings:\n")
+	for _, m := range warnings {
+		fmt.Fprintf(&b, "  - %s\n", m)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
 }
 
 // String renders s as WriteText does.

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -103,6 +104,17 @@ func TestStatsPrefillOnlyAndOptions(t *testing.T) {
 	if s.PopularityScope != "all" || s.PerLayer[0].Distinct != 2 || s.PerLayer[0].HotListRecall != 0.5 ||
 		s.PerLayer[0].TopShare != 1 || s.Reuse != 0 || s.ReuseDistance.Samples != 0 || s.Hits.DecodeSlots != 0 || s.Lookahead != nil {
 		t.Errorf("prefill-only stats = %+v", s)
+	}
+	// Its zeros are over no decode token: the text and JSON say so.
+	if !slices.Equal(s.Warnings, []string{NoDecodeWarning}) || !strings.HasSuffix(s.String(), "\nwarnings:\n  - "+NoDecodeWarning+"\n") {
+		t.Errorf("prefill-only stats: warnings %q, text ends\n%s", s.Warnings, s.String()[max(0, len(s.String())-300):])
+	}
+	if js, err := s.MarshalJSONIndent(); err != nil || !strings.Contains(string(js), `"warnings": [`) {
+		t.Errorf("prefill-only JSON lacks warnings (%v)", err)
+	}
+	full, err := ComputeStats(meta, &tsSource{steps: steps}, StatsOptions{})
+	if err != nil || full.Warnings != nil || strings.Contains(full.String(), "warnings") {
+		t.Errorf("a trace with decode tokens warns: %q (%v)", full.Warnings, err)
 	}
 }
 
