@@ -215,8 +215,7 @@ func (s *Spec) validateDevice(ps *problems) {
 
 func (s *Spec) validatePolicy(ps *problems) {
 	p := &s.Policy
-	if policies.Describe(p.Name) == "" {
-		_, err := policies.New(p.Name, policies.Params{})
+	if err := policies.CheckName(p.Name); err != nil {
 		*ps = append(*ps, err)
 	} else {
 		// NB: judged only for a known policy: les settings beside a

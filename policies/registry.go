@@ -55,9 +55,18 @@ func Describe(name string) string { return registry[name].about }
 // documented on Params; an unknown name or invalid params give an error that
 // lists the valid names or every problem at once.
 func New(name string, p Params) (sim.Policy, error) {
-	e, ok := registry[name]
-	if !ok {
-		return nil, fmt.Errorf("unknown policy %q (valid: %s)", name, strings.Join(Names(), ", "))
+	if err := CheckName(name); err != nil {
+		return nil, err
 	}
-	return e.ctor(p)
+	return registry[name].ctor(p)
+}
+
+// CheckName refuses a name that is no registered policy, listing the valid
+// ones. Check it before judging a setting against the policy: a setting of
+// les beside a misspelled policy is a typo, not another policy's option.
+func CheckName(name string) error {
+	if _, ok := registry[name]; !ok {
+		return fmt.Errorf("unknown policy %q (valid: %s)", name, strings.Join(Names(), ", "))
+	}
+	return nil
 }

@@ -59,9 +59,12 @@ func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 }
 
 // checkLiveDepth checks les's --depth and --no-prefetch as simulate does:
-// settings of les only, a depth of at least 1 (policies.CheckDepth), and not
+// after the policy's name, settings of les only, a depth of at least 1 (policies.CheckDepth), and not
 // both at once (no prefetch looks nowhere).
 func checkLiveDepth(depthSet bool, f *liveFlags) error {
+	if err := policies.CheckName(f.o.Policy); err != nil {
+		return fmt.Errorf("--policy: %w", err)
+	}
 	switch {
 	case f.o.Policy != "les":
 		return fmt.Errorf("--depth and --no-prefetch are settings of les, not of %s", f.o.Policy)

@@ -94,6 +94,7 @@ func TestLiveTarget(t *testing.T) {
 	}{
 		{[]string{"--token", token, "--model", "x.gguf"}, "--model does not apply with --target"},
 		{[]string{"--token", token, "--policy", "lru", "--depth", "2"}, "settings of les"},
+		{[]string{"--token", token, "--policy", "lru2", "--depth", "2"}, `--policy: unknown policy "lru2" (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)`},
 		{[]string{"--token", strings.Repeat("0", 32)}, "wrong token"},
 		{[]string{"--token", token, "--cache", "auto"}, ""},
 	} {

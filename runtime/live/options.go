@@ -64,8 +64,13 @@ func (o *Options) Validate() error {
 	if o.Model == "" {
 		errs = append(errs, errors.New("model: missing (a GGUF file)"))
 	}
+	known := false
 	if o.Policy == "" {
 		errs = append(errs, errors.New("policy: missing"))
+	} else if err := policies.CheckName(o.Policy); err != nil {
+		errs = append(errs, err)
+	} else {
+		known = true
 	}
 	if o.Cache <= 0 {
 		errs = append(errs, fmt.Errorf("cache %d bytes: must be positive", o.Cache))
@@ -75,7 +80,7 @@ func (o *Options) Validate() error {
 			errs = append(errs, err)
 		}
 	}
-	if o.Stock && o.Policy != "ondemand" && o.Policy != "lru" {
+	if o.Stock && known && o.Policy != "ondemand" && o.Policy != "lru" {
 		errs = append(errs, fmt.Errorf("stock mode has no prefetch and evicts LRU: policy %q does not fit (use ondemand)", o.Policy))
 	}
 	return errors.Join(errs...)

@@ -45,12 +45,14 @@ func TestOptionsValidateBounds(t *testing.T) {
 		{func(o *Options) { o.Lanes = -1 }, "lanes -1: want 1..256"},
 		{func(o *Options) { o.Depth = 0 }, "depth 0: must be >= 1 (use --no-prefetch"},
 		{func(o *Options) { o.Depth = -2 }, "depth -2: must be >= 1"},
+		{func(o *Options) { o.Policy = "lru2" }, `unknown policy "lru2" (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)`},
+		{func(o *Options) { o.Policy = "ondemnd"; o.Stock = true }, `unknown policy "ondemnd"`},
 	} {
 		o := DefaultOptions()
 		o.Model, o.Cache = "m.gguf", 1<<20
 		tc.set(&o)
-		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("want %q, got %v", tc.want, err)
+		if err := o.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), "does not fit") {
+			t.Errorf("want %q alone, got %v", tc.want, err)
 		}
 	}
 	o := DefaultOptions()
