@@ -113,8 +113,8 @@ func (o *Options) Check() (*Checked, error) {
 		bad("caches: none given")
 	}
 	for _, p := range o.Policies {
-		if !slices.Contains(policies.Names(), p) {
-			bad("unknown policy %q (valid: %s)", p, strings.Join(policies.Names(), ", "))
+		if err := policies.CheckName(p); err != nil {
+			bad("%v", err)
 		}
 	}
 	if dup := duplicate(o.Policies); dup != "" {
@@ -156,8 +156,8 @@ func (o *Options) Check() (*Checked, error) {
 		switch {
 		case !ok:
 			bad("fit %q: want POLICY:CACHE, e.g. ondemand:25%%", f)
-		case !slices.Contains(policies.Names(), pol):
-			bad("fit %q: unknown policy %q (valid: %s)", f, pol, strings.Join(policies.Names(), ", "))
+		case policies.CheckName(pol) != nil:
+			bad("fit %q: %v", f, policies.CheckName(pol))
 		case o.Target != "":
 			c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache}) // resolved against the recorded trace's model
 		case c.Model != nil:
