@@ -75,97 +75,106 @@ type stepChecker struct {
 // check returns nil or a *StepError valid until the next call.
 func (c *stepChecker) check(m *Meta, s *Step) *StepError {
 	c.err = StepError{Seq: s.Seq, Pos: s.Pos, Problems: c.err.Problems[:0]}
-	add := func(layer int, format string, a ...any) {
-		if len(c.err.Problems) == maxStepProblems {
-			c.err.More++
-			return
-		}
-		c.err.Problems = append(c.err.Problems, StepProblem{Layer: layer, Msg: fmt.Sprintf(format, a...)})
-	}
 	if s.Seq < 0 {
-		add(-1, "seq %d is negative", s.Seq)
+		c.add(-1, "seq %d is negative", s.Seq)
 	}
 	if s.Pos < 0 {
-		add(-1, "pos %d is negative", s.Pos)
+		c.add(-1, "pos %d is negative", s.Pos)
 	}
 	if s.Phase != Prefill && s.Phase != Decode {
-		add(-1, "phase %d invalid (0 prefill, 1 decode)", s.Phase)
+		c.add(-1, "phase %d invalid (0 prefill, 1 decode)", s.Phase)
 	}
 	if s.Pass < -1 {
-		add(-1, "pass %d invalid (-1 means unknown)", s.Pass)
+		c.add(-1, "pass %d invalid (-1 means unknown)", s.Pass)
 	}
-	layers, experts := len(m.Model.Layers), m.Model.Experts
-	if len(s.Layers) != layers {
-		add(-1, "has %d layers, want %d", len(s.Layers), layers)
+	if len(s.Layers) != len(m.Model.Layers) {
+		c.add(-1, "has %d layers, want %d", len(s.Layers), len(m.Model.Layers))
 	}
-	if words := (experts + 63) / 64; len(c.seen) < words {
+	if words := (m.Model.Experts + 63) / 64; len(c.seen) < words {
 		c.seen = make([]uint64, words)
 	}
 	for i := range s.Layers {
-		ls := &s.Layers[i]
-		n := len(ls.Experts)
-		// NB: zero experts is valid in prefill only: in a batched prefill
-		// llama.cpp keeps only the output row at the last layer, so other
-		// prompt tokens are not routed there (imported and recorded traces
-		// both show it). A decode pass routes its token at every MoE layer.
-		if n == 0 && s.Phase == Decode {
-			add(i, "a decode token routes no experts (a decode pass routes every MoE layer)")
-		}
-		if k := m.Model.TopK; n > k && k > 0 {
-			add(i, "%d experts selected, the model (%s) routes each token to %d", n, m.Model.Name, k)
-		}
-		for _, e := range ls.Experts {
-			if e < 0 || int(e) >= experts {
-				add(i, "expert %d out of range [0,%d)", e, experts)
-				continue
-			}
-			w, bit := e/64, uint64(1)<<(e%64)
-			if c.seen[w]&bit != 0 {
-				add(i, "expert %d selected twice", e)
-			}
-			c.seen[w] |= bit
-		}
-		for _, e := range ls.Experts { // clear the bitmap for the next layer
-			if e >= 0 && int(e) < experts {
-				c.seen[e/64] = 0
-			}
-		}
-		if ls.Weights != nil && len(ls.Weights) != n {
-			add(i, "%d weights for %d experts", len(ls.Weights), n)
-		}
-		if ls.Hit != nil && len(ls.Hit) != n {
-			add(i, "%d hit flags for %d experts", len(ls.Hit), n)
-		}
-		switch {
-		case ls.Logits != nil && !m.HasLogits:
-			add(i, "has logits but the trace meta says has_logits false")
-		case ls.Logits != nil && len(ls.Logits) != experts:
-			add(i, "%d logits, want %d", len(ls.Logits), experts)
-		}
-		if len(ls.Lookahead) > m.LookaheadDepth {
-			add(i, "%d lookahead depths, the trace meta says lookahead_depth %d", len(ls.Lookahead), m.LookaheadDepth)
-		}
-		for d, sc := range ls.Lookahead {
-			switch {
-			case sc == nil:
-			case i+d+1 >= layers:
-				add(i, "lookahead depth %d scores layer %d, past the last MoE layer %d", d+1, i+d+1, layers-1)
-			case len(sc) != experts:
-				add(i, "lookahead depth %d has %d scores, want %d", d+1, len(sc), experts)
-			}
-		}
-		switch {
-		case ls.RouterInput != nil && !m.HasRouterInputs:
-			add(i, "has a router input but the trace meta says has_router_inputs false")
-		case ls.RouterInput != nil && len(ls.RouterInput) != m.Model.Hidden:
-			add(i, "router input has %d values, want hidden size %d", len(ls.RouterInput), m.Model.Hidden)
-		}
-		if ls.ComputeNS < 0 {
-			add(i, "compute_ns %d is negative", ls.ComputeNS)
-		}
+		c.checkLayer(m, s, i)
 	}
 	if len(c.err.Problems) == 0 {
 		return nil
 	}
 	return &c.err
+}
+
+// add records a problem of layer (-1: the step's own), counting those past
+// maxStepProblems.
+func (c *stepChecker) add(layer int, format string, a ...any) {
+	if len(c.err.Problems) == maxStepProblems {
+		c.err.More++
+		return
+	}
+	c.err.Problems = append(c.err.Problems, StepProblem{Layer: layer, Msg: fmt.Sprintf(format, a...)})
+}
+
+// checkLayer checks layer i of s: its selection, and each optional
+// column's length against the model and the trace's meta.
+func (c *stepChecker) checkLayer(m *Meta, s *Step, i int) {
+	layers, experts := len(m.Model.Layers), m.Model.Experts
+	ls := &s.Layers[i]
+	n := len(ls.Experts)
+	// NB: zero experts is valid in prefill only: in a batched prefill
+	// llama.cpp keeps only the output row at the last layer, so other
+	// prompt tokens are not routed there (imported and recorded traces
+	// both show it). A decode pass routes its token at every MoE layer.
+	if n == 0 && s.Phase == Decode {
+		c.add(i, "a decode token routes no experts (a decode pass routes every MoE layer)")
+	}
+	if k := m.Model.TopK; n > k && k > 0 {
+		c.add(i, "%d experts selected, the model (%s) routes each token to %d", n, m.Model.Name, k)
+	}
+	for _, e := range ls.Experts {
+		if e < 0 || int(e) >= experts {
+			c.add(i, "expert %d out of range [0,%d)", e, experts)
+			continue
+		}
+		w, bit := e/64, uint64(1)<<(e%64)
+		if c.seen[w]&bit != 0 {
+			c.add(i, "expert %d selected twice", e)
+		}
+		c.seen[w] |= bit
+	}
+	for _, e := range ls.Experts { // clear the bitmap for the next layer
+		if e >= 0 && int(e) < experts {
+			c.seen[e/64] = 0
+		}
+	}
+	if ls.Weights != nil && len(ls.Weights) != n {
+		c.add(i, "%d weights for %d experts", len(ls.Weights), n)
+	}
+	if ls.Hit != nil && len(ls.Hit) != n {
+		c.add(i, "%d hit flags for %d experts", len(ls.Hit), n)
+	}
+	switch {
+	case ls.Logits != nil && !m.HasLogits:
+		c.add(i, "has logits but the trace meta says has_logits false")
+	case ls.Logits != nil && len(ls.Logits) != experts:
+		c.add(i, "%d logits, want %d", len(ls.Logits), experts)
+	}
+	if len(ls.Lookahead) > m.LookaheadDepth {
+		c.add(i, "%d lookahead depths, the trace meta says lookahead_depth %d", len(ls.Lookahead), m.LookaheadDepth)
+	}
+	for d, sc := range ls.Lookahead {
+		switch {
+		case sc == nil:
+		case i+d+1 >= layers:
+			c.add(i, "lookahead depth %d scores layer %d, past the last MoE layer %d", d+1, i+d+1, layers-1)
+		case len(sc) != experts:
+			c.add(i, "lookahead depth %d has %d scores, want %d", d+1, len(sc), experts)
+		}
+	}
+	switch {
+	case ls.RouterInput != nil && !m.HasRouterInputs:
+		c.add(i, "has a router input but the trace meta says has_router_inputs false")
+	case ls.RouterInput != nil && len(ls.RouterInput) != m.Model.Hidden:
+		c.add(i, "router input has %d values, want hidden size %d", len(ls.RouterInput), m.Model.Hidden)
+	}
+	if ls.ComputeNS < 0 {
+		c.add(i, "compute_ns %d is negative", ls.ComputeNS)
+	}
 }
