@@ -611,10 +611,13 @@ func (b *Books) evict(k Key) {
 	b.evicted(k)
 }
 
-// cancelled frees a Loading prefetch whose reads the Loader withdrew.
+// cancelled frees a Loading prefetch whose reads the Loader withdrew. Its
+// bytes were never read, so it is neither useful nor wasted: a later demand
+// miss of k owes nothing to it.
 func (b *Books) cancelled(k Key) {
 	n := b.KeyBytes(k)
 	b.keys[k].state = Absent
+	b.keys[k].prefUnused = false
 	b.used -= n
 	b.loadingBytes -= n
 	b.evicted(k)

@@ -123,3 +123,73 @@ func TestConfigRefusesTooManyKeys(t *testing.T) {
 		t.Fatalf("Validate: %v", err)
 	}
 }
+
+// namingPolicy is fifoPolicy that, at layer 0, prefetches key want.
+type namingPolicy struct {
+	fifoPolicy
+	want Key
+}
+
+func (p namingPolicy) Prefetch(la *Lookahead, _ CacheView, d []Key) []Key {
+	if la.Layer == 0 {
+		d = append(d, p.want)
+	}
+	return d
+}
+
+// queueLoader finishes demand reads at once and queues prefetches, which
+// it cancels newest first and never finishes.
+type queueLoader struct {
+	b      *Books
+	queued []Key
+}
+
+func (l *queueLoader) Start(k Key, demand bool) {
+	if demand {
+		l.b.Loaded(k)
+		return
+	}
+	l.queued = append(l.queued, k)
+}
+func (l *queueLoader) Drop(Key) {}
+func (l *queueLoader) Cancel() (Key, bool) {
+	n := len(l.queued)
+	if n == 0 {
+		return 0, false
+	}
+	k := l.queued[n-1]
+	l.queued = l.queued[:n-1]
+	return k, true
+}
+func (l *queueLoader) Wait(bool) bool { return false }
+
+// TestCancelledPrefetchNotUseful: a prefetch cancelled before its read
+// started (to make room for a demand miss) read nothing, so when its key is
+// later demand-missed the prefetch counts neither as useful nor as wasted.
+func TestCancelledPrefetchNotUseful(t *testing.T) {
+	m := &devices.ModelSpec{Experts: 4, Layers: []devices.LayerSpec{{ExpertBytes: 10}, {ExpertBytes: 10}}}
+	io := &queueLoader{}
+	b := NewBooks(m, 10, nil, io)
+	b.pol = namingPolicy{fifoPolicy{b}, 4} // layer 1, expert 0
+	io.b = b
+	b.Measure = true
+	b.BeginPass(0, 1)
+	for l, sel := range [][]int32{{1}, {0}} {
+		if err := b.Prefetch(&Lookahead{Layer: l}); err != nil {
+			t.Fatal(err)
+		}
+		b.BeginLayer(l)
+		b.Select(sel)
+		if err := b.Classify(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b.Settle()
+	c := b.Counts()
+	if c.PrefetchLoads != 1 || c.Misses != 2 {
+		t.Fatalf("counts %+v: want the prefetch admitted, then cancelled for layer 0's miss, and layer 1 missing", c)
+	}
+	if c.PrefetchUseful != 0 || c.WastedPrefetchBytes != 0 {
+		t.Errorf("a cancelled prefetch counted: %d useful, %d bytes wasted; want 0 and 0", c.PrefetchUseful, c.WastedPrefetchBytes)
+	}
+}
