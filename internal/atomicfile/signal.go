@@ -51,8 +51,7 @@ func die(sig os.Signal) {
 	removeLive()
 	s, _ := sig.(syscall.Signal)
 	signal.Reset(sig)
-	if s != 0 {
-		syscall.Kill(syscall.Getpid(), s)
+	if s != 0 && raise(s) {
 		time.Sleep(2 * time.Second) // the default action normally ends us first
 	}
 	os.Exit(128 + int(s))
