@@ -37,4 +37,14 @@
 // CheckDistinct refuses an output path that names one of the command's
 // inputs (same cleaned absolute path, or the same file through a link), so
 // `trace import x.csv --out x.csv` fails before anything is read or written.
+//
+// # Free space
+//
+// CheckSpace refuses, before anything is created, a write whose expected
+// size exceeds the free space of the target's file system (a *SpaceError),
+// so a write that cannot fit fails at once instead of when the disk is full.
+// The free space comes from a FreeFunc passed in, FreeSpace for the real
+// one (statfs(2): the blocks available to unprivileged users, on Linux and
+// macOS; elsewhere unknown, and an unknown free space refuses nothing); the
+// size is asked for only when the free space is known.
 package atomicfile
