@@ -46,7 +46,9 @@
 // Files are written deterministically (same steps, same bytes): no timestamps,
 // row groups of whole tokens sized from Meta alone (about 64 MiB of
 // uncompressed rows, at most 65,536 rows), zstd compression, BYTE_STREAM_SPLIT
-// for float vectors.
+// for float vectors. EstimateSize predicts a file's size before it is written
+// by writing its first SizeSample steps to memory with the same settings and
+// extrapolating the bytes per step (commands check it against the free space).
 //
 // Reader streams a file one record batch at a time (about 8 MiB of rows) and
 // reuses its buffers between steps, so memory stays flat however long the

@@ -190,6 +190,26 @@ func TestDefaultSynthSize(t *testing.T) {
 	}
 }
 
+// TestWriterSize: Size, known before any data is made, is the length of the
+// file WriteTo writes, for both quant types.
+func TestWriterSize(t *testing.T) {
+	for _, q := range []string{"q8_0", "f16"} {
+		o := tinyOptions()
+		o.Quant, o.Vocab = q, minVocab+3
+		w, err := NewSynthWriter(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		size, err := w.Size()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := int64(len(synthBytes(t, o))); size != got {
+			t.Errorf("%s: Size %d, file %d bytes", q, size, got)
+		}
+	}
+}
+
 // TestSynthRouters: the routers in the file follow W_l = ρ·W_{l−1} + sqrt(1−ρ²)·N_l,
 // so adjacent layers' routers correlate with coefficient ≈ ρ.
 func TestSynthRouters(t *testing.T) {

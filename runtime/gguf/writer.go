@@ -197,11 +197,20 @@ func (w *Writer) DataSize() int64 {
 	return alignUp(last.offset+last.size, w.alignment)
 }
 
-// WriteTo writes the whole file to out and returns the bytes written.
-func (w *Writer) WriteTo(out io.Writer) (int64, error) {
-	cw := &countingWriter{w: out, report: w.progress}
-	bw := bufio.NewWriterSize(cw, 1<<20)
-	e := encoder{w: bw}
+// Size is the size in bytes of the whole file WriteTo writes: header,
+// tensor table, padding and data section. It is known before any tensor
+// data is made, so a caller can check the file fits before writing it.
+func (w *Writer) Size() (int64, error) {
+	cw := &countingWriter{w: io.Discard}
+	if err := w.writeHeader(cw); err != nil {
+		return 0, err
+	}
+	return alignUp(cw.n, w.alignment) + w.DataSize(), nil
+}
+
+// writeHeader writes the magic, version, metadata and tensor table to out.
+func (w *Writer) writeHeader(out io.Writer) error {
+	e := encoder{w: out}
 	e.bytes([]byte("GGUF"))
 	e.u32(3)
 	e.u64(uint64(len(w.tensors)))
@@ -220,8 +229,15 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 		e.u32(uint32(t.typ))
 		e.u64(uint64(t.offset))
 	}
-	if e.err != nil {
-		return cw.n, e.err
+	return e.err
+}
+
+// WriteTo writes the whole file to out and returns the bytes written.
+func (w *Writer) WriteTo(out io.Writer) (int64, error) {
+	cw := &countingWriter{w: out, report: w.progress}
+	bw := bufio.NewWriterSize(cw, 1<<20)
+	if err := w.writeHeader(bw); err != nil {
+		return cw.n, err
 	}
 	if err := bw.Flush(); err != nil {
 		return cw.n, err
