@@ -97,9 +97,11 @@ func TestTraceSynthInterrupted(t *testing.T) {
 }
 
 // TestWritesOnFullDisk: trace synth and model synth onto a full 1 MiB tmpfs
-// fail with "no space left on device", leave the old files byte-identical
-// and leave no temporary (root only; the failing-writer tests in
-// internal/atomicfile always run).
+// are refused up front by the free-space check (statfs of the real tmpfs);
+// with the check off (free space unknown) they fail with "no space left on
+// device". Either way the old files stay byte-identical and no temporary is
+// left (root only; the failing-writer tests in internal/atomicfile always
+// run).
 func TestWritesOnFullDisk(t *testing.T) {
 	dir := atomictest.SmallFS(t, "1m")
 	old := bytes.Repeat([]byte("old "), 50_000)
@@ -108,16 +110,22 @@ func TestWritesOnFullDisk(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, args := range [][]string{
+	cmds := [][]string{
 		{"trace", "synth", "--tokens", "200", "--out", "t.parquet"},
 		{"model", "synth", "--layers", "2", "--experts", "8", "--top-k", "2", "--hidden", "256", "--expert-ffn", "256", "--quant", "f16", "--out", "m.gguf"},
-	} {
-		out := runCLI(t, dir, args...)
-		if !strings.Contains(out, "no space left on device") {
-			t.Errorf("lessim %s: %q, want no space left on device", strings.Join(args, " "), out)
+	}
+	for _, want := range []string{"KiB free in " + dir + ": ", "no space left on device"} {
+		if want == "no space left on device" {
+			fakeFree(t, 0, false)
 		}
-		sameFile(t, filepath.Join(dir, args[len(args)-1]), old)
-		atomictest.NoTemporaries(t, dir)
+		for _, args := range cmds {
+			out := runCLI(t, dir, args...)
+			if !strings.Contains(out, want) {
+				t.Errorf("lessim %s: %q, want %q", strings.Join(args, " "), out, want)
+			}
+			sameFile(t, filepath.Join(dir, args[len(args)-1]), old)
+			atomictest.NoTemporaries(t, dir)
+		}
 	}
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -58,6 +59,17 @@ so next-layer lookahead has signal as in trained models.`,
 			}
 			w, err := gguf.NewSynthWriter(o)
 			if err != nil {
+				return err
+			}
+			fix := "make it smaller (--layers, --experts, --expert-ffn, --hidden, --vocab)"
+			if strings.EqualFold(o.Quant, "f16") {
+				fix += ", use --quant q8_0"
+			}
+			need := func() (int64, string, error) {
+				n, err := w.Size()
+				return n, "the model needs " + sim.FormatBytes(n), err
+			}
+			if err := checkSpace(out, need, fix+" or write to another folder"); err != nil {
 				return err
 			}
 			bar := progress.New(cmd.ErrOrStderr(), w.DataSize(), "writing "+out, progress.Options{Quiet: quiet, Unit: "bytes"})

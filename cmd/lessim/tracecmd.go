@@ -52,6 +52,13 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 			setInfo(&meta, "lessim_version", version)
 			meta.LookaheadTop = lookTop
 			total := int64(o.Sequences) * int64(o.Tokens+o.PromptTokens)
+			sample := func() (traces.Source, error) {
+				_, s, err := traces.SynthSource(m, o)
+				return s, err
+			}
+			if err := checkTraceSpace(out, meta, total, sample, synthSpaceFix(o, lookTop)); err != nil {
+				return err
+			}
 			n, err := writeTrace(out, meta, src, progress.New(cmd.ErrOrStderr(), total, "synth", progress.Options{Quiet: quiet, Unit: "tok"}))
 			if err != nil {
 				return err
@@ -76,6 +83,20 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 	fl.IntVar(&lookTop, "lookahead-top", 0, "store each row's N best lookahead candidates, their scores and softmax sum instead of full score vectors (0 = full vectors)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	return cmd
+}
+
+// synthSpaceFix says what makes a synthetic trace smaller, for a trace that
+// cannot fit (checkTraceSpace).
+func synthSpaceFix(o traces.SynthOptions, lookTop int) string {
+	ways := []string{"fewer tokens or sequences (--tokens, --prompt-tokens, --sequences)"}
+	if o.LookaheadDepth > 0 && lookTop == 0 {
+		ways = append(ways, "the lookahead compactly (--lookahead-top 8)")
+	}
+	if o.Logits {
+		ways = append(ways, "no router logits (without --logits)")
+	}
+	ways = append(ways, "to another folder")
+	return "write " + strings.Join(ways[:len(ways)-1], ", ") + " or " + ways[len(ways)-1]
 }
 
 // writeTrace streams src into a Parquet trace at path, written atomically
