@@ -45,6 +45,9 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 			if err != nil {
 				return err
 			}
+			if lookTop < 0 || lookTop > m.Experts {
+				return fmt.Errorf("--lookahead-top %d: must be in [0, %d], the model's experts per layer (0 = full score vectors)", lookTop, m.Experts)
+			}
 			meta, src, err := traces.SynthSource(m, o)
 			if err != nil {
 				return err
