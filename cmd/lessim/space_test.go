@@ -18,10 +18,14 @@ func fakeFree(t *testing.T, free int64, ok bool) {
 
 // TestOutputSpace: with 1 MiB free, a trace synth or model synth too large for
 // it is refused before anything is written, with the estimate, the free space
-// and what to change; an older file at --out stays as it was, and no
-// temporary is left. A trace that fits is written; free space that cannot be
+// and what to change (a trace import too); an older file at --out stays as
+// it was, and no temporary is left. A trace that fits is written; free space that cannot be
 // told refuses nothing.
 func TestOutputSpace(t *testing.T) {
+	src, err := filepath.Abs(filepath.Join("..", "..", "traces", "testdata", "bmoe-small.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	fakeFree(t, 1<<20, true)
 	runCLI(t, dir, "trace", "synth", "--tokens", "20", "--quiet", "--out", "t.parquet")
@@ -47,6 +51,11 @@ func TestOutputSpace(t *testing.T) {
 	sameFile(t, filepath.Join(dir, "t.parquet"), old)
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("%d files in the folder, want only t.parquet: %v", len(ents), ents)
+	}
+
+	fakeFree(t, 100, true)
+	if got := runCLI(t, dir, "trace", "import", src, "--quiet", "--out", "i.parquet"); !strings.HasPrefix(got, "lessim: --out i.parquet: the trace needs about ") || !strings.HasSuffix(got, " free in "+dir+": write it to another folder\n") {
+		t.Errorf("trace import: got %q", got)
 	}
 
 	fakeFree(t, 0, false)

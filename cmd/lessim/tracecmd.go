@@ -221,6 +221,10 @@ expert and dense bytes, and the trace's top-k is kept.`,
 				}
 			}
 			setInfo(&meta, "lessim_version", version)
+			sample := func() (traces.Source, error) { return traces.NewSliceSource(steps), nil }
+			if err := checkTraceSpace(out, meta, int64(len(steps)), sample, "write it to another folder"); err != nil {
+				return err
+			}
 			bar := progress.New(cmd.ErrOrStderr(), int64(len(steps)), "import", progress.Options{Quiet: quiet, Unit: "tok"})
 			n, err := writeTrace(out, meta, traces.NewSliceSource(steps), bar)
 			if err != nil {
