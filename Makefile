@@ -123,6 +123,9 @@ lint: deps tidy-check
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
 	$(LLAMA_ENV) && $(GO) vet -tags llamacpp ./runtime/... ./cmd/... ./validation/... ./agent/... && $(GO) run $(STATICCHECK) -tags llamacpp ./runtime/... ./cmd/... ./validation/... ./agent/...
+	@# The pure-Go tool builds for every OS a user might run the simulator on.
+	GOOS=darwin GOARCH=arm64 $(GO) build -o /dev/null ./cmd/lessim
+	GOOS=windows GOARCH=amd64 $(GO) build -o /dev/null ./cmd/lessim
 
 fmt:
 	gofmt -w .
