@@ -49,16 +49,7 @@ func TestEstimateSize(t *testing.T) {
 			if est.Sampled != SizeSample || est.Steps != steps {
 				t.Fatalf("sampled %d of %d steps, want %d of %d", est.Sampled, est.Steps, SizeSample, steps)
 			}
-			_, src, _ := SynthSource(m, o)
-			path := filepath.Join(t.TempDir(), "t.parquet")
-			if err := WriteFile(path, meta, src); err != nil {
-				t.Fatal(err)
-			}
-			fi, err := os.Stat(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			size := fi.Size()
+			size := synthFileSize(t, meta, m, o)
 			ratio := float64(est.Bytes()) / float64(size)
 			t.Logf("estimate %d bytes (%d fixed + %.1f per step), file %d bytes: ratio %.4f", est.Bytes(), est.Fixed, est.PerStep, size, ratio)
 			if ratio < 1-within || ratio > 1+within {
@@ -85,7 +76,23 @@ func TestEstimateSizeShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, src, _ := SynthSource(m, o)
+	if size := synthFileSize(t, meta, m, o); est.Sampled != 40 || est.Bytes() != size {
+		t.Errorf("estimate %d bytes over %d steps, file %d bytes", est.Bytes(), est.Sampled, size)
+	}
+	zero, err := EstimateSize(meta, NewSliceSource(nil), 1e9)
+	if err != nil || zero.Bytes() != zero.Fixed || zero.Sampled != 0 {
+		t.Errorf("empty sample: %+v, %v", zero, err)
+	}
+}
+
+// synthFileSize writes the synthetic trace of m and o, under meta, to a file
+// and returns its size.
+func synthFileSize(t *testing.T, meta Meta, m *devices.ModelSpec, o SynthOptions) int64 {
+	t.Helper()
+	_, src, err := SynthSource(m, o)
+	if err != nil {
+		t.Fatal(err)
+	}
 	path := filepath.Join(t.TempDir(), "t.parquet")
 	if err := WriteFile(path, meta, src); err != nil {
 		t.Fatal(err)
@@ -94,11 +101,5 @@ func TestEstimateSizeShort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if est.Sampled != 40 || est.Bytes() != fi.Size() {
-		t.Errorf("estimate %d bytes over %d steps, file %d bytes", est.Bytes(), est.Sampled, fi.Size())
-	}
-	zero, err := EstimateSize(meta, NewSliceSource(nil), 1e9)
-	if err != nil || zero.Bytes() != zero.Fixed || zero.Sampled != 0 {
-		t.Errorf("empty sample: %+v, %v", zero, err)
-	}
+	return fi.Size()
 }
