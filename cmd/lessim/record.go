@@ -54,7 +54,13 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			if err := atomicfile.CheckDistinct(o.Out, o.ModelPath, promptsFile); err != nil {
 				return fmt.Errorf("--out: %w", err)
 			}
-			if _, err := record.CheckModel(o.ModelPath); err != nil {
+			mc, err := record.CheckModel(o.ModelPath)
+			if err != nil {
+				return err
+			}
+			layers := len(mc.MoE.Layers)
+			mc.File.Close()
+			if err := record.CheckLookahead(o.LookaheadDepth, layers); err != nil {
 				return err
 			}
 			// A Ctrl-C ends the process through main's atomicfile handler, which

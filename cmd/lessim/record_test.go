@@ -86,6 +86,7 @@ func TestRecordBadInput(t *testing.T) {
 		{[]string{"--model", "ok.gguf", "--threads", "100000"}, "threads 100000"},
 		{[]string{"--model", "ok.gguf", "--prompt", ""}, "--prompt is empty"},
 		{[]string{"--model", "ok.gguf", "--prompts", ""}, "--prompts is empty"},
+		{[]string{"--model", "ok.gguf", "--lookahead-depth", "2"}, "lookahead depth 2: the model has 2 MoE layers, so lookahead reaches at most 1 layer(s) ahead"},
 	} {
 		args := append([]string{"record", "--quiet", "--out", "x.parquet"}, tc.args...)
 		got := runCLI(t, dir, args...)

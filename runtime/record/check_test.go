@@ -184,3 +184,15 @@ func TestOptionsLimits(t *testing.T) {
 		t.Error("CheckContext: 2 + MaxContext-1 tokens accepted")
 	}
 }
+
+func TestCheckLookahead(t *testing.T) {
+	for _, tc := range []struct {
+		depth, layers int
+		ok            bool
+	}{{0, 1, true}, {1, 2, true}, {3, 4, true}, {1, 1, false}, {4, 4, false}, {8, 4, false}} {
+		err := CheckLookahead(tc.depth, tc.layers)
+		if (err == nil) != tc.ok {
+			t.Errorf("depth %d, %d layers: error %v, want ok %v", tc.depth, tc.layers, err, tc.ok)
+		}
+	}
+}

@@ -22,6 +22,7 @@ func TestRecordIncompleteModel(t *testing.T) {
 	})
 	o := DefaultOptions()
 	o.ModelPath, o.Out = path, filepath.Join(t.TempDir(), "t.parquet")
+	o.LookaheadDepth = 0 // one MoE layer: nothing to look ahead to
 	_, err := Record(context.Background(), o)
 	if err == nil || !strings.Contains(err.Error(), "llama.cpp refused") {
 		t.Fatalf("Record: %v, want llama.cpp's refusal", err)

@@ -63,3 +63,14 @@ func CheckTemperature(t float64) error {
 	}
 	return nil
 }
+
+// CheckLookahead refuses a lookahead depth the model cannot score: depth d
+// scores MoE layer i+d from layer i, so it must leave at least one layer
+// (d < moeLayers). It is checked once the GGUF header is read, before
+// llama.cpp loads the model.
+func CheckLookahead(depth, moeLayers int) error {
+	if depth > 0 && depth >= moeLayers {
+		return fmt.Errorf("lookahead depth %d: the model has %d MoE layers, so lookahead reaches at most %d layer(s) ahead", depth, moeLayers, moeLayers-1)
+	}
+	return nil
+}

@@ -80,6 +80,9 @@ func Record(ctx context.Context, opt Options) (sum *Summary, err error) {
 		return nil, fmt.Errorf("record: %w", err)
 	}
 	defer mc.File.Close()
+	if err := CheckLookahead(opt.LookaheadDepth, len(mc.MoE.Layers)); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
 	r := &recorder{opt: opt, mc: mc, ps: opt.promptSet()}
 	if opt.LookaheadDepth > 0 {
 		if r.routers, err = mc.routers(); err != nil {
