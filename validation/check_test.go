@@ -59,6 +59,7 @@ func checkFixture(t *testing.T, dir string) (model, profile, otherTrace string) 
 func TestCheckRefuses(t *testing.T) {
 	dir := t.TempDir()
 	model, profile, other := checkFixture(t, dir)
+	short := shortTrace(t, dir, model, 3)
 	base := Options{Model: model, DeviceFile: profile, Policies: []string{"les", "ondemand"}, Caches: []string{"50%"},
 		Tokens: 4, Repeats: 1}
 	fitted := filepath.Join(dir, "v8", FitProfileFile)
@@ -80,6 +81,7 @@ func TestCheckRefuses(t *testing.T) {
 		}, "out: output " + fitted + " is the input " + fitted},
 		"trace is an output": {func(o *Options) { o.Out, o.Trace = dir, filepath.Join(dir, TableFile) }, "is the input"},
 		"lanes -1":           {func(o *Options) { o.Lanes = -1 }, "lanes -1: want 1..256"},
+		"trace of 3 tokens":  {func(o *Options) { o.Trace = short }, "has 3 decode tokens, the live runs decode 4"},
 	} {
 		o := base
 		o.Out = filepath.Join(dir, "out-"+strings.ReplaceAll(name, " ", "-"))
@@ -144,4 +146,26 @@ func TestCheckTraceModelFile(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "recorded on a model file with sha256 000000000000…") {
 		t.Errorf("another file's trace: %v", err)
 	}
+}
+
+// shortTrace writes a synthetic trace of model's shape with tokens decode
+// tokens into dir.
+func shortTrace(t *testing.T, dir, model string, tokens int) string {
+	t.Helper()
+	mc, err := record.CheckModel(model)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.File.Close()
+	so := traces.DefaultSynthOptions()
+	so.Tokens = tokens
+	meta, steps, err := traces.Synth(mc.Spec, so)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, "short.parquet")
+	if err := traces.WriteFile(path, meta, traces.NewSliceSource(steps)); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }

@@ -175,6 +175,11 @@ func (o *Options) Check() (*Checked, error) {
 		bad("fit %q given twice", dup)
 	}
 	errs = append(errs, o.checkOutputs(c.Fit)...)
+	if len(errs) == 0 && o.Trace != "" { // a reused trace must decode the live runs' tokens
+		if err := checkTokens(*o, o.Trace); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if len(errs) == 0 { // NB: only now, so that a refused run leaves no empty --out behind
 		if err := checkWritable(o.Out); err != nil {
 			errs = append(errs, err)

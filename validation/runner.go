@@ -111,8 +111,10 @@ func runPoints(ctx context.Context, o Options, r Runner, resolve func(trace stri
 		}
 		fit[i].CacheBytes = b[0]
 	}
-	if err := checkTokens(o, rep.Trace); err != nil {
-		return nil, err
+	if o.Trace == "" { // Check has checked a reused one
+		if err := checkTokens(o, rep.Trace); err != nil {
+			return nil, fmt.Errorf("validate: %w", err)
+		}
 	}
 	fr, ok := r.(fitRunner)
 	if len(fit) > 0 && !ok {
@@ -178,10 +180,10 @@ func checkTokens(o Options, trace string) error {
 	var in experiment.Inputs
 	out, err := simulate(&in, o.Spec(trace, o.Policies[0], o.Caches[0]))
 	if err != nil {
-		return fmt.Errorf("validate: simulate %s at %s: %w", o.Policies[0], o.Caches[0], err)
+		return fmt.Errorf("simulate %s at %s: %w", o.Policies[0], o.Caches[0], err)
 	}
 	if out.Result.Tokens != int64(o.Tokens) {
-		return fmt.Errorf("validate: the trace %s has %d decode tokens, the live runs decode %d: record it with the same prompt and --tokens",
+		return fmt.Errorf("the trace %s has %d decode tokens, the live runs decode %d: record it with the same prompt and --tokens",
 			trace, out.Result.Tokens, o.Tokens)
 	}
 	return nil
