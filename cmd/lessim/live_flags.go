@@ -89,6 +89,9 @@ func newLiveCmd() *cobra.Command {
 			if err := checkFormat(f.format); err != nil {
 				return err
 			}
+			if f.o.Stock && !cmd.Flags().Changed("policy") {
+				f.o.Policy = "ondemand" // the stock baseline's only policy, not les, the default
+			}
 			if f.target != "" {
 				return runLiveRemote(cmd, &f)
 			}

@@ -62,6 +62,9 @@ func TestLiveEndToEnd(t *testing.T) {
 	if !strings.Contains(stock, "stock mmap") || !strings.Contains(stock, "4 tokens in 4 passes") {
 		t.Fatalf("live --stock:\n%s", stock)
 	}
+	if stock := runCLI(t, dir, "live", "--model", "tiny.gguf", "--cache", "40%", "--tokens", "2", "--stock"); !strings.Contains(stock, "stock mmap") {
+		t.Fatalf("live --stock without --policy (ondemand, the stock baseline's policy):\n%s", stock)
+	}
 	for _, tc := range []struct{ args, want string }{
 		{"--policy nope", `unknown policy "nope"`},
 		{"--cache 1KiB", "smaller than one layer's top-4"},
