@@ -104,6 +104,16 @@ func TestBadOptions(t *testing.T) {
 	if _, err := Run(context.Background(), quick(filepath.Join(dir, "missing.gguf"), filepath.Join(dir, "h.yaml"))); err == nil || !os.IsNotExist(errors.Unwrap(err)) {
 		t.Errorf("Run on a missing model: %v", err)
 	}
+	model := filepath.Join(dir, "m.gguf")
+	if err := os.WriteFile(model, make([]byte, 1<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(context.Background(), quick(model, model)); err == nil || !strings.Contains(err.Error(), "is the input") {
+		t.Errorf("Run with --out the model: %v", err)
+	}
+	if b, _ := os.ReadFile(model); len(b) != 1<<20 {
+		t.Errorf("Run with --out the model replaced it (%d bytes left)", len(b))
+	}
 }
 
 // TestMeasurements runs each measurement on a real file with few samples and

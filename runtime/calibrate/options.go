@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/live"
 )
 
@@ -87,6 +88,8 @@ func (o *Options) Validate() error {
 		bad("--out is required")
 	} else if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
 		bad("--out %s: folder %s does not exist", o.Out, filepath.Dir(o.Out))
+	} else if err := atomicfile.CheckDistinct(o.Out, o.Model); err != nil {
+		bad("--out: %w", err) // NB: the profile would replace the model it measures
 	}
 	if len(o.Lanes) > 0 && o.Lanes[0] != 1 {
 		bad("lanes must start at 1 (the single-lane curve), got %d", o.Lanes[0])
