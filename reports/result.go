@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -28,8 +29,16 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 	}
 	fmt.Fprintf(tw, "throughput\t%.2f tok/s\t(%s per token mean, %d tokens in %d passes)\n", r.TokensPerSec, ms(mean), r.Tokens, r.Passes)
 	fmt.Fprintf(tw, "latency\tp50 %s\tp90 %s  p99 %s  max %s\n", ms(r.LatencyP50NS), ms(r.LatencyP90NS), ms(r.LatencyP99NS), ms(r.LatencyMaxNS))
-	fmt.Fprintf(tw, "time\tcompute %s\tstall %s (%s): flash wait %s, fault CPU %s; demand reads queued %s\n",
-		secs(r.ComputeNS), secs(r.StallNS), pct(r.StallNS, r.TimeNS), secs(r.StallFlashNS), secs(r.StallFaultCPUNS), secs(r.DemandQueueWaitNS))
+	// NB: a measured run's unmeasured fields are zero; they read as such.
+	na := func(field, v string) string {
+		if slices.Contains(r.Unmeasured, field) {
+			return "not measured"
+		}
+		return v
+	}
+	fmt.Fprintf(tw, "time\tcompute %s\tstall %s: flash wait %s, fault CPU %s; demand reads queued %s\n",
+		secs(r.ComputeNS), na("stall_ns", secs(r.StallNS)+" ("+pct(r.StallNS, r.TimeNS)+")"), na("stall_flash_ns", secs(r.StallFlashNS)),
+		na("stall_fault_cpu_ns", secs(r.StallFaultCPUNS)), na("demand_queue_wait_ns", secs(r.DemandQueueWaitNS)))
 	if r.DraftNS > 0 || r.RejectedDrafts > 0 {
 		fmt.Fprintf(tw, "drafting\t%s\t(%s) on the compute thread; %d drafts rejected, their experts loaded as their own\n", secs(r.DraftNS), pct(r.DraftNS, r.TimeNS), r.RejectedDrafts)
 	}
@@ -46,8 +55,9 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 	if r.GPUSyncNS > 0 {
 		fmt.Fprintf(tw, "gpu sync\t%s\t(%s, part of compute) host-device synchronisations: top-k and lookahead read on the host\n", secs(r.GPUSyncNS), pct(r.GPUSyncNS, r.TimeNS))
 	}
-	fmt.Fprintf(tw, "flash\t%s/token\t%d reads, %s total, busy %s of the time\n",
-		sim.FormatBytes(int64(r.FlashBytesPerToken)), r.FlashReads, sim.FormatBytes(r.FlashBytes), pct(r.FlashBusyNS, r.TimeNS))
+	fmt.Fprintf(tw, "flash\t%s\t%s reads, %s total, busy %s\n",
+		na("flash_bytes_per_token", sim.FormatBytes(int64(r.FlashBytesPerToken))+"/token"), na("flash_reads", fmt.Sprint(r.FlashReads)),
+		na("flash_bytes", sim.FormatBytes(r.FlashBytes)), na("flash_busy_ns", pct(r.FlashBusyNS, r.TimeNS)+" of the time"))
 	fmt.Fprintf(tw, "cache\thit rate %.3f\t%d uses: %d hits, %d in flight, %d misses; peak %s of %s\n",
 		r.HitRate, r.Uses, r.Hits, r.InflightHits, r.Misses, sim.FormatBytes(r.PeakResidentBytes), sim.FormatBytes(r.CacheBytes))
 	if r.NeighbourLoads > 0 {
