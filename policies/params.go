@@ -179,9 +179,12 @@ func CheckDepth(d int) error {
 // CheckDepthFits refuses a lookahead depth that reaches past model m's last
 // MoE layer: from the first layer, depth d looks at layer d, so d must be
 // at most the MoE layers − 1.
-func CheckDepthFits(d int, m *devices.ModelSpec) error {
-	if most := len(m.Layers) - 1; d > most {
-		return fmt.Errorf("depth %d: the model has %d MoE layers, so lookahead reaches at most %d layer(s) ahead", d, len(m.Layers), most)
+func CheckDepthFits(d int, m *devices.ModelSpec) error { return CheckDepthReach(d, len(m.Layers)) }
+
+// CheckDepthReach is CheckDepthFits for a model of layers MoE layers.
+func CheckDepthReach(d, layers int) error {
+	if most := layers - 1; d > most {
+		return fmt.Errorf("depth %d: the model has %d MoE layers, so lookahead reaches at most %d layer(s) ahead", d, layers, most)
 	}
 	return nil
 }

@@ -3,6 +3,8 @@ package record
 import (
 	"fmt"
 	"math"
+
+	"github.com/lessim/lessim/policies"
 )
 
 // MaxContext bounds the prompt and decode tokens of one sequence, in the
@@ -69,8 +71,11 @@ func CheckTemperature(t float64) error {
 // (d < moeLayers). It is checked once the GGUF header is read, before
 // llama.cpp loads the model.
 func CheckLookahead(depth, moeLayers int) error {
-	if depth > 0 && depth >= moeLayers {
-		return fmt.Errorf("lookahead depth %d: the model has %d MoE layers, so lookahead reaches at most %d layer(s) ahead", depth, moeLayers, moeLayers-1)
+	if depth == 0 {
+		return nil
+	}
+	if err := policies.CheckDepthReach(depth, moeLayers); err != nil {
+		return fmt.Errorf("lookahead %w", err)
 	}
 	return nil
 }
