@@ -4,14 +4,12 @@ package main
 
 import (
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/calibrate"
 )
 
@@ -32,7 +30,7 @@ func calibrateHost(cmd *cobra.Command, h *hostFlags, outPath string) error {
 	if !quiet {
 		o.Log = cmd.ErrOrStderr()
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
 	r, err := calibrate.Run(ctx, o)
 	if err != nil {

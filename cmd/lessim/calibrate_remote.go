@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 
@@ -38,7 +36,7 @@ func calibrateRemote(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out strin
 	if err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
 	y, facts, err := agent.CalibrateRemote(ctx, r.target, token, opts)
 	if err != nil {

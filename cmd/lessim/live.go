@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
@@ -72,7 +71,7 @@ func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 		return err
 	}
 	o.KeepSeries = series != ""
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
 	res, samples, err := live.Run(ctx, o)
 	if err != nil {

@@ -4,13 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
@@ -111,7 +110,7 @@ func runLiveRemote(cmd *cobra.Command, f *liveFlags) error {
 	if raw, err = json.Marshal(m); err != nil {
 		return err
 	}
-	ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
 	res, facts, err := agent.RunRemote(ctx, f.target, token, raw, nil)
 	if err != nil {

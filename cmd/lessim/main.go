@@ -10,16 +10,37 @@ import (
 	"github.com/lessim/lessim/internal/atomicfile"
 )
 
-// main installs the atomic-write signal handler (a SIGINT, SIGTERM or SIGHUP
-// removes the temporaries of writes in progress, so the files at their
-// targets stay as they were, then ends the process with that signal) and runs
-// the command line. run, used by the tests in-process, installs no handler.
+// main installs the atomic-write signal handler and runs the command line.
+// A SIGINT, SIGTERM or SIGHUP ends every command the same way: the files at
+// the targets of writes in progress stay as they were (their temporaries
+// and staging folders removed), "lessim: interrupted" is the last line on
+// stderr and the process dies of the signal (status 130 for Ctrl-C, 143 for
+// SIGTERM). A command that shuts down cleanly first (live, validate,
+// calibrate: atomicfile.NotifyContext) sees the first signal as its
+// context cancelled and returns; main then ends the process with that
+// signal rather than report the cancellation as an error. run, used by the
+// tests in-process, installs no handler.
 func main() {
-	releaseSignals = atomicfile.HandleSignals()
-	if err := run(os.Args[1:], os.Stdout, os.Stderr); err != nil {
+	releaseSignals = atomicfile.HandleSignals(func(sig os.Signal) {
+		fmt.Fprintln(os.Stderr, "lessim:", interruptedText(sig))
+	})
+	err := run(os.Args[1:], os.Stdout, os.Stderr)
+	if sig := atomicfile.Interrupted(); sig != nil {
+		atomicfile.Exit(sig)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "lessim:", err)
 		os.Exit(1)
 	}
+}
+
+// interruptedText says that a signal ended the command: "interrupted" for
+// Ctrl-C, "interrupted (terminated)" for SIGTERM and so on.
+func interruptedText(sig os.Signal) string {
+	if sig == os.Interrupt {
+		return "interrupted"
+	}
+	return "interrupted (" + sig.String() + ")"
 }
 
 // run executes one lessim command line; it is main without the process.

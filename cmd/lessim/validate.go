@@ -6,8 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
 
@@ -70,7 +68,7 @@ func newValidateCmd() *cobra.Command {
 			if err := refuseBlank(cmd, "prompt", "the text to prefill", "live's fixed sentence"); err != nil {
 				return err
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			ctx, stop := atomicfile.NotifyContext(cmd.Context())
 			defer stop()
 			rep, err := runValidate(ctx, cmd, &o)
 			if err != nil {

@@ -16,21 +16,40 @@
 // A target that exists and is not a regular file (a folder, a device such as
 // /dev/null) is refused: renaming over it would replace the device node.
 //
+// # Output folders
+//
+// A command that writes a folder of files that belong together (validate's
+// trace, fit series, table, results and plots) writes them through a
+// Stage: into a hidden staging folder beside the output folder
+// (".NAME.tmp-RANDOM", on the same file system), registered like a
+// temporary. Commit moves each file into the output folder by a rename
+// (creating the folder if needed) and syncs the folders; any error before
+// Commit, or Abort, or a signal removes the staging folder, so a failed or
+// interrupted run leaves the output folder as it was, absent if it was
+// absent.
+//
 // # Signals
 //
 // A process killed while writing would leave its temporaries behind, so the
-// package keeps a registry of live temporaries. HandleSignals, called once by
-// lessim's main before cobra parses the command line, catches SIGINT, SIGTERM
-// and SIGHUP: on the first one it takes the registry's lock (from then on no
+// package keeps a registry of live temporaries and staging folders.
+// HandleSignals, called once by lessim's main before cobra parses the
+// command line, catches SIGINT, SIGTERM and SIGHUP. A command that stops
+// cleanly on its own (live, validate, calibrate: they close an engine or an
+// agent connection) takes its context from NotifyContext: the first signal
+// only cancels that context; the command returns, its writes aborted on
+// their error paths, and main ends the process with Exit(Interrupted()).
+// In every other case (a command without such a context, a second signal)
+// the handler acts at once: it takes the registry's lock (from then on no
 // temporary can be created or renamed into place), removes every live
-// temporary, restores the signal's default action and re-raises it, so the
-// process ends as killed by that signal (exit status 130 for SIGINT in a
-// shell) and the files at the targets are the old ones. Tests that call the
-// command in-process (run(args, stdout, stderr)) do not install the handler;
-// commands therefore never see SIGINT themselves while it is installed: a
-// command that wants to stop gracefully on a signal must not rely on
-// signal.NotifyContext (the handler ends the process first), and can call
-// RemoveTemporaries from its own handler instead of HandleSignals.
+// temporary and staging folder, says so (HandleSignals' notice: lessim
+// prints "lessim: interrupted"), restores the signal's default action and
+// re-raises it, so the process ends as killed by that signal (exit status
+// 130 for SIGINT in a shell, 143 for SIGTERM) and the files at the targets
+// are the old ones. Exit does the same. Tests that call the command
+// in-process (run(args, stdout, stderr)) do not install the handler. A
+// command that handles signals wholly by itself (the agent, which writes
+// nothing and ends with status 0) uninstalls the handler and can call
+// RemoveTemporaries from its own.
 //
 // # Inputs and outputs
 //

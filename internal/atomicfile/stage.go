@@ -1,0 +1,254 @@
+package atomicfile
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+)
+
+// Stage is an output folder being written as a whole: the files go to a
+// hidden staging folder; Commit moves them into the folder, Abort throws
+// them away. A run that fails or is interrupted before Commit leaves the
+// folder exactly as it was (absent if it was absent). Its methods are not
+// safe for concurrent use.
+type Stage struct {
+	dir     string // the output folder, as given
+	path    string // the staging folder
+	created bool   // whether dir was absent at NewStage
+	home    string // the folder the staging folder is in
+	done    bool   // committed or aborted
+	err     error  // result of Commit or Abort
+}
+
+// NewStage starts writing the folder dir. The staging folder,
+// ".NAME.tmp-RANDOM", is made beside dir (in its nearest existing
+// ancestor, so that nothing is created outside it before Commit), or in dir
+// itself when dir is a mount point (a rename cannot cross file systems).
+// It is registered like a temporary file: the signal handler and
+// RemoveTemporaries remove it. NewStage fails if dir exists and is not a
+// folder, or if its nearest existing ancestor is not a writable folder.
+func NewStage(dir string) (*Stage, error) {
+	if dir == "" {
+		return nil, errors.New("empty output folder")
+	}
+	home, created, err := stageHome(dir)
+	if err != nil {
+		return nil, err
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	p, err := os.MkdirTemp(home, "."+filepath.Base(filepath.Clean(dir))+".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("staging %s: %w", dir, err)
+	}
+	reg.live[p] = struct{}{}
+	return &Stage{dir: dir, path: p, created: created, home: home}, nil
+}
+
+// stageHome is the folder the staging folder of dir goes in, and whether
+// dir is absent.
+func stageHome(dir string) (string, bool, error) {
+	clean := filepath.Clean(dir)
+	fi, err := os.Stat(clean)
+	switch {
+	case err == nil && !fi.IsDir():
+		return "", false, fmt.Errorf("%s exists and is not a folder", dir)
+	case err == nil:
+		parent := filepath.Dir(clean)
+		pi, perr := os.Stat(parent)
+		if parent == clean || perr != nil || !sameDevice(fi, pi) {
+			return clean, false, nil
+		}
+		return parent, false, nil
+	case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+		return "", false, fmt.Errorf("output folder %s: %w", dir, err)
+	}
+	for p := filepath.Dir(clean); ; p = filepath.Dir(p) {
+		fi, err := os.Stat(p)
+		switch {
+		case err == nil && fi.IsDir():
+			return p, true, nil
+		case err == nil:
+			return "", false, fmt.Errorf("output folder %s: %s is not a folder", dir, p)
+		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR):
+			return "", false, fmt.Errorf("output folder %s: %w", dir, err)
+		}
+		if filepath.Dir(p) == p {
+			return "", false, fmt.Errorf("output folder %s: no ancestor exists", dir)
+		}
+	}
+}
+
+// Dir returns the staging folder: write the output folder's files here,
+// at the paths they are to have under it.
+func (s *Stage) Dir() string { return s.path }
+
+// Target returns where path, a path inside the staging folder, ends up
+// after Commit (the output folder as given, joined with path's place
+// under the staging folder). Any other path is returned as is.
+func (s *Stage) Target(path string) string {
+	rel, err := filepath.Rel(s.path, path)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return path
+	}
+	return filepath.Join(s.dir, rel)
+}
+
+// move is one file of the staging folder and where it goes.
+type move struct {
+	from, to string
+	mode     os.FileMode
+}
+
+// Commit moves every file of the staging folder into the output folder
+// (created, with any missing ancestors, when absent), each by a rename, so
+// each file is replaced atomically; an existing file keeps its permission
+// bits and a symlink is followed, as with File. Files of the output folder
+// that the staging folder does not hold are left alone. Every check (a
+// staged file over a folder, a staged folder over a file) runs before
+// anything moves; the moves run under the registry's lock, so a signal
+// sees none or all of them. Then the folders are synced and the staging
+// folder removed. If Commit fails before moving, the output folder is
+// untouched and the staging folder removed. Commit after Commit or Abort
+// returns the first call's result.
+func (s *Stage) Commit() error {
+	if s.done {
+		return s.err
+	}
+	s.done = true
+	reg.mu.Lock()
+	dirs, moves, err := s.plan()
+	if err == nil {
+		err = s.move(dirs, moves)
+	}
+	reg.mu.Unlock()
+	if err != nil {
+		s.remove()
+		s.err = fmt.Errorf("writing %s: %w", s.dir, err)
+		return s.err
+	}
+	var errs []error
+	for _, d := range s.synced(dirs, moves) {
+		errs = append(errs, syncDir(d))
+	}
+	errs = append(errs, s.remove())
+	s.err = errors.Join(errs...)
+	return s.err
+}
+
+// plan lists the folders to create and the files to move, refusing a
+// staged file whose target is a folder or a special file, a staged folder
+// whose target is not a folder, and a write into the staging folder still
+// in progress. The caller holds reg.mu.
+func (s *Stage) plan() (dirs []string, moves []move, err error) {
+	err = filepath.WalkDir(s.path, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p == s.path {
+			return nil
+		}
+		to := s.Target(p)
+		switch {
+		case d.IsDir():
+			if fi, err := os.Stat(to); err == nil && !fi.IsDir() {
+				return fmt.Errorf("%s exists and is not a folder", to)
+			}
+			dirs = append(dirs, to)
+		case !d.Type().IsRegular():
+			return fmt.Errorf("staged %s is not a regular file", p)
+		default:
+			if _, ok := reg.live[p]; ok {
+				return fmt.Errorf("a write of %s is still in progress", to)
+			}
+			target, mode, err := resolveTarget(to)
+			if err != nil {
+				return err
+			}
+			moves = append(moves, move{from: p, to: target, mode: mode})
+		}
+		return nil
+	})
+	return dirs, moves, err
+}
+
+// move creates the output folder and its subfolders and renames the files
+// into place. The caller holds reg.mu. NB: a rename failing after the
+// checks of plan (rare: same file system, targets checked) leaves the
+// files before it moved.
+func (s *Stage) move(dirs []string, moves []move) error {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	for i, m := range moves {
+		if err := os.Chmod(m.from, m.mode); err != nil {
+			return err
+		}
+		if err := os.Rename(m.from, m.to); err != nil {
+			if i > 0 {
+				return fmt.Errorf("%w (after %d of %d files moved)", err, i, len(moves))
+			}
+			return err
+		}
+	}
+	return nil
+}
+
+// synced are the folders whose entries Commit changed: each moved file's
+// folder, each created folder's parent, and, when the output folder was
+// created, the parents of it and of each missing ancestor.
+func (s *Stage) synced(dirs []string, moves []move) []string {
+	var out []string
+	add := func(d string) {
+		if !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	if s.created {
+		for p := filepath.Dir(filepath.Clean(s.dir)); ; p = filepath.Dir(p) {
+			add(p)
+			if p == s.home || filepath.Dir(p) == p {
+				break
+			}
+		}
+	}
+	for _, d := range dirs {
+		add(filepath.Dir(d))
+	}
+	for _, m := range moves {
+		add(filepath.Dir(m.to))
+	}
+	return out
+}
+
+// Abort removes the staging folder; the output folder is untouched. It is
+// a no-op after Commit, so `defer s.Abort()` is the idiom.
+func (s *Stage) Abort() error {
+	if s.done {
+		return nil
+	}
+	s.done = true
+	s.err = errors.New("atomicfile: staging aborted")
+	return s.remove()
+}
+
+// remove removes the staging folder and unregisters it.
+func (s *Stage) remove() error {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	delete(reg.live, s.path)
+	if err := os.RemoveAll(s.path); err != nil {
+		return fmt.Errorf("removing the staging folder %s: %w", s.path, err)
+	}
+	return nil
+}
