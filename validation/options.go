@@ -3,6 +3,7 @@ package validation
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -47,7 +48,9 @@ type Options struct {
 	// once (calibrate --from-run); the points are then simulated with the
 	// fitted profile. None simulates with DeviceFile as it is.
 	Fit []string
-	// Out is the output folder (created if missing).
+	// Out is the output folder (created if missing). Run and RunRemote
+	// write into a staging folder beside it (Report.Stage), so that a
+	// validation that fails or is interrupted leaves Out as it was.
 	Out string
 	// Version is lessim's version, written into the results rows.
 	Version string
@@ -96,7 +99,7 @@ func (p FitPoint) String() string { return p.Policy + " at " + p.Cache }
 // Check reports every problem with the options before any work: unknown
 // policies, caches smaller than one layer's top-k, a model that is not MoE,
 // a device profile that does not load, an output folder that cannot be
-// written. It creates Out when it is missing.
+// written. It creates nothing (Out is created when the run commits).
 func (o *Options) Check() (*Checked, error) {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
@@ -180,10 +183,8 @@ func (o *Options) Check() (*Checked, error) {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 { // NB: only now, so that a refused run leaves no empty --out behind
-		if err := checkWritable(o.Out); err != nil {
-			errs = append(errs, err)
-		}
+	if err := checkOut(o.Out); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
@@ -285,14 +286,22 @@ func duplicate(s []string) string {
 	return ""
 }
 
-// checkWritable creates dir if missing and proves a file can be created in
-// it (the probe is removed).
-func checkWritable(dir string) error {
+// checkOut refuses an output folder that is missing, is not a folder or
+// lies under a file, and proves that an existing one is writable (a probe
+// file is created and removed). It creates nothing: the files are staged
+// beside dir and moved into it at the end (inStage).
+func checkOut(dir string) error {
 	if dir == "" {
 		return errors.New("out: missing (an output folder)")
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
 		return fmt.Errorf("out: %w", err)
+	case !fi.IsDir():
+		return fmt.Errorf("out: %s exists and is not a folder", dir)
 	}
 	f, err := os.CreateTemp(dir, ".validate-probe-*")
 	if err != nil {

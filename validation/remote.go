@@ -16,7 +16,7 @@ import (
 // records the routing of its greedy decode (the record request) into
 // Options.Out's trace, the host simulates that trace with
 // Options.DeviceFile, and the agent runs every point live over one
-// connection. Every measured result records the device facts the agent
+// connection. The files go to Report.Stage (see Options.Out). Every measured result records the device facts the agent
 // reported (Result.Device) and the report carries them (Report.Facts). It
 // needs no llama.cpp on this side.
 func RunRemote(ctx context.Context, o Options) (*Report, error) {
@@ -27,6 +27,11 @@ func RunRemote(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	return inStage(o, func(o Options) (*Report, error) { return runRemote(ctx, o, checked) })
+}
+
+// runRemote is RunRemote after the checks, writing into o.Out.
+func runRemote(ctx context.Context, o Options, checked *Checked) (*Report, error) {
 	c, err := agent.DialWith(ctx, o.Target, o.Token, o.Client)
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)

@@ -69,6 +69,9 @@ func TestRunRemoteLiveEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := rep.Stage.Commit(); err != nil {
+		t.Fatal(err)
+	}
 	if rep.Facts == nil || rep.Facts.Kind != agent.KindMeasured {
 		t.Fatalf("facts %+v", rep.Facts)
 	}
@@ -113,6 +116,9 @@ func TestRunRemoteLiveEngine(t *testing.T) {
 	fo.Out, fo.Trace, fo.Fit = filepath.Join(dir, "vfit"), rep.Trace, []string{"lru:40%", "les:25%"}
 	frep, err := RunRemote(context.Background(), fo)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := frep.Stage.Commit(); err != nil {
 		t.Fatal(err)
 	}
 	if frep.Fit == nil || frep.Summary.HeldOut != 1 || len(frep.Summary.FitPoints) != 2 {

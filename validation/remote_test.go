@@ -12,6 +12,7 @@ import (
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/atomicfile/atomictest"
 	"github.com/lessim/lessim/reports"
 )
 
@@ -95,9 +96,27 @@ func TestRunRemoteSimAgent(t *testing.T) {
 			}
 		}
 	}
-	if _, err := os.Stat(filepath.Join(o.Out, TraceFile)); err != nil {
+	// The files are staged beside Out until Commit; the report and its
+	// specs name them at Out all along.
+	trace := filepath.Join(o.Out, TraceFile)
+	if _, err := os.Stat(o.Out); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("out before Commit: %v, want absent", err)
+	}
+	if rep.Trace != trace {
+		t.Errorf("report's trace %s, want %s", rep.Trace, trace)
+	}
+	for _, s := range rep.Specs {
+		if s.Trace.Path != trace || s.Device.File != o.DeviceFile {
+			t.Errorf("spec's trace %s and profile %s, want %s and %s", s.Trace.Path, s.Device.File, trace, o.DeviceFile)
+		}
+	}
+	if err := rep.Stage.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(trace); err != nil {
 		t.Errorf("the recorded trace: %v", err)
 	}
+	atomictest.NoTemporaries(t, dir)
 	rows, id, err := Rows(rep.Points, rep.Specs, "test")
 	if err != nil {
 		t.Fatal(err)
@@ -157,5 +176,40 @@ func TestRunRemoteRefuses(t *testing.T) {
 		if err == nil || (c.want != nil && !errors.Is(err, c.want)) || !strings.Contains(err.Error(), c.text) {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// TestRunRemoteFailureKeepsOut: a validation that fails after the agent
+// recorded the trace (a cache too small for the trace's model, found only
+// once the trace is there) leaves an existing Out with its old files
+// byte-identical and an absent Out absent, and no staging folder behind.
+func TestRunRemoteFailureKeepsOut(t *testing.T) {
+	target, token := simAgent(t)
+	dir := t.TempDir()
+	p, _ := devices.LoadProfile("iphone-17-pro-max")
+	y, _ := p.YAML()
+	profile := filepath.Join(dir, "p.yaml")
+	os.WriteFile(profile, y, 0o644)
+	old := filepath.Join(dir, "old")
+	os.MkdirAll(filepath.Join(old, "trace"), 0o755)
+	os.WriteFile(filepath.Join(old, TraceFile), []byte("old trace"), 0o644)
+	for _, out := range []string{old, filepath.Join(dir, "new")} {
+		var steps []string
+		o := Options{Target: target, Token: token, DeviceFile: profile, Policies: []string{"lru"}, Caches: []string{"40%", "1KiB"},
+			Tokens: 4, Repeats: 1, Out: out, Progress: func(s string) { steps = append(steps, s) }}
+		_, err := RunRemote(context.Background(), o)
+		if err == nil || !strings.Contains(err.Error(), "smaller than one layer's top-8") || !slices.Equal(steps, []string{"record"}) {
+			t.Fatalf("%s: %v after %q, want the tiny cache refused after recording", out, err, steps)
+		}
+		atomictest.NoTemporaries(t, dir)
+	}
+	if b, err := os.ReadFile(filepath.Join(old, TraceFile)); err != nil || string(b) != "old trace" {
+		t.Errorf("the old trace changed: %d bytes (%v), want the 9 of \"old trace\"", len(b), err)
+	}
+	if ents, _ := os.ReadDir(old); len(ents) != 1 {
+		t.Errorf("old holds %d entries, want its trace folder only", len(ents))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "new")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("new: %v, want absent", err)
 	}
 }

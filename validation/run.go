@@ -15,7 +15,8 @@ import (
 // with the prompt and token count of the live runs, greedy and on 1 thread,
 // so the recorded routing is the routing the live runs see; then simulates
 // every policy × cache with the calibrated profile and runs it live on this
-// machine Options.Repeats times (see runPoints).
+// machine Options.Repeats times (see runPoints). The files go to
+// Report.Stage (see Options.Out).
 func Run(ctx context.Context, o Options) (*Report, error) {
 	c, err := o.Check()
 	if err != nil {
@@ -25,12 +26,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if prompt == "" {
 		prompt = live.DefaultPrompt
 	}
-	r := localRunner{o: o, prompt: prompt}
 	resolve := func(_ string, caches []string) ([]int64, error) {
 		b, errs := resolveCaches(c.Model, caches)
 		return b, errors.Join(errs...)
 	}
-	return runPoints(ctx, o, r, resolve, c.Fit)
+	return inStage(o, func(o Options) (*Report, error) {
+		return runPoints(ctx, o, localRunner{o: o, prompt: prompt}, resolve, c.Fit)
+	})
 }
 
 // localRunner records and runs live with llama.cpp on this machine.

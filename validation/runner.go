@@ -11,6 +11,7 @@ import (
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runs"
 	"github.com/lessim/lessim/sim"
 )
@@ -27,6 +28,48 @@ type Report struct {
 	Specs   []experiment.Spec
 	Summary *Summary
 	Fit     *FitInfo // nil without Options.Fit
+	// Stage holds the files written so far (the recorded trace, the fit's
+	// series and profile), which the paths above name at Options.Out: the
+	// caller adds its own (the table, the results rows, the plots) under
+	// Stage.Dir() and moves them all into Out with Stage.Commit, or drops
+	// them with Stage.Abort.
+	Stage *atomicfile.Stage
+}
+
+// inStage runs a validation (run, given o with Out the staging folder)
+// into a staging folder of o.Out: on success the report carries the stage
+// and names its files at o.Out (relocate); on failure the stage is
+// removed, so Out is as it was.
+func inStage(o Options, run func(so Options) (*Report, error)) (*Report, error) {
+	st, err := atomicfile.NewStage(o.Out)
+	if err != nil {
+		return nil, fmt.Errorf("validate: out: %w", err)
+	}
+	so := o
+	so.Out = st.Dir()
+	rep, err := run(so)
+	if err != nil {
+		st.Abort()
+		return nil, err
+	}
+	rep.relocate(st)
+	return rep, nil
+}
+
+// relocate makes the report's paths into the staging folder st name the
+// files where st.Commit puts them: the trace, the fitted profile, and the
+// trace and profile of each simulated spec (so the specs, their hashes
+// and the results rows are those of files at Out, as without a stage).
+func (r *Report) relocate(st *atomicfile.Stage) {
+	r.Stage = st
+	r.Trace = st.Target(r.Trace)
+	if r.Fit != nil {
+		r.Fit.Profile = st.Target(r.Fit.Profile)
+	}
+	for i := range r.Specs {
+		s := &r.Specs[i]
+		s.Trace.Path, s.Device.File = st.Target(s.Trace.Path), st.Target(s.Device.File)
+	}
 }
 
 // Runner is the measured side of a validation: where the routing is

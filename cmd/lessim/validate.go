@@ -74,6 +74,7 @@ func newValidateCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			defer rep.Stage.Abort()
 			return writeValidation(cmd, &o, rep)
 		},
 	}
@@ -120,8 +121,9 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 	return validation.RunRemote(ctx, *o)
 }
 
-// writeValidation prints the report and writes the table, the results rows
-// and the plot under --out.
+// writeValidation prints the report, writes the table, the results rows
+// and the plot into the report's stage and moves every file into --out
+// (rep.Stage.Commit); until then --out is as it was.
 func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.Report) error {
 	var table bytes.Buffer
 	if err := validation.WriteTable(&table, rep.Summary); err != nil {
@@ -140,22 +142,29 @@ func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.
 	if _, err := out.Write(table.Bytes()); err != nil {
 		return err
 	}
-	if err := atomicfile.WriteFile(filepath.Join(o.Out, validation.TableFile), table.Bytes()); err != nil {
+	st := rep.Stage
+	if err := atomicfile.WriteFile(filepath.Join(st.Dir(), validation.TableFile), table.Bytes()); err != nil {
 		return err
 	}
 	rows, id, err := validation.Rows(rep.Points, rep.Specs, version)
 	if err != nil {
 		return err
 	}
-	results := filepath.Join(o.Out, validation.ResultsFile)
-	if err := validation.WriteRows(results, id, rows); err != nil {
+	if err := validation.WriteRows(filepath.Join(st.Dir(), validation.ResultsFile), id, rows); err != nil {
 		return err
 	}
-	files, err := validation.WritePlot(rep.Summary, filepath.Join(o.Out, validation.PlotPrefix))
+	staged, err := validation.WritePlot(rep.Summary, filepath.Join(st.Dir(), validation.PlotPrefix))
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "wrote %s (%d rows), %s, %s\n", results, len(rows), filepath.Join(o.Out, validation.TableFile), strings.Join(files, ", "))
+	if err := st.Commit(); err != nil {
+		return err
+	}
+	var files []string
+	for _, f := range staged {
+		files = append(files, st.Target(f))
+	}
+	fmt.Fprintf(out, "wrote %s (%d rows), %s, %s\n", filepath.Join(o.Out, validation.ResultsFile), len(rows), filepath.Join(o.Out, validation.TableFile), strings.Join(files, ", "))
 	return nil
 }
 

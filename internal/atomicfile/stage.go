@@ -57,7 +57,7 @@ func stageHome(dir string) (string, bool, error) {
 	fi, err := os.Stat(clean)
 	switch {
 	case err == nil && !fi.IsDir():
-		return "", false, fmt.Errorf("%s exists and is not a folder", dir)
+		return "", false, fmt.Errorf("output folder %s exists and is not a folder", dir)
 	case err == nil:
 		parent := filepath.Dir(clean)
 		pi, perr := os.Stat(parent)
