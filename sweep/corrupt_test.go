@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lessim/lessim/reports"
 )
@@ -101,5 +107,65 @@ func TestCorruptColumnNameRefused(t *testing.T) {
 	}
 	if _, err = reports.ReadResults(dir); err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("report: %v", err)
+	}
+}
+
+// TestNullListElementRefused: a part whose list column holds a null
+// element (lessim writes none; another writer, or a damaged file, may) is
+// neither counted as finished by a resumed sweep nor read by a report:
+// both name the file, the row and the element.
+func TestNullListElementRefused(t *testing.T) {
+	dir := t.TempDir()
+	sum := runGrid(t, testGrid, dir, Options{})
+	parts, err := Parts(dir)
+	if err != nil || len(parts) != 1 {
+		t.Fatalf("parts %v, err %v", parts, err)
+	}
+	rows, err := readPart(parts[0], sum.SweepID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The part again, in the results schema, with its point ids and one
+	// null element in row 2's warnings.
+	var js []map[string]any
+	for i, r := range rows {
+		row := map[string]any{"point_id": r.id, "error": r.err}
+		if i == 2 {
+			row["warnings"] = []any{"a warning", nil}
+		}
+		js = append(js, row)
+	}
+	sc := rowSchema(sum.SweepID, nil)
+	data, err := json.Marshal(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, _, err := array.RecordFromJSON(memory.DefaultAllocator, sc, bytes.NewReader(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rec.Release()
+	var buf bytes.Buffer
+	fw, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := fw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(parts[0], buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := parts[0] + ": row 2: warnings[1] is null (lessim writes no null list elements: a damaged file or another tool's)"
+	g, pts := mustExpand(t, testGrid)
+	_, err = Run(context.Background(), g.Name, pts, Options{Out: dir, Version: "test"})
+	if err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "delete the part") {
+		t.Errorf("resume: %v\nwant %s (delete the part ...)", err, want)
+	}
+	if _, err = reports.ReadResults(dir); err == nil || err.Error() != want {
+		t.Errorf("report: %v\nwant %s", err, want)
 	}
 }

@@ -10,4 +10,10 @@
 // the same); a panic that still happens while reading is turned into an
 // error by the callers with Recovered. Errors name the file:
 // "FILE: corrupt Parquet file: REASON".
+//
+// arrow-go also reads a null element of a list whose elements the Parquet
+// schema says are required as a missing value, shifting the rest of the
+// column: FindNullElement finds one in the Parquet levels, for the traces
+// reader (once a batch looks wrong) and for ReadTable (every list column,
+// CheckListElements), as "FILE: row R: COLUMN[I] is null (...)".
 package pqsafe

@@ -12,7 +12,8 @@ import (
 // ReadTable reads every column of pf (opened with Open; named name in
 // errors) into one table, batchRows rows per read (0: arrow-go's default).
 // An error reading the pages, or a panic inside arrow-go on corrupt ones, is
-// a Corrupt error naming the file. The caller releases the table.
+// a Corrupt error naming the file; a list column with a null element is
+// refused (CheckListElements). The caller releases the table.
 func ReadTable(pf *file.Reader, name string, batchRows int64) (tbl arrow.Table, err error) {
 	// NB: last resort only: Open checked the footer; a page may still be
 	// corrupt in a way only decoding finds.
@@ -21,6 +22,9 @@ func ReadTable(pf *file.Reader, name string, batchRows int64) (tbl arrow.Table, 
 			tbl, err = nil, Recovered(name)
 		}
 	}()
+	if err := CheckListElements(pf, name); err != nil {
+		return nil, err
+	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batchRows}, memory.DefaultAllocator)
 	if err != nil {
 		return nil, Corrupt(name, err)
