@@ -106,8 +106,8 @@ func (s *Settings) validate() error {
 	if math.IsNaN(s.SpecAccept) || s.SpecAccept < 0 || s.SpecAccept > 1 {
 		errs = append(errs, fmt.Errorf("--spec-accept %v: must be a probability in [0, 1]", s.SpecAccept))
 	}
-	if !slices.Contains(experiment.DrafterKinds(), s.Drafter) {
-		errs = append(errs, fmt.Errorf("--drafter %q: unknown drafter (valid: %s)", s.Drafter, strings.Join(experiment.DrafterKinds(), ", ")))
+	if err := experiment.CheckValue("drafter", s.Drafter); err != nil {
+		errs = append(errs, err)
 	}
 	switch {
 	case s.DrafterBytes < 0 || s.DrafterFLOPs < 0 || s.DrafterBytes > experiment.MaxDraftBytes || s.DrafterFLOPs > experiment.MaxDraftFLOPs:

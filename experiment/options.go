@@ -142,6 +142,15 @@ func Apply(s *Spec, values map[string]string) error {
 	return errors.Join(errs...)
 }
 
+// CheckValue checks raw as the value of option name (its syntax and, for an
+// option of names such as --drafter, that it is one of them) and words a
+// problem as FromOptions does ("--drafter eagle: unknown drafter (valid:
+// ...)"), for a caller that takes the option as its own setting.
+func CheckValue(name, raw string) error {
+	_, err := parseValues(map[string]string{name: raw})
+	return err
+}
+
 // parseValues parses every value for its option, reporting every unknown
 // option, malformed value and unknown name at once, in option order.
 func parseValues(values map[string]string) (map[string]any, error) {
