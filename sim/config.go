@@ -198,6 +198,17 @@ func DeviceBudget(m *devices.ModelSpec, d *devices.Device, ctxTokens int) int64 
 	return d.RAMBytes - d.ReserveBytes - m.NonExpertBytes - m.KVBytesPerToken*int64(ctxTokens)
 }
 
+// FormatBudget renders an expert budget (MemoryBudget) as the warnings and
+// the text output write it: FormatBytes, or for a negative budget (the
+// resident weights, KV cache and reserve already overdraw the memory) "none,
+// 14.61 GiB short", never a negative size.
+func FormatBudget(b int64) string {
+	if b < 0 {
+		return "none, " + FormatBytes(-b) + " short"
+	}
+	return FormatBytes(b)
+}
+
 // FormatBytes renders n with a binary unit, e.g. "3.00 GiB".
 func FormatBytes(n int64) string {
 	const unit = 1024

@@ -34,7 +34,7 @@ func warnings(e *engine, ctxTokens int) []string {
 	}
 	if budget := r.DeviceBudgetBytes; e.cfg.CacheBytes > budget && e.cfg.Device.AppLimitBytes > 0 && budget == appLimitBudget(e.m, e.cfg.Device, ctxTokens, e.cfg.ContextCost) {
 		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (app limit %s - runtime %s - resident weights, KV for %d tokens and state %s)",
-			FormatBytes(e.cfg.CacheBytes), budgetText(budget), FormatBytes(e.cfg.Device.AppLimitBytes), FormatBytes(e.cfg.Device.RuntimeBytes),
+			FormatBytes(e.cfg.CacheBytes), FormatBudget(budget), FormatBytes(e.cfg.Device.AppLimitBytes), FormatBytes(e.cfg.Device.RuntimeBytes),
 			ctxTokens, FormatBytes(ModelMemory(e.m, ctxTokens, e.cfg.ContextCost))))
 	} else if e.cfg.CacheBytes > budget {
 		state := ""
@@ -42,7 +42,7 @@ func warnings(e *engine, ctxTokens int) []string {
 			state = " - recurrent state " + FormatBytes(e.m.RecurrentStateBytes())
 		}
 		w = append(w, fmt.Sprintf("cache %s exceeds the device's expert budget %s (RAM %s - reserve %s - resident weights %s - KV for %d tokens %s%s): this configuration would not fit",
-			FormatBytes(e.cfg.CacheBytes), budgetText(budget), FormatBytes(e.cfg.Device.RAMBytes), FormatBytes(e.cfg.Device.ReserveBytes),
+			FormatBytes(e.cfg.CacheBytes), FormatBudget(budget), FormatBytes(e.cfg.Device.RAMBytes), FormatBytes(e.cfg.Device.ReserveBytes),
 			FormatBytes(e.m.NonExpertBytes), ctxTokens, FormatBytes(e.m.KVBytesPerToken*int64(ctxTokens)), state))
 	}
 	w = append(w, pressureWarnings(e)...)
@@ -81,13 +81,4 @@ func pressureWarnings(e *engine) []string {
 			FormatBytes(p.overflow), FormatBytes(e.m.NonExpertBytes)))
 	}
 	return w
-}
-
-// budgetText is an expert budget as a warning writes it: a negative budget
-// is none, the memory short.
-func budgetText(b int64) string {
-	if b < 0 {
-		return fmt.Sprintf("none (%s short)", FormatBytes(-b))
-	}
-	return FormatBytes(b)
 }

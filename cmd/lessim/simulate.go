@@ -276,7 +276,7 @@ func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 		{"model", fmt.Sprintf("%s (%s, %d MoE layers × %d experts, top-%d)", m.Name, m.Variant, len(m.Layers), m.Experts, m.TopK)},
 		{"device", o.Device.Name},
 		{"policy", s.Policy.Name},
-		{"cache", fmt.Sprintf("%s (%s)", sim.FormatBytes(s.Cache.Bytes), budgetLabel(res.DeviceBudgetBytes))},
+		{"cache", fmt.Sprintf("%s (%s)", sim.FormatBytes(s.Cache.Bytes), "device budget "+sim.FormatBudget(res.DeviceBudgetBytes))},
 		{"layout", layoutLine(s) + mmapLabel(s, o.Device)},
 		{"trace", o.TraceLabel},
 	}
@@ -290,16 +290,6 @@ func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 		h = append(h, [2]string{"speculative", "passes from the trace"})
 	}
 	return reports.WriteResult(w, h, res)
-}
-
-// budgetLabel is the device's expert budget as the cache row shows it; a
-// negative budget is no budget at all: the resident weights and the KV
-// cache alone exceed the device's memory (the result's warnings say how).
-func budgetLabel(b int64) string {
-	if b < 0 {
-		return fmt.Sprintf("device budget none: resident weights and KV exceed the device's memory by %s", sim.FormatBytes(-b))
-	}
-	return "device budget " + sim.FormatBytes(b)
 }
 
 // layoutLine is the layout row of the text output: the layout and the

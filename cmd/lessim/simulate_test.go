@@ -263,8 +263,8 @@ func TestSimulateContextBound(t *testing.T) {
 		t.Errorf("out %q, err %v", out, err)
 	}
 	out, _, err = runCLIErr(t, dir, append(args, "--context", "1000000")...)
-	if err != nil || !strings.Contains(out, "(device budget none: resident weights and KV exceed the device's memory by 14.61 GiB)") ||
-		!strings.Contains(out, "expert budget none (14.61 GiB short)") || strings.Contains(out, "budget -") {
+	if err != nil || !strings.Contains(out, "cache   3.00 GiB (device budget none, 14.61 GiB short)\n") ||
+		!strings.Contains(out, "expert budget none, 14.61 GiB short (RAM 12.00 GiB") || strings.Contains(out, "budget -") {
 		t.Errorf("out %q, err %v", out, err)
 	}
 }
