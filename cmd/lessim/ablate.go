@@ -112,12 +112,7 @@ func ablate(cmd *cobra.Command, f *ablateFlags) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	f.set.Base = map[string]string{}
-	for _, name := range ablateOptions {
-		if fl := cmd.Flags().Lookup(name); fl.Changed {
-			f.set.Base[name] = fl.Value.String()
-		}
-	}
+	f.set.Base = flagValues(cmd, ablateOptions...)
 	var in experiment.Inputs
 	a, err := ablation.Run(&in, f.set)
 	if err != nil {
@@ -165,12 +160,8 @@ var drafterCostOptions = []string{"drafter-bytes", "drafter-flops"}
 // with the valid ones, and a cost flag given (whatever its value) with a
 // drafter other than explicit, whose cost follows from its kind.
 func drafterCost(cmd *cobra.Command, f *ablateFlags) error {
-	values := map[string]string{"spec-block": "2", "drafter": f.set.Drafter}
-	for _, name := range drafterCostOptions {
-		if fl := cmd.Flags().Lookup(name); fl.Changed {
-			values[name] = fl.Value.String()
-		}
-	}
+	values := flagValues(cmd, drafterCostOptions...)
+	values["spec-block"], values["drafter"] = "2", f.set.Drafter
 	s, err := experiment.FromOptions(values)
 	if err != nil {
 		return err

@@ -202,7 +202,7 @@ func TestSimulatePlot(t *testing.T) {
 }
 
 // TestTraceSynthInapplicable: options about the lookahead scores are refused
-// with --depth 0, which writes none, and a --lookahead-top past the model's
+// with --depth 0, which writes none (each one given named), and a --lookahead-top past the model's
 // experts is refused as the flag's; nothing is written.
 func TestTraceSynthInapplicable(t *testing.T) {
 	dir := t.TempDir()
@@ -212,6 +212,9 @@ func TestTraceSynthInapplicable(t *testing.T) {
 	}{
 		{[]string{"--depth", "0", "--lookahead-recall", "0.3"}, "lessim: --lookahead-recall does not apply with --depth 0: the trace has no lookahead scores\n"},
 		{[]string{"--depth", "0", "--lookahead-top", "4"}, "lessim: --lookahead-top does not apply with --depth 0: the trace has no lookahead scores\n"},
+		// Every flag that does not apply is named, not only the first.
+		{[]string{"--depth", "0", "--lookahead-recall", "0.3", "--lookahead-top", "4"}, "lessim: --lookahead-recall does not apply with --depth 0: the trace has no lookahead scores\n" +
+			"--lookahead-top does not apply with --depth 0: the trace has no lookahead scores\n"},
 		{[]string{"--lookahead-top", "257"}, "lessim: --lookahead-top 257: must be in [0, 256], the model's experts per layer (0 = full score vectors)\n"},
 		{[]string{"--lookahead-top", "-1"}, "lessim: --lookahead-top -1: must be in [0, 256], the model's experts per layer (0 = full score vectors)\n"},
 	} {

@@ -11,16 +11,33 @@ import (
 )
 
 // The checks every command makes of its flags before any work: a flag that
-// does not apply, an empty value, an output that is an input.
+// does not apply, an empty value, an output that is an input; and the
+// values of the flags the user set.
 
-// refuseFlags fails when the user set any of names: they do not apply.
+// refuseFlags fails when the user set any of names: they do not apply. It
+// names every one set, as experiment's options do.
 func refuseFlags(cmd *cobra.Command, names []string, why string) error {
+	var errs []error
 	for _, n := range names {
 		if cmd.Flags().Changed(n) {
-			return fmt.Errorf("--%s does not apply %s", n, why)
+			errs = append(errs, fmt.Errorf("--%s does not apply %s", n, why))
 		}
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// flagValues is the flags among names that the user set, by name, with
+// their values as text: a flag left at its default is not there, so an
+// option table (experiment.FromOptions) applies its own default and its
+// does-not-apply rules only to what was given.
+func flagValues(cmd *cobra.Command, names ...string) map[string]string {
+	values := map[string]string{}
+	for _, n := range names {
+		if fl := cmd.Flags().Lookup(n); fl.Changed {
+			values[n] = fl.Value.String()
+		}
+	}
+	return values
 }
 
 // refuseEmpty refuses a flag among names that was given an empty value: a

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"github.com/spf13/pflag"
 
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/sweep"
@@ -68,7 +67,7 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if f.config == "" {
 		return fmt.Errorf("--config is required (a sweep file; see docs/sweeps.md)")
 	}
-	if err := checkSweepFlags(cmd.Flags(), f); err != nil {
+	if err := checkSweepFlags(cmd, f); err != nil {
 		return err
 	}
 	g, err := sweep.ReadGrid(f.config)
@@ -143,20 +142,14 @@ func failedPoints(sum *sweep.Summary) error {
 
 // checkSweepFlags refuses flag values out of range and flags that do not
 // apply (those of a run with --list), before anything is read or written.
-func checkSweepFlags(fl *pflag.FlagSet, f *sweepFlags) error {
-	var errs []error
-	if fl.Changed("shard") && f.shard == "" {
-		errs = append(errs, errors.New("--shard is empty: want i/n (shard i of n, i from 0)"))
-	}
+func checkSweepFlags(cmd *cobra.Command, f *sweepFlags) error {
+	fl := cmd.Flags()
+	errs := []error{refuseBlank(cmd, "shard", "i/n (shard i of n, i from 0)", "every point (or, with --shards, the shard "+jobIndexEnv+" names)")}
 	if fl.Changed("shards") && f.shards < 1 {
 		errs = append(errs, fmt.Errorf("--shards must be >= 1 (got %d)", f.shards))
 	}
 	if f.list {
-		for _, name := range []string{"out", "workers", "part-rows", "keep-series"} {
-			if fl.Changed(name) {
-				errs = append(errs, fmt.Errorf("--%s does not apply with --list (it runs nothing)", name))
-			}
-		}
+		errs = append(errs, refuseFlags(cmd, []string{"out", "workers", "part-rows", "keep-series"}, "with --list (it runs nothing)"))
 		return errors.Join(errs...)
 	}
 	if f.out == "" {
