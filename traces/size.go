@@ -34,23 +34,37 @@ func (e SizeEstimate) Bytes() int64 {
 // than modelled because the column encodings (dictionaries, byte-stream
 // split, zstd) defeat a formula. The sample is one small row group, so its
 // per-group overhead makes the estimate slightly high (under 1% for the
-// shapes TestEstimateSize checks). src is consumed: pass a fresh copy of the
-// source to be written (SynthSource gives the same steps again).
-func EstimateSize(meta Meta, src Source, steps int64) (SizeEstimate, error) {
-	e := SizeEstimate{Steps: steps}
+// shapes TestEstimateSize checks).
+//
+// It returns as rest the Source of all of src's steps, to write the trace
+// from: the sampled ones again, then those src has not yielded yet, so a
+// generated or read trace is made once. The sampled steps are kept as deep
+// copies until rest passes them (a slice source is wound back instead);
+// src must not be used afterwards.
+func EstimateSize(meta Meta, src Source, steps int64) (e SizeEstimate, rest Source, err error) {
+	e = SizeEstimate{Steps: steps}
 	fixed, _, err := sampleBytes(meta, nil, 0)
 	if err != nil {
-		return e, err
+		return e, nil, err
+	}
+	var rewind func() Source
+	if s, ok := src.(*sliceSource); ok {
+		// NB: a slice source's steps stay valid: it is wound back, not copied.
+		at := s.i
+		rewind = func() Source { s.i = at; return s }
+	} else {
+		keep := &replaySource{src: src}
+		src, rewind = keep, func() Source { keep.replaying = true; return keep }
 	}
 	all, n, err := sampleBytes(meta, src, SizeSample)
 	if err != nil {
-		return e, err
+		return e, nil, err
 	}
 	e.Fixed, e.Sampled = fixed, n
 	if n > 0 {
 		e.PerStep = float64(all-fixed) / float64(n)
 	}
-	return e, nil
+	return e, rewind(), nil
 }
 
 // sampleBytes writes meta and the first limit steps of src (none when src is
@@ -80,6 +94,38 @@ func sampleBytes(meta Meta, src Source, limit int) (int64, int, error) {
 	}
 	return int64(c), n, nil
 }
+
+// replaySource passes src's steps on and keeps a deep copy of each until
+// replaying is set; from then on it yields the kept steps again, dropping
+// each as it goes, and then src's next ones, keeping no more.
+type replaySource struct {
+	src       Source
+	kept      []Step
+	replaying bool
+	cur       *Step
+}
+
+func (r *replaySource) Next() bool {
+	if r.replaying && len(r.kept) > 0 {
+		r.cur = &r.kept[0]
+		if r.kept = r.kept[1:]; len(r.kept) == 0 {
+			r.kept = nil
+		}
+		return true
+	}
+	if !r.src.Next() {
+		r.cur = nil
+		return false
+	}
+	r.cur = r.src.Step()
+	if !r.replaying {
+		r.kept = append(r.kept, CloneStep(r.cur))
+	}
+	return true
+}
+
+func (r *replaySource) Step() *Step { return r.cur }
+func (r *replaySource) Err() error  { return r.src.Err() }
 
 // byteCounter is an io.Writer that only counts.
 type byteCounter int64

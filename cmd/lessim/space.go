@@ -37,21 +37,22 @@ func checkSpace(out string, need func() (int64, string, error), fix string) erro
 const traceSpaceMargin = 0.05
 
 // checkTraceSpace refuses to write a trace of meta and steps steps to out
-// when it cannot fit (checkSpace); sample returns a fresh source of the same
-// steps, whose first traces.SizeSample are written to memory to measure the
-// bytes per token.
-func checkTraceSpace(out string, meta traces.Meta, steps int64, sample func() (traces.Source, error), fix string) error {
-	return checkSpace(out, func() (int64, string, error) {
-		src, err := sample()
+// when it cannot fit (checkSpace), and returns the source to write it from:
+// src itself when the free space is not known, else the source
+// traces.EstimateSize hands back after measuring the bytes per token on
+// src's first traces.SizeSample steps, which yields those steps again (so
+// they are generated or read once).
+func checkTraceSpace(out string, meta traces.Meta, steps int64, src traces.Source, fix string) (traces.Source, error) {
+	rest := src
+	err := checkSpace(out, func() (int64, string, error) {
+		e, r, err := traces.EstimateSize(meta, src, steps)
 		if err != nil {
 			return 0, "", err
 		}
-		e, err := traces.EstimateSize(meta, src, steps)
-		if err != nil {
-			return 0, "", err
-		}
+		rest = r
 		n := int64(float64(e.Bytes()) * (1 + traceSpaceMargin))
 		return n, fmt.Sprintf("the trace needs about %s (%d tokens × %s, measured on the first %d, plus %.0f%%)",
 			sim.FormatBytes(n), steps, sim.FormatBytes(int64(e.PerStep)), e.Sampled, 100*traceSpaceMargin), nil
 	}, fix)
+	return rest, err
 }

@@ -55,11 +55,8 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 			setInfo(&meta, "lessim_version", version)
 			meta.LookaheadTop = lookTop
 			total := int64(o.Sequences) * int64(o.Tokens+o.PromptTokens)
-			sample := func() (traces.Source, error) {
-				_, s, err := traces.SynthSource(m, o)
-				return s, err
-			}
-			if err := checkTraceSpace(out, meta, total, sample, synthSpaceFix(o, lookTop)); err != nil {
+			src, err = checkTraceSpace(out, meta, total, src, synthSpaceFix(o, lookTop))
+			if err != nil {
 				return err
 			}
 			n, err := writeTrace(out, meta, src, progress.New(cmd.ErrOrStderr(), total, "synth", progress.Options{Quiet: quiet, Unit: "tok"}))
@@ -221,12 +218,12 @@ expert and dense bytes, and the trace's top-k is kept.`,
 				}
 			}
 			setInfo(&meta, "lessim_version", version)
-			sample := func() (traces.Source, error) { return traces.NewSliceSource(steps), nil }
-			if err := checkTraceSpace(out, meta, int64(len(steps)), sample, "write it to another folder"); err != nil {
+			src, err := checkTraceSpace(out, meta, int64(len(steps)), traces.NewSliceSource(steps), "write it to another folder")
+			if err != nil {
 				return err
 			}
 			bar := progress.New(cmd.ErrOrStderr(), int64(len(steps)), "import", progress.Options{Quiet: quiet, Unit: "tok"})
-			n, err := writeTrace(out, meta, traces.NewSliceSource(steps), bar)
+			n, err := writeTrace(out, meta, src, bar)
 			if err != nil {
 				return err
 			}
