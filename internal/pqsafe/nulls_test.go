@@ -9,7 +9,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/parquet"
-	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 )
 
 // listFile is a Parquet file, written by arrow-go's writer, of one list
@@ -25,20 +24,8 @@ func listFile(t *testing.T, typ arrow.DataType, rows ...string) []byte {
 		t.Fatalf("building record: %v", err)
 	}
 	defer rec.Release()
-	var buf bytes.Buffer
 	// NB: small pages and row groups, so that levels are read across them.
-	props := parquet.NewWriterProperties(parquet.WithDataPageSize(64), parquet.WithMaxRowGroupLength(3))
-	fw, err := pqarrow.NewFileWriter(sc, &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Write(rec); err != nil {
-		t.Fatal(err)
-	}
-	if err := fw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	return writeRecord(t, rec, parquet.NewWriterProperties(parquet.WithDataPageSize(64), parquet.WithMaxRowGroupLength(3)))
 }
 
 // readListFile reads data whole through Open and ReadTable.

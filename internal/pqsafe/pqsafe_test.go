@@ -22,8 +22,15 @@ func smallFile(t *testing.T) []byte {
 	rb.Field(0).(*array.Int64Builder).AppendValues([]int64{1, 2, 3}, nil)
 	rec := rb.NewRecordBatch()
 	defer rec.Release()
+	return writeRecord(t, rec, parquet.NewWriterProperties())
+}
+
+// writeRecord writes rec as a Parquet file with props, storing the Arrow
+// schema as lessim's results files do.
+func writeRecord(t *testing.T, rec arrow.RecordBatch, props *parquet.WriterProperties) []byte {
+	t.Helper()
 	var buf bytes.Buffer
-	fw, err := pqarrow.NewFileWriter(sc, &buf, parquet.NewWriterProperties(), pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
+	fw, err := pqarrow.NewFileWriter(rec.Schema(), &buf, props, pqarrow.NewArrowWriterProperties(pqarrow.WithStoreSchema()))
 	if err != nil {
 		t.Fatal(err)
 	}
