@@ -67,4 +67,11 @@ func TestCalibrateBadInput(t *testing.T) {
 	if es, _ := os.ReadDir(dir); len(es) != 0 {
 		t.Errorf("left behind: %v", es)
 	}
+	// A file that is not a GGUF is refused before anything is measured.
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("notes\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out := runCLI(t, dir, "calibrate", "--model", "notes.txt", "--out", "host.yaml"); out != "lessim: model: notes.txt: not a GGUF file (magic \"note\")\n" {
+		t.Errorf("calibrate --model notes.txt: %q", out)
+	}
 }

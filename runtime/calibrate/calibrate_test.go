@@ -92,7 +92,7 @@ func TestBadOptions(t *testing.T) {
 	o := Options{Model: "m.gguf", Out: "/nonexistent/dir/host.yaml", Lanes: []int{2, 1}, Sizes: []int64{1000}, Samples: -1}
 	o.EnsureDefaults()
 	err := o.Validate()
-	for _, want := range []string{"does not exist", "lanes must increase", "multiple of 4 KiB", "at least 1"} {
+	for _, want := range []string{"model m.gguf: no such file", "does not exist", "lanes must increase", "multiple of 4 KiB", "at least 1"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v, want it to say %q", err, want)
 		}
@@ -101,7 +101,8 @@ func TestBadOptions(t *testing.T) {
 		t.Errorf("Run without a model: %v", err)
 	}
 	dir := diskDir(t)
-	if _, err := Run(context.Background(), quick(filepath.Join(dir, "missing.gguf"), filepath.Join(dir, "h.yaml"))); err == nil || !os.IsNotExist(errors.Unwrap(err)) {
+	missing := filepath.Join(dir, "missing.gguf")
+	if _, err := Run(context.Background(), quick(missing, filepath.Join(dir, "h.yaml"))); err == nil || err.Error() != "model "+missing+": no such file" {
 		t.Errorf("Run on a missing model: %v", err)
 	}
 	model := filepath.Join(dir, "m.gguf")
@@ -113,6 +114,46 @@ func TestBadOptions(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(model); len(b) != 1<<20 {
 		t.Errorf("Run with --out the model replaced it (%d bytes left)", len(b))
+	}
+}
+
+// TestModelCheckedFirst: a model that is not a GGUF Mixture-of-Experts file
+// (text, a large file of zeros, a directory) is refused by Run before any
+// measurement, naming the file and why, and nothing is written. Before, a
+// text file failed at the first O_DIRECT read ("EOF") and a large file was
+// measured for a while before llama.cpp refused it.
+func TestModelCheckedFirst(t *testing.T) {
+	dir := diskDir(t)
+	notes := filepath.Join(dir, "notes.txt")
+	zeros := filepath.Join(dir, "zeros.gguf")
+	if err := os.WriteFile(notes, []byte("shopping: eggs, flour\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(zeros, make([]byte, 8<<20), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sub := filepath.Join(dir, "models")
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "host.yaml")
+	for model, want := range map[string]string{
+		notes: "model: " + notes + ": not a GGUF file (magic \"shop\")",
+		zeros: "model: " + zeros + ": not a GGUF file (magic \"\\x00\\x00\\x00\\x00\")",
+		sub:   "model " + sub + ": is a directory, want a GGUF file",
+	} {
+		var log strings.Builder
+		o := quick(model, out)
+		o.Log = &log
+		if _, err := Run(context.Background(), o); err == nil || err.Error() != want {
+			t.Errorf("Run(--model %s) = %v, want %q", filepath.Base(model), err, want)
+		}
+		if log.Len() > 0 {
+			t.Errorf("Run(--model %s) measured before refusing it:\n%s", filepath.Base(model), log.String())
+		}
+	}
+	if got := names(t, dir); len(got) != 3 {
+		t.Errorf("files in the folder: %v, want only the three inputs", got)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/live"
+	"github.com/lessim/lessim/runtime/record"
 )
 
 // Options configures Run. Zero fields take the defaults of DefaultOptions.
@@ -77,12 +78,20 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
-// Validate reports every problem at once.
+// Validate reports every problem at once. It reads the model's GGUF header
+// (record.CheckModel, as record, live and validate do): a missing file, one
+// that is not a GGUF Mixture-of-Experts model llama.cpp can run, is refused
+// here rather than after the flash has been measured on it (the live engine's
+// load-cost runs need such a model).
 func (o *Options) Validate() error {
 	var errs []error
 	bad := func(format string, a ...any) { errs = append(errs, fmt.Errorf(format, a...)) }
 	if o.Model == "" {
 		bad("--model is required")
+	} else if mc, err := record.CheckModel(o.Model); err != nil {
+		errs = append(errs, err)
+	} else {
+		mc.File.Close()
 	}
 	if o.Out == "" {
 		bad("--out is required")

@@ -20,8 +20,9 @@ type ModelCheck struct {
 }
 
 // CheckModel validates a model file in pure Go before llama.cpp sees it
-// (llama.cpp aborts the process on some malformed inputs): the file exists and
-// parses as GGUF with every tensor inside the file, its architecture is a MoE
+// (llama.cpp aborts the process on some malformed inputs): the file exists, is
+// a regular file (a named pipe would block the reader, a device is no model
+// file), parses as GGUF with every tensor inside the file, its architecture is a MoE
 // architecture the bundled llama.cpp supports, it has MoE layers, each with a
 // router tensor, and a top-k in 1..experts. Errors are one line.
 func CheckModel(path string) (*ModelCheck, error) {
@@ -33,6 +34,8 @@ func CheckModel(path string) (*ModelCheck, error) {
 		return nil, fmt.Errorf("model: %w", err)
 	case st.IsDir():
 		return nil, fmt.Errorf("model %s: is a directory, want a GGUF file", path)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("model %s: is a %s, not a regular file; want a GGUF file", path, fileKind(st.Mode()))
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -44,6 +47,19 @@ func CheckModel(path string) (*ModelCheck, error) {
 		return nil, err
 	}
 	return mc, nil
+}
+
+// fileKind names the kind of a file that is not regular.
+func fileKind(m fs.FileMode) string {
+	switch {
+	case m&fs.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&fs.ModeSocket != 0:
+		return "socket"
+	case m&fs.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
 }
 
 func checkFile(f *gguf.File) (*ModelCheck, error) {
