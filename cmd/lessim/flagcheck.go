@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/runtime/record"
 	"github.com/spf13/cobra"
 )
 
@@ -72,4 +73,16 @@ func checkOutputs(outputs []string, inputs ...string) error {
 		errs = append(errs, atomicfile.CheckDistinct(o, append(slices.Clone(inputs), outputs[:i]...)...))
 	}
 	return errors.Join(errs...)
+}
+
+// checkThreads refuses --threads outside 1..record.MaxThreads, with one
+// message for every command that takes it (record, live). NB: 0 is refused,
+// not read as 1: the libraries take a zero Threads as their default, but a
+// user who types --threads 0 asked for no thread, or for "all cores", and
+// neither is what would run.
+func checkThreads(n int) error {
+	if record.CheckThreads(n) != nil {
+		return fmt.Errorf("--threads %d: want 1..%d llama.cpp compute threads (each is an OS thread; more than the machine's cores only slows decoding)", n, record.MaxThreads)
+	}
+	return nil
 }

@@ -3,11 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/live"
+	"github.com/lessim/lessim/runtime/record"
 )
 
 // liveFlags are live's flags, shared by the llama.cpp build (local and
@@ -47,7 +49,7 @@ func addLiveFlags(cmd *cobra.Command, f *liveFlags) {
 	fl.IntVar(&f.o.Tokens, "tokens", f.o.Tokens, "decode tokens to generate and measure")
 	fl.StringVar(&f.o.Prompt, "prompt", "", "text to prefill before decoding (default: a fixed sentence)")
 	fl.IntVar(&f.o.Lanes, "lanes", f.o.Lanes, "I/O lanes issuing pread loads")
-	fl.IntVar(&f.o.Threads, "threads", f.o.Threads, "llama.cpp compute threads")
+	fl.IntVar(&f.o.Threads, "threads", f.o.Threads, "llama.cpp compute threads, 1.."+strconv.Itoa(record.MaxThreads))
 	fl.IntVar(&f.o.Depth, "depth", 1, "les: layers of lookahead")
 	fl.BoolVar(&f.noPrefetch, "no-prefetch", false, "les: turn prefetch off (behaves as ondemand)")
 	fl.BoolVar(&f.o.Stock, "stock", false, "stock baseline: plain mmap page faults, no pread, no prefetch (policy ondemand)")
@@ -61,7 +63,7 @@ func addLiveFlags(cmd *cobra.Command, f *liveFlags) {
 // checkLiveLocal checks what a local run's flags say before any work:
 // --series must not name an input (the model, the --spec file), an
 // explicitly empty --prompt is refused (it would silently be the default),
-// and --lanes does not apply to the stock baseline, which issues no preads.
+// and --threads must be in range (checkThreads).
 func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	if f.series != "" {
 		spec := f.spec
@@ -72,7 +74,7 @@ func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 			return fmt.Errorf("--series: %w", err)
 		}
 	}
-	return refuseBlank(cmd, "prompt", "the text to prefill", "live's fixed sentence")
+	return errors.Join(checkThreads(f.o.Threads), refuseBlank(cmd, "prompt", "the text to prefill", "live's fixed sentence"))
 }
 
 // newLiveCmd runs live's flags here (runLiveLocal, llama.cpp builds) or on

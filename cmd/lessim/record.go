@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -33,7 +34,7 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := errors.Join(refuseBlank(cmd, "prompt", "the text to prefill", "the built-in prompt set"),
-				refuseBlank(cmd, "prompts", "a prompts file", "the built-in prompt set")); err != nil {
+				refuseBlank(cmd, "prompts", "a prompts file", "the built-in prompt set"), checkThreads(o.Threads)); err != nil {
 				return err
 			}
 			switch {
@@ -74,7 +75,7 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d prompts, %d prefill + %d decode tokens × %d MoE layers (%d rows)\n",
 				sum.Out, sum.Prompts, sum.PrefillTokens, sum.DecodeTokens, sum.MoELayers, sum.Rows)
 			fmt.Fprintf(cmd.OutOrStdout(), "engine: %.2f tok/s decode with capture, %d thread(s); model %s\n",
-				sum.DecodeTokensPerSec(), max(o.Threads, 1), sim.FormatBytes(fileSize(o.ModelPath)))
+				sum.DecodeTokensPerSec(), o.Threads, sim.FormatBytes(fileSize(o.ModelPath)))
 			return nil
 		},
 	}
@@ -89,7 +90,7 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	fl.Uint64Var(&o.Seed, "seed", o.Seed, "sampler seed (prompt i uses seed+i)")
 	fl.Float32Var(&o.Temperature, "temperature", o.Temperature, "sampling temperature (0 = greedy)")
 	fl.IntVar(&o.TopK, "sample-top-k", o.TopK, "sampler top-k (0 = off)")
-	fl.IntVar(&o.Threads, "threads", o.Threads, "compute threads (1 recommended on shared machines)")
+	fl.IntVar(&o.Threads, "threads", o.Threads, "compute threads, 1.."+strconv.Itoa(record.MaxThreads)+" (1 recommended on shared machines)")
 	fl.StringVar(&o.Out, "out", "", "output trace (Parquet)")
 	fl.BoolVar(&o.Verbose, "verbose", false, "show llama.cpp's log")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
