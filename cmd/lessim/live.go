@@ -112,15 +112,6 @@ func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	return reports.WriteResult(out, h, res)
 }
 
-// checkStockFlags refuses flags the stock baseline ignores, once the spec
-// (flags or --spec) says whether the run is stock.
-func checkStockFlags(cmd *cobra.Command, stock bool) error {
-	if !stock {
-		return nil
-	}
-	return refuseFlags(cmd, []string{"lanes"}, "to the stock baseline: it reads experts by page faults, not by pread on I/O lanes")
-}
-
 // localSpecChecks checks what a spec says that only the caller can: the
 // model routes live, so a trace file does not apply; a model the spec names
 // must be the GGUF's; a device it names is taken to describe this machine

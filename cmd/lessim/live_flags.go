@@ -77,6 +77,31 @@ func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	return errors.Join(checkThreads(f.o.Threads), refuseBlank(cmd, "prompt", "the text to prefill", "live's fixed sentence"))
 }
 
+// stockRefused are the flags the stock baseline has no use for, each with
+// why: it is plain llama.cpp mmap, reading experts by page faults with no
+// prefetch, whatever the policy.
+var stockRefused = []struct{ name, why string }{
+	{"lanes", "it reads experts by page faults, not by pread on I/O lanes"},
+	{"depth", "it is plain mmap with no prefetch, so there is no lookahead depth to set"},
+	{"no-prefetch", "it is plain mmap, which never prefetches"},
+}
+
+// checkStockFlags refuses the flags of stockRefused when the run is stock.
+// live calls it first with --stock, before any other check of those flags
+// (les's --depth checks would otherwise blame the policy), and again once a
+// --spec has said whether the run is stock.
+func checkStockFlags(cmd *cobra.Command, stock bool) error {
+	if !stock {
+		return nil
+	}
+	for _, r := range stockRefused {
+		if err := refuseFlags(cmd, []string{r.name}, "to the stock baseline: "+r.why); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // newLiveCmd runs live's flags here (runLiveLocal, llama.cpp builds) or on
 // a device agent (--target, every build).
 func newLiveCmd() *cobra.Command {
@@ -93,6 +118,9 @@ func newLiveCmd() *cobra.Command {
 			}
 			if f.o.Stock && !cmd.Flags().Changed("policy") {
 				f.o.Policy = "ondemand" // the stock baseline's only policy, not les, the default
+			}
+			if err := checkStockFlags(cmd, f.o.Stock); err != nil {
+				return err
 			}
 			if f.target != "" {
 				return runLiveRemote(cmd, &f)
