@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -59,9 +60,12 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			if err != nil {
 				return err
 			}
-			layers := len(mc.MoE.Layers)
+			err = record.CheckLookahead(o.LookaheadDepth, len(mc.MoE.Layers))
+			if err == nil {
+				err = checkRecordSpace(&o, mc) // before llama.cpp loads the model
+			}
 			mc.File.Close()
-			if err := record.CheckLookahead(o.LookaheadDepth, layers); err != nil {
+			if err != nil {
 				return err
 			}
 			// A Ctrl-C ends the process through main's atomicfile handler, which
@@ -119,4 +123,33 @@ func fileSize(path string) int64 {
 		return 0
 	}
 	return st.Size()
+}
+
+// checkRecordSpace refuses, before the model is loaded, a recording whose
+// trace cannot fit at o.Out: its size is traces.EstimateSize of steps
+// shaped as record writes them (record.EstimateTraceSize), over the decode
+// tokens and a lower bound of the prompt tokens (the exact count needs
+// llama.cpp's tokenizer), so it refuses only what cannot fit.
+func checkRecordSpace(o *record.Options, mc *record.ModelCheck) error {
+	ts := record.EstimateTraceSize(o, mc)
+	count := fmt.Sprintf("%d tokens: %d decode and at least %d prompt", ts.Steps(), ts.DecodeSteps, ts.MinPromptSteps)
+	_, err := traceSpace(o.Out, ts.Meta, ts.Steps(), count, ts.Sample(), recordSpaceFix(o))
+	return err
+}
+
+// recordSpaceFix says how to make a recording's trace smaller, naming only
+// the flags that would.
+func recordSpaceFix(o *record.Options) string {
+	ways := []string{"fewer or shorter prompts (--prompts, --prompt) or decode tokens (--tokens)"}
+	if o.RouterInputs {
+		ways = append(ways, "no router inputs (without --router-inputs)")
+	}
+	if o.Logits {
+		ways = append(ways, "no router logits (--logits=false)")
+	}
+	if o.LookaheadDepth > 0 {
+		ways = append(ways, "a smaller --lookahead-depth")
+	}
+	ways = append(ways, "to another folder")
+	return "record " + strings.Join(ways[:len(ways)-1], ", ") + " or write " + ways[len(ways)-1]
 }

@@ -135,3 +135,35 @@ func TestRecordOLMoE(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordSpace: with 1 MiB free, a recording whose trace cannot fit is
+// refused before the model loads, with the estimate (traces.EstimateSize
+// of record-shaped steps over the decode tokens and at least one token per
+// prompt), the free space and the flags that make it smaller; an older file
+// at --out stays as it was and no temporary is left. A recording that fits
+// is written.
+func TestRecordSpace(t *testing.T) {
+	dir := t.TempDir()
+	runCLI(t, dir, "model", "synth", "--layers", "2", "--experts", "4", "--top-k", "2", "--hidden", "64", "--expert-ffn", "32",
+		"--heads", "2", "--heads-kv", "1", "--head-dim", "32", "--vocab", "300", "--out", "ok.gguf")
+	fakeFree(t, 1<<20, true)
+	out := runCLI(t, dir, "record", "--model", "ok.gguf", "--prompt", "hi", "--tokens", "4", "--quiet", "--out", "t.parquet")
+	if !strings.HasPrefix(out, "wrote t.parquet") {
+		t.Fatalf("record that fits: %s", out)
+	}
+	old := readFile(t, filepath.Join(dir, "t.parquet"))
+	got := runCLI(t, dir, "record", "--model", "ok.gguf", "--prompt", "hi", "--tokens", "60000", "--router-inputs", "--quiet", "--out", "t.parquet")
+	for _, want := range []string{
+		"lessim: --out t.parquet: the trace needs about ",
+		" MiB (60001 tokens: 60000 decode and at least 1 prompt × ",
+		", measured on the first 256, plus 5%), more than the 1.00 MiB free in " + dir + ": record fewer or shorter prompts (--prompts, --prompt) or decode tokens (--tokens), no router inputs (without --router-inputs), no router logits (--logits=false), a smaller --lookahead-depth or write to another folder\n",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("record too large: got %q, want it to contain %q", got, want)
+		}
+	}
+	sameFile(t, filepath.Join(dir, "t.parquet"), old)
+	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
+		t.Errorf("%d files in the folder, want ok.gguf and t.parquet: %v", len(ents), ents)
+	}
+}

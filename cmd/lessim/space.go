@@ -43,6 +43,12 @@ const traceSpaceMargin = 0.05
 // src's first traces.SizeSample steps, which yields those steps again (so
 // they are generated or read once).
 func checkTraceSpace(out string, meta traces.Meta, steps int64, src traces.Source, fix string) (traces.Source, error) {
+	return traceSpace(out, meta, steps, fmt.Sprintf("%d tokens", steps), src, fix)
+}
+
+// traceSpace is checkTraceSpace with the message's words for the step
+// count (count: "1000 tokens").
+func traceSpace(out string, meta traces.Meta, steps int64, count string, src traces.Source, fix string) (traces.Source, error) {
 	rest := src
 	err := checkSpace(out, func() (int64, string, error) {
 		e, r, err := traces.EstimateSize(meta, src, steps)
@@ -51,8 +57,8 @@ func checkTraceSpace(out string, meta traces.Meta, steps int64, src traces.Sourc
 		}
 		rest = r
 		n := int64(float64(e.Bytes()) * (1 + traceSpaceMargin))
-		return n, fmt.Sprintf("the trace needs about %s (%d tokens × %s, measured on the first %d, plus %.0f%%)",
-			sim.FormatBytes(n), steps, sim.FormatBytes(int64(e.PerStep)), e.Sampled, 100*traceSpaceMargin), nil
+		return n, fmt.Sprintf("the trace needs about %s (%s × %s, measured on the first %d, plus %.0f%%)",
+			sim.FormatBytes(n), count, sim.FormatBytes(int64(e.PerStep)), e.Sampled, 100*traceSpaceMargin), nil
 	}, fix)
 	return rest, err
 }

@@ -37,6 +37,18 @@ func Builtin() PromptSet {
 	return ps
 }
 
+// promptSet resolves the prompts to record.
+func (o *Options) promptSet() PromptSet {
+	if o.Prompts == nil {
+		return Builtin()
+	}
+	ps := InlinePrompts(o.Prompts...)
+	if o.PromptSet != "" {
+		ps.Name = o.PromptSet
+	}
+	return ps
+}
+
 // ReadPrompts reads a prompt file (format: see ParsePrompts). The set is named
 // after the file's base name.
 func ReadPrompts(path string) (PromptSet, error) {

@@ -20,18 +20,6 @@ import (
 // chunking does.
 const prefillChunk = 256
 
-// promptSet resolves the prompts to record.
-func (o *Options) promptSet() PromptSet {
-	if o.Prompts == nil {
-		return Builtin()
-	}
-	ps := InlinePrompts(o.Prompts...)
-	if o.PromptSet != "" {
-		ps.Name = o.PromptSet
-	}
-	return ps
-}
-
 // Summary describes a finished recording.
 type Summary struct {
 	Out       string
