@@ -23,7 +23,7 @@ import (
 func Parse(data []byte) (Spec, error) {
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return Spec{}, fmt.Errorf("spec: %w", jsonError(data, err))
+		return Spec{}, fmt.Errorf("spec: %w", jsonscan.Explain(data, err))
 	}
 	if top == nil {
 		return Spec{}, errors.New("spec: want a JSON object, got null")
@@ -56,7 +56,7 @@ func Parse(data []byte) (Spec, error) {
 	if h, ok := top["spec_hash"]; ok {
 		var want string
 		if err := json.Unmarshal(h, &want); err != nil {
-			return Spec{}, fmt.Errorf("spec_hash: %w", err)
+			return Spec{}, fmt.Errorf("spec_hash: %w", jsonscan.Explain(h, err))
 		}
 		if got := s.Hash(); got != want {
 			return Spec{}, fmt.Errorf("spec_hash %s does not match the spec (its hash is %s): the spec was edited; remove spec_hash to run the edited spec", want, got)
@@ -87,7 +87,7 @@ func parseSpec(data []byte) (Spec, error) {
 	// stays true when absent; every other absent field is zero, filled below.
 	s := Spec{CachedFirst: true}
 	if err := strictDecode(data, &s); err != nil {
-		return Spec{}, fmt.Errorf("spec: %w", err)
+		return Spec{}, fmt.Errorf("spec: %w", jsonscan.Explain(data, err))
 	}
 	if err := checkEmpty(data); err != nil {
 		return Spec{}, err
@@ -145,12 +145,12 @@ func checkEmpty(data []byte) error {
 }
 
 // strictDecode decodes one JSON value into v, refusing unknown fields and
-// trailing data.
+// trailing data. Its errors are the decoder's, for jsonscan.Explain.
 func strictDecode(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return jsonError(data, err)
+		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("trailing data after the JSON value")
@@ -158,22 +158,16 @@ func strictDecode(data []byte, v any) error {
 	return nil
 }
 
-// jsonError adds the line and column to a JSON syntax error.
-func jsonError(data []byte, err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		line, col := position(data, se.Offset)
-		return fmt.Errorf("line %d, column %d: %w", line, col, err)
+// groupError is a group's decoding error as its UnmarshalJSON returns it:
+// a value of the wrong type as the decoder made it, so that the decoder
+// names its field by the whole path (trace.synthetic.tokens) for
+// jsonscan.Explain; any other error prefixed by the group's path.
+func groupError(group string, err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return te
 	}
-	return err
-}
-
-// position is the 1-based line and column of byte offset off in data.
-func position(data []byte, off int64) (line, col int) {
-	off = min(max(off, 0), int64(len(data)))
-	line = 1 + bytes.Count(data[:off], []byte{'\n'})
-	col = int(off) - bytes.LastIndexByte(data[:off], '\n')
-	return line, col
+	return fmt.Errorf("%s: %w", group, err)
 }
 
 // UnmarshalJSON decodes a synthetic group over DefaultSynthetic.
@@ -181,7 +175,7 @@ func (s *Synthetic) UnmarshalJSON(b []byte) error {
 	type plain Synthetic
 	p := plain(DefaultSynthetic())
 	if err := strictDecode(b, &p); err != nil {
-		return fmt.Errorf("trace.synthetic: %w", err)
+		return groupError("trace.synthetic", err)
 	}
 	*s = Synthetic(p)
 	return nil
@@ -192,7 +186,7 @@ func (p *Predictor) UnmarshalJSON(b []byte) error {
 	type plain Predictor
 	q := plain(DefaultPredictor())
 	if err := strictDecode(b, &q); err != nil {
-		return fmt.Errorf("predictor: %w", err)
+		return groupError("predictor", err)
 	}
 	*p = Predictor(q)
 	return nil
@@ -203,7 +197,7 @@ func (sp *Speculative) UnmarshalJSON(b []byte) error {
 	type plain Speculative
 	q := plain(DefaultSpeculative())
 	if err := strictDecode(b, &q); err != nil {
-		return fmt.Errorf("speculative: %w", err)
+		return groupError("speculative", err)
 	}
 	*sp = Speculative(q)
 	return nil

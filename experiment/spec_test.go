@@ -125,7 +125,7 @@ func TestParseRoundTrip(t *testing.T) {
 
 func TestParseErrors(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{`[]`, "cannot unmarshal array"},
+		{`[]`, "spec: want a JSON object, got an array"},
 		{`null`, "want a JSON object"},
 		{`{"policy":{"name":"lru","topn":3}}`, `unknown field "topn"`},
 		{`{"trace":{"synthetic":{"tokns":3}}}`, `trace.synthetic: json: unknown field "tokns"`},
@@ -133,7 +133,13 @@ func TestParseErrors(t *testing.T) {
 		{`{"spec":{},"extra":1}`, `unknown field "extra"`},
 		{"{\n  \"version\": 1,\n  \"layout\": }", "line 3, column 14"},
 		{`{"version":1} {}`, "after top-level value"},
-		{`{"cache":{"bytes":1e400}}`, "cannot unmarshal number 1e400"},
+		{`{"cache":{"bytes":1e400}}`, "spec: cache.bytes: want a whole number in [-9223372036854775808, 9223372036854775807], got 1e400"},
+		// Type errors in the spec's own words: its field paths, no Go types.
+		{`{"device":{"profile":{"ram_bytes":1e300}}}`, "spec: device.profile.ram_bytes: want a whole number in ["},
+		{`{"trace":{"synthetic":{"tokens":50.5}}}`, "spec: trace.synthetic.tokens: want a whole number, got 50.5"},
+		{`{"predictor":{"recall":"x"}}`, "spec: predictor.recall: want a number, got a string"},
+		{`{"speculative":{"block":true}}`, "spec: speculative.block: want a whole number, got a boolean"},
+		{`{"spec":{},"spec_hash":5}`, "spec_hash: want a string, got a number"},
 	} {
 		_, err := Parse([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

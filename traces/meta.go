@@ -56,7 +56,7 @@ func decodeMeta(data []byte, m *Meta) error {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
 			return errors.New("unexpected end of JSON input")
 		}
-		return err
+		return jsonscan.Explain(data, err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return errors.New("data after the JSON object")

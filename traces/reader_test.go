@@ -241,7 +241,7 @@ func TestReaderErrors(t *testing.T) {
 		{name: "garbled meta", kv: func(kv map[string]*string) { kv[MetaKey] = ioStr(`{"model": {"experts": 8,`) },
 			want: "bad.parquet: bad lessim.trace.meta metadata: unexpected end of JSON input"},
 		{name: "meta of the wrong shape", kv: func(kv map[string]*string) { kv[MetaKey] = ioStr(`{"model": {"experts": "eight"}}`) },
-			want: "bad.parquet: bad lessim.trace.meta metadata: json: cannot unmarshal string into Go struct field ModelSpec.model.experts of type int"},
+			want: "bad.parquet: bad lessim.trace.meta metadata: model.experts: want a whole number, got a string"},
 		{name: "invalid meta", meta: func(m *Meta) { m.Model.Experts = 0; m.LookaheadDepth = 7 },
 			want: "bad.parquet: lessim.trace.meta: model.experts: 0 is outside [1, 4096] experts, whole: routed experts per layer: 8 (Mixtral) to 512 (Qwen3-Next) in released models; 4096 leaves room for finer-grained research models\n" +
 				"bad.parquet: lessim.trace.meta: lookahead_depth: 7 out of range [0,3] (depth d scores MoE layer i+d)"},
