@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/numtext"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
 )
@@ -47,24 +48,21 @@ const (
 func (o *Option) Parse(v string) (any, error) {
 	switch o.Kind {
 	case KindInt:
-		n, err := strconv.Atoi(strings.TrimSpace(v))
+		n, err := numtext.Int(v, strconv.IntSize)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not an integer", v)
+			return nil, err
 		}
-		return n, nil
+		return int(n), nil
 	case KindUint:
-		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 64)
+		n, err := numtext.Uint(v, 64)
 		if err != nil {
-			return nil, fmt.Errorf("%q is not a non-negative integer", v)
+			return nil, err
 		}
 		return n, nil
 	case KindFloat:
-		f, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
-		if err != nil && !errors.Is(err, strconv.ErrRange) {
-			return nil, fmt.Errorf("%q is not a number", v)
-		}
-		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("%q is not a finite number", v)
+		f, err := numtext.Float(v, 64)
+		if err != nil {
+			return nil, err
 		}
 		return f, nil
 	case KindBool:

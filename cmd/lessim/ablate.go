@@ -72,9 +72,9 @@ drafter) are assumed, not measured.`,
 		o := experiment.LookupOption(name)
 		fl.Var(&optionValue{opt: *o, raw: o.Default}, o.Name, o.Usage)
 	}
-	fl.Uint64Var(&f.set.Seed, "seed", f.set.Seed, "seed of the synthetic trace (when there is one) and of speculative acceptance")
-	fl.IntVar(&f.set.SpecBlock, "spec-block", f.set.SpecBlock, "speculative step: tokens verified per pass, >= 2; the default is assumed, not measured")
-	fl.Float64Var(&f.set.SpecAccept, "spec-accept", f.set.SpecAccept, "speculative step: probability each draft token is accepted; the default is assumed, not measured")
+	uint64Var(fl, &f.set.Seed, "seed", f.set.Seed, "seed of the synthetic trace (when there is one) and of speculative acceptance")
+	intVar(fl, &f.set.SpecBlock, "spec-block", f.set.SpecBlock, "speculative step: tokens verified per pass, >= 2; the default is assumed, not measured")
+	floatVar(fl, &f.set.SpecAccept, "spec-accept", f.set.SpecAccept, "speculative step: probability each draft token is accepted; the default is assumed, not measured")
 	fl.StringVar(&f.set.Drafter, "drafter", f.set.Drafter, "speculative step: what drafts, and so what drafting costs: "+strings.Join(experiment.DrafterKinds(), ", ")+"; the default is assumed, not measured")
 	for _, name := range drafterCostOptions {
 		o := experiment.LookupOption(name)

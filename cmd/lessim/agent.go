@@ -61,8 +61,8 @@ the spec's policy and cache and streams each token's measurement.`,
 	fl.StringVar(&f.device, "device", defaultDevice, "device profile the simulator engine simulates (see `lessim devices list`)")
 	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML (overrides --device)")
 	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
-	fl.Float64Var(&f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
-	fl.IntVar(&f.maxConns, "max-conns", agent.DefaultMaxConns, "connections held at once; one more gets a busy frame and is closed")
+	floatVar(fl, &f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
+	intVar(fl, &f.maxConns, "max-conns", agent.DefaultMaxConns, "connections held at once; one more gets a busy frame and is closed")
 	cmd.AddCommand(newAgentCheckCmd())
 	return cmd
 }

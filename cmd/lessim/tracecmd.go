@@ -71,16 +71,16 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 	fl.StringVar(&model, "model", defaultModel, "built-in model spec")
 	fl.StringVar(&variant, "variant", "", "quant variant")
 	fl.StringVar(&out, "out", "", "output Parquet file")
-	fl.Uint64Var(&o.Seed, "seed", o.Seed, "generator seed")
-	fl.IntVar(&o.Tokens, "tokens", o.Tokens, "decode tokens per sequence")
-	fl.IntVar(&o.PromptTokens, "prompt-tokens", o.PromptTokens, "prefill tokens per sequence")
-	fl.IntVar(&o.Sequences, "sequences", o.Sequences, "sequences")
-	fl.Float64Var(&o.Skew, "skew", o.Skew, fmt.Sprintf("Zipf exponent of expert popularity at the deepest layer, in [0, %d]", traces.MaxSkew))
-	fl.Float64Var(&o.Reuse, "reuse", o.Reuse, "probability a previous-token expert is selected again, in [0, 1]")
-	fl.Float64Var(&o.LookaheadRecall, "lookahead-recall", o.LookaheadRecall, "mean top-k recall of the depth-1 lookahead scores, in [0, 1]")
-	fl.IntVar(&o.LookaheadDepth, "depth", o.LookaheadDepth, "lookahead depth (layers of scores per row)")
+	uint64Var(fl, &o.Seed, "seed", o.Seed, "generator seed")
+	intVar(fl, &o.Tokens, "tokens", o.Tokens, "decode tokens per sequence")
+	intVar(fl, &o.PromptTokens, "prompt-tokens", o.PromptTokens, "prefill tokens per sequence")
+	intVar(fl, &o.Sequences, "sequences", o.Sequences, "sequences")
+	floatVar(fl, &o.Skew, "skew", o.Skew, fmt.Sprintf("Zipf exponent of expert popularity at the deepest layer, in [0, %d]", traces.MaxSkew))
+	floatVar(fl, &o.Reuse, "reuse", o.Reuse, "probability a previous-token expert is selected again, in [0, 1]")
+	floatVar(fl, &o.LookaheadRecall, "lookahead-recall", o.LookaheadRecall, "mean top-k recall of the depth-1 lookahead scores, in [0, 1]")
+	intVar(fl, &o.LookaheadDepth, "depth", o.LookaheadDepth, "lookahead depth (layers of scores per row)")
 	fl.BoolVar(&o.Logits, "logits", o.Logits, "also write full router logits")
-	fl.IntVar(&lookTop, "lookahead-top", 0, "store each row's N best lookahead candidates, their scores and softmax sum instead of full score vectors (0 = full vectors)")
+	intVar(fl, &lookTop, "lookahead-top", 0, "store each row's N best lookahead candidates, their scores and softmax sum instead of full score vectors (0 = full vectors)")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
 	return cmd
 }
@@ -148,7 +148,7 @@ func newTraceStatsCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
-	cmd.Flags().IntVar(&opt.HotList, "hot-list", 0, "size of the static hot list per layer (0 = top-k)")
+	intVar(cmd.Flags(), &opt.HotList, "hot-list", 0, "size of the static hot list per layer (0 = top-k)")
 	return cmd
 }
 
