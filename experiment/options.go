@@ -199,6 +199,18 @@ func lesOnly(s *Spec, _ func(string) bool) string {
 	return ""
 }
 
+// readsLookahead applies when the run reads lookahead scores: les with
+// prefetch on, the only policy that does (traceColumns).
+func readsLookahead(s *Spec) string {
+	switch {
+	case s.Policy.Name != "les":
+		return fmt.Sprintf("it states lookahead scores, which only les reads, and the policy is %s", s.Policy.Name)
+	case s.Policy.LES != nil && s.Policy.LES.NoPrefetch:
+		return "--no-prefetch is set, so les reads no lookahead scores"
+	}
+	return ""
+}
+
 func syntheticOnly(what string) func(*Spec, func(string) bool) string {
 	return func(s *Spec, _ func(string) bool) string {
 		if s.Trace.Path != "" {
@@ -235,30 +247,6 @@ var options = []Option{
 	{Name: "tokens", Kind: KindInt, Default: "2000", Usage: "decode tokens of the synthetic trace",
 		apply:   func(s *Spec, v any) error { s.Trace.Synthetic.Tokens = v.(int); return nil },
 		applies: syntheticOnly("the trace file has its own tokens")},
-	{Name: "predict-recall", Kind: KindFloat, Default: "0", Usage: "for trace files without lookahead scores: a stated predictor of this recall (0 = none)",
-		apply: func(s *Spec, v any) error {
-			s.Predictor = nil
-			if r := v.(float64); r != 0 {
-				p := DefaultPredictor()
-				p.Recall = r
-				s.Predictor = &p
-			}
-			return nil
-		},
-		applies: func(s *Spec, _ func(string) bool) string {
-			if s.Trace.Path == "" {
-				return "the synthetic trace carries its own lookahead scores; a stated predictor is for trace files without them"
-			}
-			return ""
-		}},
-	{Name: "predict-fp", Kind: KindFloat, Default: "1.5", Usage: "stated predictor: expected false-positive candidates per token and layer",
-		apply: func(s *Spec, v any) error { s.Predictor.FalsePositives = v.(float64); return nil },
-		applies: func(s *Spec, _ func(string) bool) string {
-			if s.Predictor == nil {
-				return "it is a setting of the stated predictor, which --predict-recall R (R > 0) turns on"
-			}
-			return ""
-		}},
 	{Name: "device", Kind: KindString, Default: DefaultDevice, Usage: "embedded device profile (see: lessim devices list)",
 		apply: func(s *Spec, v any) error { s.Device = Device{Name: v.(string)}; return nil }, applies: always},
 	{Name: "device-file", Kind: KindString, Usage: "device profile YAML (instead of --device)",
@@ -316,13 +304,37 @@ var options = []Option{
 			if y := s.Trace.Synthetic; y != nil {
 				y.LookaheadDepth = max(y.LookaheadDepth, d)
 			}
-			if s.Predictor != nil {
-				s.Predictor.Depth = d
-			}
 			return nil
 		}, applies: lesOnly},
 	{Name: "max-inflight", Kind: KindSize, Default: "0", Usage: "les: cap on prefetch bytes in flight (e.g. 64MiB; 0 = none)",
 		apply: func(s *Spec, v any) error { les(s).MaxInflightBytes = v.(int64); return nil }, applies: lesOnly},
+	{Name: "predict-recall", Kind: KindFloat, Default: "0", Usage: "for trace files without lookahead scores: a stated predictor of this recall (0 = none)",
+		apply: func(s *Spec, v any) error {
+			s.Predictor = nil
+			if r := v.(float64); r != 0 {
+				p := DefaultPredictor()
+				p.Recall = r
+				if l := s.Policy.LES; l != nil && l.Depth > 0 {
+					p.Depth = l.Depth // NB: --depth is applied before
+				}
+				s.Predictor = &p
+			}
+			return nil
+		},
+		applies: func(s *Spec, set func(string) bool) string {
+			if s.Trace.Path == "" {
+				return "the synthetic trace carries its own lookahead scores; a stated predictor is for trace files without them"
+			}
+			return readsLookahead(s)
+		}},
+	{Name: "predict-fp", Kind: KindFloat, Default: "1.5", Usage: "stated predictor: expected false-positive candidates per token and layer",
+		apply: func(s *Spec, v any) error { s.Predictor.FalsePositives = v.(float64); return nil },
+		applies: func(s *Spec, _ func(string) bool) string {
+			if s.Predictor == nil {
+				return "it is a setting of the stated predictor, which --predict-recall R (R > 0) turns on"
+			}
+			return ""
+		}},
 	{Name: "pin-fraction", Kind: KindFloat, Default: "0.5", Usage: "pinned-hot: fraction of the cache pinned, in (0, 1]",
 		apply: func(s *Spec, v any) error {
 			f := v.(float64)

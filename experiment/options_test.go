@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
 )
 
 // TestEveryOptionChangesTheSpec: an option that applies always changes the
@@ -99,6 +100,14 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		{map[string]string{"trace": "t.parquet", "seed": "1"}, "--seed does not apply: nothing in this run is random"},
 		{map[string]string{"predict-recall": "0.8"}, "--predict-recall does not apply: the synthetic trace carries its own lookahead scores"},
 		{map[string]string{"trace": "t.parquet", "predict-fp": "1.5"}, "--predict-fp does not apply"},
+		// A stated predictor only changes a run that reads lookahead scores.
+		{map[string]string{"trace": "t.parquet", "policy": "lru", "predict-recall": "0.8"}, "--predict-recall does not apply: it states lookahead scores, which only les reads, and the policy is lru"},
+		{map[string]string{"trace": "t.parquet", "policy": "oracle", "predict-recall": "0.8"}, "--predict-recall does not apply: it states lookahead scores, which only les reads, and the policy is oracle"},
+		{map[string]string{"trace": "t.parquet", "policy": "lfu", "predict-recall": "0.8"}, "the policy is lfu"},
+		{map[string]string{"trace": "t.parquet", "policy": "belady", "predict-recall": "0.8"}, "the policy is belady"},
+		{map[string]string{"trace": "t.parquet", "policy": "ondemand", "predict-recall": "0.8"}, "the policy is ondemand"},
+		{map[string]string{"trace": "t.parquet", "policy": "pinned-hot", "predict-recall": "0.8"}, "the policy is pinned-hot"},
+		{map[string]string{"trace": "t.parquet", "no-prefetch": "true", "predict-recall": "0.8"}, "--predict-recall does not apply: --no-prefetch is set, so les reads no lookahead scores"},
 		{map[string]string{"trace": "t.parquet", "predict-recall": "0", "predict-seed": "1"}, "--predict-seed does not apply"},
 		{map[string]string{"device": "ipad-pro-m4", "device-file": "x.yaml"}, "--device and --device-file exclude each other"},
 		{map[string]string{"policy": "oracle", "no-prefetch": "false"}, "oracle always prefetches"},
@@ -220,5 +229,37 @@ func TestParseOptionValues(t *testing.T) {
 func TestMaxDraftBytesText(t *testing.T) {
 	if b, err := devices.ParseSize(MaxDraftBytesText); err != nil || b != MaxDraftBytes {
 		t.Fatalf("%q parses as %d (%v), MaxDraftBytes is %d", MaxDraftBytesText, b, err, MaxDraftBytes)
+	}
+}
+
+// TestPolicyOptionsRefusedElsewhere: every option that only one policy reads
+// (les's, the stated predictor's whose scores only les reads, pinned-hot's)
+// is refused with every other policy, whatever its value.
+func TestPolicyOptionsRefusedElsewhere(t *testing.T) {
+	owner := map[string]string{"predict-recall": "les", "predict-fp": "les", "predict-seed": "les", "pin-fraction": "pinned-hot"}
+	for _, o := range Options() {
+		if strings.HasPrefix(o.Usage, "les:") {
+			owner[o.Name] = "les"
+		}
+	}
+	value := map[string]string{"predict-recall": "0.8", "predict-fp": "2", "predict-seed": "3", "pin-fraction": "0.3",
+		"no-prefetch": "true", "threshold": "0.9", "top-n": "4", "max-candidates": "5", "depth": "2", "max-inflight": "64MiB"}
+	for name, pol := range owner {
+		if value[name] == "" {
+			t.Fatalf("option %s: no value (add one)", name)
+		}
+		for _, other := range policies.Names() {
+			if other == pol {
+				continue
+			}
+			opts := map[string]string{"trace": "t.parquet", "policy": other, name: value[name]}
+			if strings.HasPrefix(name, "predict-") && name != "predict-recall" {
+				opts["predict-recall"] = "0.8"
+			}
+			_, err := FromOptions(opts)
+			if err == nil || !strings.Contains(err.Error(), "does not apply") {
+				t.Errorf("--policy %s --%s %s: %v, want it refused", other, name, value[name], err)
+			}
+		}
 	}
 }

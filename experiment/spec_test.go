@@ -165,11 +165,14 @@ func validSpecs(t *testing.T) map[string]Spec {
 
 	b := DefaultSpec()
 	b.Model, b.Trace = nil, Trace{Path: "t.parquet"}
-	p := DefaultPredictor()
-	b.Predictor = &p
 	b.Policy = Policy{Name: "pinned-hot", PinnedHot: &PinnedHot{PinFraction: 0.25}}
 	b.SpecFromTrace = true
-	return map[string]Spec{"synthetic-les-spec": a, "file-predictor-pinned": b}
+
+	c := DefaultSpec()
+	c.Model, c.Trace = nil, Trace{Path: "t.parquet"}
+	p := DefaultPredictor()
+	c.Predictor = &p // NB: les reads the stated predictor's scores
+	return map[string]Spec{"synthetic-les-spec": a, "file-pinned": b, "file-predictor-les": c}
 }
 
 func TestValidateRefusesNonFinite(t *testing.T) {

@@ -181,6 +181,12 @@ func (s *Spec) validatePredictor(ps *problems) {
 	if y := s.Trace.Synthetic; y != nil && y.LookaheadDepth > 0 {
 		ps.add("predictor", "does not apply: the synthetic trace carries its own lookahead scores (lookahead_recall %v); a stated predictor is for traces without them", y.LookaheadRecall)
 	}
+	// NB: judged only for a known policy, as validatePolicy's groups.
+	if pol := s.Policy.Name; policies.CheckName(pol) == nil && pol != "les" {
+		ps.add("predictor", "does not apply: policy %s reads no lookahead scores (only les does, when it prefetches)", pol)
+	} else if l := s.Policy.LES; pol == "les" && l != nil && l.NoPrefetch {
+		ps.add("predictor", "does not apply: les with no_prefetch reads no lookahead scores")
+	}
 	if !finite(p.Recall) || p.Recall <= 0 || p.Recall > 1 {
 		ps.add("predictor.recall", "must be a finite number in (0, 1] (got %v)", p.Recall)
 	}

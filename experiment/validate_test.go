@@ -21,6 +21,8 @@ func TestValidateSpecFiles(t *testing.T) {
 		{`{"trace":{"sha256":"abc"}}`, []string{"trace.sha256: applies only to a trace file"}},
 		{`{"trace":{"path":"t","sha256":"ABC"}}`, []string{"trace.sha256: must be 64 lowercase hex digits"}},
 		{`{"predictor":{"recall":0.8}}`, []string{"predictor: does not apply: the synthetic trace carries its own lookahead scores"}},
+		{`{"trace":{"path":"t.parquet"},"predictor":{"recall":0.8},"policy":{"name":"lru"}}`, []string{"predictor: does not apply: policy lru reads no lookahead scores"}},
+		{`{"trace":{"path":"t.parquet"},"predictor":{"recall":0.8},"policy":{"name":"les","les":{"no_prefetch":true}}}`, []string{"predictor: does not apply: les with no_prefetch reads no lookahead scores"}},
 		{`{"trace":{"synthetic":{"lookahead_depth":0}},"predictor":{"recall":0}}`, []string{"predictor.recall: must be a finite number in (0, 1]"}},
 		{`{"policy":{"name":"lru","les":{"top_n":4}}}`, []string{"policy.les: applies only to policy les (policy is lru)"}},
 		{`{"policy":{"name":"les","pinned_hot":{}}}`, []string{"policy.pinned_hot: applies only to policy pinned-hot"}},

@@ -172,6 +172,8 @@ func specOf(m map[string]any) (experiment.Spec, error) {
 // dropInapplicable removes the parameter groups of policies other than the
 // point's own: a grid crossing policy.name with policy.les.threshold gives
 // lru points no threshold (they then collapse to one point per cache size).
+// A stated predictor goes too where nothing reads its lookahead scores
+// (every policy but les, and les with no_prefetch).
 func dropInapplicable(m map[string]any) {
 	pol, ok := m["policy"].(map[string]any)
 	if !ok {
@@ -182,6 +184,10 @@ func dropInapplicable(m map[string]any) {
 		if name != owner {
 			delete(pol, group)
 		}
+	}
+	les, _ := pol["les"].(map[string]any)
+	if noPrefetch, _ := les["no_prefetch"].(bool); name != "les" || noPrefetch {
+		delete(m, "predictor")
 	}
 }
 

@@ -3,6 +3,8 @@ package sweep
 import (
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -306,5 +308,25 @@ axes:
   bad.yaml:9: a sweep file holds one YAML document; found another at line 9`
 	if err == nil || err.Error() != want {
 		t.Errorf("got:\n%v\nwant:\n%s", err, want)
+	}
+}
+
+// TestExpandDropsPredictorWhereUnread: a base's stated predictor is dropped
+// from the points whose policy reads no lookahead scores (experiment
+// refuses it there: it would change only the hash).
+func TestExpandDropsPredictorWhereUnread(t *testing.T) {
+	trace := filepath.Join(t.TempDir(), "t.parquet")
+	if err := os.WriteFile(trace, []byte("bytes to hash"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, pts := mustExpand(t, `base:
+  trace: {path: `+trace+`}
+  predictor: {recall: 0.8}
+  device: {name: iphone-17-pro-max}
+axes:
+  policy.name: [lru, les]
+`)
+	if len(pts) != 2 || pts[0].Spec.Predictor != nil || pts[1].Spec.Predictor == nil {
+		t.Fatalf("points: %+v", pts)
 	}
 }
