@@ -1,7 +1,10 @@
 package experiment
 
 import (
+	"fmt"
+	"maps"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,5 +81,43 @@ func TestContextCostNeedsAShapedModel(t *testing.T) {
 	_, err = in.Resolve(s)
 	if err == nil || !strings.Contains(err.Error(), "context_cost: model my-model states no layer mixers and is not a built-in model") {
 		t.Errorf("got %v", err)
+	}
+}
+
+// TestContextShorterThanTraceRefused: a stated context shorter than the
+// trace's longest sequence is refused before the run (the KV cache must hold
+// every position), for a synthetic trace, a trace file in memory and one
+// streamed (its footer's statistics); as long as the sequence, it runs.
+func TestContextShorterThanTraceRefused(t *testing.T) {
+	file := writeTrace(t, 12, 3, 1, nil) // positions 0 to 14
+	for _, tc := range []struct {
+		name   string
+		in     *Inputs
+		opts   map[string]string
+		longst int
+	}{
+		{"synthetic", &Inputs{}, map[string]string{"tokens": "20"}, 20},
+		{"synthetic context cost", &Inputs{}, map[string]string{"tokens": "20", "context-cost": "true"}, 20},
+		{"file", &Inputs{}, map[string]string{"trace": file, "policy": "lru"}, 15},
+		{"file streamed", &Inputs{StreamAbove: -1}, map[string]string{"trace": file, "policy": "lru", "cache": "2GiB"}, 15},
+	} {
+		for _, ctx := range []int{1, tc.longst - 1} {
+			opts := map[string]string{"context": strconv.Itoa(ctx)}
+			maps.Copy(opts, tc.opts)
+			s, err := FromOptions(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tc.in.Resolve(s)
+			want := fmt.Sprintf("context_tokens (--context) %d: the trace's longest sequence holds %d tokens", ctx, tc.longst)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%s, context %d: %v, want %q", tc.name, ctx, err, want)
+			}
+		}
+		opts := map[string]string{"context": strconv.Itoa(tc.longst)}
+		maps.Copy(opts, tc.opts)
+		if _, streamed := resolveRun(t, tc.in, opts); streamed != (tc.in.StreamAbove < 0) {
+			t.Errorf("%s: streamed %v", tc.name, streamed)
+		}
 	}
 }

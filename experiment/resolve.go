@@ -99,6 +99,9 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 			}
 		}
 	}
+	if err := checkContext(&r, sum); err != nil {
+		return nil, err
+	}
 	ctx := r.ContextTokens
 	if ctx == 0 && sum != nil {
 		ctx = sum.longest
@@ -398,6 +401,21 @@ func resolveAcceptance(sp *Speculative, p *Plan, passSizes *traces.PassSizes) er
 	sp.Accept = est.Accept
 	p.Warnings = append(p.Warnings, fmt.Sprintf("speculative acceptance %.4g estimated from the trace's %d recorded decode passes (%d drafts accepted, %d rejections) for blocks of %d",
 		est.Accept, est.Passes, est.Accepted, est.Rejections, sp.Block))
+	return nil
+}
+
+// checkContext refuses a stated context shorter than the trace's longest
+// sequence: the KV cache is sized for the context from the first token
+// (docs/model.md), so a shorter one cannot hold the positions the run
+// decodes, and the memory it charges would be too small. sum is nil when
+// the longest sequence is not known before the run (a streamed trace file
+// without position statistics): the engine then refuses the first step
+// past the context (sim.Config.ContextTokens).
+func checkContext(r *Spec, sum *traceSummary) error {
+	if c := r.ContextTokens; c > 0 && sum != nil && sum.longest > c {
+		return fmt.Errorf("context_tokens (--context) %d: the trace's longest sequence holds %d tokens (positions 0 to %d, prompt and decode): the KV cache must hold every position; raise it to at least %d, or omit it for the longest sequence",
+			c, sum.longest, sum.longest-1, sum.longest)
+	}
 	return nil
 }
 

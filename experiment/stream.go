@@ -148,7 +148,10 @@ func (in *Inputs) prepare(e *entry, r *Spec) (*firstPass, error) {
 	needAccept := r.Speculative != nil && r.Speculative.AcceptFromTrace
 	needRows := r.Prefill || needPasses || needFuture || needDrafts || needAccept
 	have := st.sum != nil && (!needPasses || st.sum.passes)
-	if r.ContextTokens == 0 && r.Cache.Size == "auto" && !have && !needRows {
+	// NB: a stated context needs the longest sequence too, to be checked
+	// against it; when the footer cannot tell, the engine checks it as it
+	// runs, so no pass is made for it alone.
+	if (r.ContextTokens > 0 || r.Cache.Size == "auto") && !have && !needRows {
 		rd, err := traces.OpenColumns(st.path, firstPassColumns)
 		if err != nil {
 			return nil, err
@@ -158,7 +161,7 @@ func (in *Inputs) prepare(e *entry, r *Spec) (*firstPass, error) {
 		if ok {
 			return &firstPass{sum: &traceSummary{longest: int(p) + 1}}, nil
 		}
-		needRows = true
+		needRows = r.ContextTokens == 0
 	}
 	haveDrafts := st.drafts != nil && (st.draftsLA || !draftsLA)
 	if (have || !needRows) && (!needFuture || st.future != nil) && (!needDrafts || haveDrafts) && (!needAccept || st.passSizes != nil) {

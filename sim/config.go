@@ -90,7 +90,8 @@ type Config struct {
 	// decode metrics never include them.
 	Prefill bool
 	// ContextTokens sizes the KV cache charged against the device's RAM; 0 means
-	// the longest sequence in the trace.
+	// the longest sequence in the trace. A step at a position past it is an
+	// error: the cache holds positions 0 to ContextTokens-1 only.
 	ContextTokens int
 	// MmapNeighbours (gguf-mmap only) lets the bytes a fault's read-around or
 	// read-ahead brings in beyond the faulting expert stay resident, so the

@@ -197,6 +197,9 @@ func (e *engine) run(w *window) error {
 			break
 		}
 		maxPos = max(maxPos, int(s.Pos)+1)
+		if c := e.cfg.ContextTokens; c > 0 && maxPos > c {
+			return fmt.Errorf("step %d (seq %d, pos %d): past the context of %d tokens (ContextTokens): the KV cache holds positions 0 to %d only", i, s.Seq, s.Pos, c, c-1)
+		}
 		if s.Phase == traces.Prefill {
 			j := i + 1
 			for {

@@ -291,3 +291,28 @@ func TestSpeculativePassesFromTrace(t *testing.T) {
 		t.Errorf("two tokens per verify pass (%.1f tok/s) should beat one (%.1f tok/s)", r.TokensPerSec, one.TokensPerSec)
 	}
 }
+
+// TestContextShorterThanPositionsRefused: the engine refuses the first step
+// past Config.ContextTokens (the KV cache holds no more positions), as it
+// reads a source that cannot tell its longest sequence beforehand; a
+// context as long as the run is accepted.
+func TestContextShorterThanPositionsRefused(t *testing.T) {
+	steps := randomSteps(tinyModel(), 30, 3)
+	pol, err := policies.New("lru", policies.DefaultParams(tinyModel()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(24 * mib)
+	cfg.ContextTokens = 10
+	_, err = sim.Run(cfg, steps, pol)
+	if want := "step 10 (seq 0, pos 10): past the context of 10 tokens"; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("context 10 on 30 positions: %v, want %q", err, want)
+	}
+	cfg.ContextTokens = 30
+	if pol, err = policies.New("lru", policies.DefaultParams(tinyModel())); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sim.Run(cfg, steps, pol); err != nil {
+		t.Errorf("context 30 on 30 positions: %v", err)
+	}
+}
