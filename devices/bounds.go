@@ -66,7 +66,15 @@ func (b Bound) check(v float64, text string) string {
 	if b.Contains(v) {
 		return ""
 	}
-	return fmt.Sprintf("%s is outside %s: %s", strings.TrimSpace(text), b.RangeText(), b.Reason)
+	t := strings.TrimSpace(text)
+	if v >= b.lo && v <= b.hi { // NB: false for NaN; ±Inf is beyond every bound
+		what := "a whole number"
+		if b.PowerOfTwo {
+			what = "a power of two"
+		}
+		return fmt.Sprintf("%s is not %s (want %s): %s", t, what, b.RangeText(), b.Reason)
+	}
+	return fmt.Sprintf("%s is outside %s: %s", t, b.RangeText(), b.Reason)
 }
 
 // transferRateField names the one bound on a value derived from a profile

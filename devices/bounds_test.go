@@ -201,8 +201,17 @@ func TestBoundsTable(t *testing.T) {
 // TestPageSizePowerOfTwo: a page size inside the range but not a power of two is refused.
 func TestPageSizePowerOfTwo(t *testing.T) {
 	_, err := ParseProfile(boundsProfile(map[string]string{"flash.page_size": "12 KiB"}), "bounds.yaml")
-	if err == nil || !strings.Contains(err.Error(), "flash.page_size: 12 KiB is outside [4 KiB, 2 MiB], a power of two") {
+	if err == nil || !strings.Contains(err.Error(), "flash.page_size: 12 KiB is not a power of two (want [4 KiB, 2 MiB], a power of two)") {
 		t.Errorf("12 KiB pages: %v", err)
+	}
+}
+
+// TestLanesWhole: a lane count inside the range but with a fraction is
+// refused as not whole, not as outside the range it is inside.
+func TestLanesWhole(t *testing.T) {
+	_, err := ParseProfile(boundsProfile(map[string]string{"flash.lanes": "4.5"}), "bounds.yaml")
+	if err == nil || !strings.Contains(err.Error(), "flash.lanes: 4.5 is not a whole number (want [1, 1024] reads, whole)") || strings.Contains(err.Error(), "outside") {
+		t.Errorf("4.5 lanes: %v", err)
 	}
 }
 
