@@ -249,6 +249,10 @@ func (in *Inputs) resolveTrace(r *Spec, p *Plan) (*entry, error) {
 		if d := e.tr.Meta.LookaheadDepth; d > 0 {
 			return nil, fmt.Errorf("predictor: does not apply: trace %s already carries lookahead scores (depth %d); a stated predictor is for traces without them", p.TraceLabel, d)
 		}
+		// NB: before traces.Predict checks it, in the words live uses.
+		if err := policies.CheckDepthReach(q.Depth, len(e.tr.Meta.Model.Layers)); err != nil {
+			return nil, fmt.Errorf("predictor (--depth): %w", err)
+		}
 		base := e.tr
 		check := func() error {
 			// The predicted copy: every step again, with full score vectors.

@@ -313,3 +313,19 @@ func maxPos(steps []traces.Step) int {
 	}
 	return n
 }
+
+// TestPredictorDepthBeyondModel: a stated predictor deeper than the model's
+// layers allow is refused saying how far lookahead can reach.
+func TestPredictorDepthBeyondModel(t *testing.T) {
+	path := writeTrace(t, 4, 0, 0, nil)
+	s, err := FromOptions(map[string]string{"trace": path, "predict-recall": "0.8", "depth": "40"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var in Inputs
+	_, err = in.Resolve(s)
+	want := "predictor (--depth): depth 40: the model has 40 MoE layers, so lookahead reaches at most 39 layer(s) ahead"
+	if err == nil || err.Error() != want {
+		t.Errorf("got %v, want %q", err, want)
+	}
+}
