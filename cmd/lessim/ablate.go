@@ -64,7 +64,7 @@ drafter) are assumed, not measured.`,
   lessim ablate --cache 3GiB --plot ablation
   lessim ablate --cache 3GiB --leave-one-out
   lessim ablate --cache 3GiB --out results/ && lessim report results/ --out report/`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return ablate(cmd, &f) },
 	}
 	fl := cmd.Flags()

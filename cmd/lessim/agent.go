@@ -52,7 +52,7 @@ llama.cpp build) the engine is the live engine: a run decodes the model with
 the spec's policy and cache and streams each token's measurement.`,
 		Example: `  lessim agent --listen 127.0.0.1:7070 --model qwen3-30b-a3b
   lessim agent check tcp://127.0.0.1:7070 --token 0123…`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return serveAgent(cmd, &f) },
 	}
 	fl := cmd.Flags()
@@ -177,7 +177,7 @@ against the result. It prints PASS, FAIL or SKIP per check and fails if any
 check fails.`,
 		Example: `  lessim agent check tcp://127.0.0.1:7070 --token 0123… --model qwen3-30b-a3b
   lessim agent check usb://00008130-001A2B3C4D5E6F70:7070 --token 0123… --spec run.json --calibrate`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error { return checkAgent(cmd, args[0], &f) },
 	}
 	fl := cmd.Flags()

@@ -45,7 +45,7 @@ its own device; the profile it returns is checked and written to --out. --lanes,
 		Example: `  lessim calibrate --model tiny.gguf --out host.yaml
   lessim calibrate --target tcp://127.0.0.1:7070 --token 0123… --out remote.yaml
   lessim calibrate --from-run qwen.metrics.csv --trace qwen.parquet --device ufs4-phone-12gb --out my-phone.yaml`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if f.out == "" {
 				return errors.New("calibrate needs --out (the profile to write)")

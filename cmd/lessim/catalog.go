@@ -16,7 +16,7 @@ import (
 func newDevicesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "devices", Short: "List and show device profiles"}
 	cmd.AddCommand(&cobra.Command{
-		Use: "list", Short: "List the embedded device profiles", Args: cobra.NoArgs,
+		Use: "list", Short: "List the embedded device profiles", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tRAM\tFLASH LANES\tASSUMED VALUES\tDESCRIPTION")
@@ -36,7 +36,7 @@ func newDevicesCmd() *cobra.Command {
 	})
 	var asYAML bool
 	show := &cobra.Command{
-		Use: "show NAME|FILE.yaml", Short: "Show a profile's values with their sources", Args: cobra.ExactArgs(1),
+		Use: "show NAME|FILE.yaml", Short: "Show a profile's values with their sources", Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var p *devices.Profile
 			var err error
@@ -68,7 +68,7 @@ func newDevicesCmd() *cobra.Command {
 func newModelsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "models", Short: "List and show built-in model specs"}
 	cmd.AddCommand(&cobra.Command{
-		Use: "list", Short: "List the built-in model specs and their quant variants", Args: cobra.NoArgs,
+		Use: "list", Short: "List the built-in model specs and their quant variants", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tVARIANT\tARCH\tLAYERS\tEXPERTS\tTOP-K\tEXPERT BYTES\tALL EXPERTS\tRESIDENT")
@@ -87,7 +87,7 @@ func newModelsCmd() *cobra.Command {
 	})
 	var variant, format string
 	show := &cobra.Command{
-		Use: "show NAME", Short: "Show a model spec: shape, quant types, bytes per expert per layer", Args: cobra.ExactArgs(1),
+		Use: "show NAME", Short: "Show a model spec: shape, quant types, bytes per expert per layer", Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
@@ -142,7 +142,7 @@ func expertBytesRange(m *devices.ModelSpec) string {
 func newPoliciesCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "policies", Short: "List the expert-scheduling policies"}
 	cmd.AddCommand(&cobra.Command{
-		Use: "list", Short: "List the policies", Args: cobra.NoArgs,
+		Use: "list", Short: "List the policies", Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
 			fmt.Fprintln(tw, "NAME\tDESCRIPTION")

@@ -23,7 +23,7 @@ func newDevicesUSBCmd() *cobra.Command {
 the devices attached over USB or the network. Use a UDID in a target:
 usb://UDID:7070. With --watch it then prints attach and detach events for
 that long.`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

@@ -111,7 +111,7 @@ func newLiveCmd() *cobra.Command {
 		Short:   "Run a policy against the real llama.cpp engine (here or on a device agent) and measure it",
 		Long:    liveLong,
 		Example: liveExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := checkFormat(f.format); err != nil {
 				return err

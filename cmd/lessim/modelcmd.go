@@ -29,7 +29,7 @@ func newModelSynthCmd() *cobra.Command {
 byte-level tokenizer. Its routers are correlated across layers by --router-correlation,
 so next-layer lookahead has signal as in trained models.`,
 		Example: "  lessim model synth --arch qwen3moe --layers 16 --experts 64 --top-k 8 --hidden 1024 --expert-ffn 512 --quant q8_0 --router-correlation 0.7 --seed 1 --out tiny.gguf",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return fmt.Errorf("--out is required")
@@ -118,7 +118,7 @@ func newModelInspectCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "inspect MODEL.gguf",
 		Short: "Show a GGUF's header, tensors, quant types and every expert's byte ranges",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err

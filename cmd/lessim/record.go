@@ -32,7 +32,7 @@ and lookahead scores (router of layer l+d applied to layer l's router input). Wi
 numbers). Prompt files hold prompts separated by blank lines; # starts a comment.`,
 		Example: `  lessim record --model tiny.gguf --prompts prompts.txt --tokens 128 --out tiny.parquet
   lessim record --model any-moe.gguf --prompt "Describe this receipt" --tokens 64 --lookahead-depth 2 --router-inputs --out t.parquet`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := errors.Join(refuseBlank(cmd, "prompt", "the text to prefill", "the built-in prompt set"),
 				refuseBlank(cmd, "prompts", "a prompts file", "the built-in prompt set"), checkThreads(o.Threads)); err != nil {

@@ -32,7 +32,7 @@ vary, tokens/s, hit rate, p50/p99 latency, stall, flash MiB per token, cache, er
 to stdout instead; with --out as well it does both.`,
 		Example: `  lessim report results/ --out report/
   lessim report results/ --table`,
-		Args: cobra.ExactArgs(1),
+		Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t, err := reports.ReadResults(args[0])
 			if err != nil {

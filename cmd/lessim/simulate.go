@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
@@ -47,7 +48,7 @@ oracle, belady, pinned-hot and speculative decoding make over it; --quiet: none)
 		Example: `  lessim simulate --model minicpm-v-4.7-35b-a3b --device iphone-18-pro-max --policy les --cache 3GiB
   lessim simulate --trace my.parquet --device ipad-pro-m4 --policy lru --cache 40% --format json > run.json
   lessim simulate --spec run.json --format json`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return simulate(cmd, &f) },
 	}
 	fl := cmd.Flags()
@@ -182,10 +183,22 @@ func simulateSpec(cmd *cobra.Command, file string) (experiment.Spec, error) {
 			names = append(names, "--"+n)
 		}
 		slices.Sort(names)
-		return experiment.Spec{}, fmt.Errorf("--spec holds the whole experiment, so %s cannot be given with it (edit the spec instead); only --format and --plot may be", strings.Join(names, ", "))
+		return experiment.Spec{}, fmt.Errorf("--spec holds the whole experiment, so %s cannot be given with it (edit the spec instead); only %s may be", strings.Join(names, ", "), strings.Join(withSpecFlags(cmd), ", "))
 	}
 	s, _, err := readSpecFile(cmd, file, false)
 	return s, err
+}
+
+// withSpecFlags are the flags simulate takes beside --spec: every flag that
+// is not an experiment option (the only ones the check above refuses).
+func withSpecFlags(cmd *cobra.Command) []string {
+	var names []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		if experiment.LookupOption(f.Name) == nil && f.Name != "spec" && f.Name != "help" {
+			names = append(names, "--"+f.Name)
+		}
+	})
+	return names
 }
 
 // readSpecFile reads an experiment spec from file (- = stdin): a result's

@@ -107,7 +107,7 @@ func TestSimulateSpecRefusesOtherOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := runCLI(t, dir, "simulate", "--spec", "s.json", "--cache", "3GiB", "--policy", "lru", "--format", "json")
-	want := "lessim: --spec holds the whole experiment, so --cache, --policy cannot be given with it (edit the spec instead); only --format and --plot may be\n"
+	want := "lessim: --spec holds the whole experiment, so --cache, --policy cannot be given with it (edit the spec instead); only --format, --plot, --quiet may be\n"
 	if got != want {
 		t.Errorf("got %q", got)
 	}

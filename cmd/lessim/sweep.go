@@ -47,7 +47,7 @@ point. See docs/sweeps.md.`,
 		Example: `  lessim sweep --config sweep.yaml --out results/
   lessim sweep --config sweep.yaml --out results/ --shard 3/16
   JOB_COMPLETION_INDEX=3 lessim sweep --config sweep.yaml --out results/ --shards 16`,
-		Args: cobra.NoArgs,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runSweep(cmd, &f) },
 	}
 	fl := cmd.Flags()

@@ -31,7 +31,7 @@ func newTraceSynthCmd() *cobra.Command {
 grows with depth, next-token reuse and next-layer lookahead scores of a chosen recall.
 Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 		Example: "  lessim trace synth --model minicpm-v-4.7-35b-a3b --tokens 2000 --seed 7 --out synth.parquet",
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if out == "" {
 				return fmt.Errorf("--out is required")
@@ -130,7 +130,7 @@ func newTraceStatsCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "stats TRACE.parquet",
 		Short: "Measure a trace: popularity, reuse, lookahead recall, hit rate",
-		Args:  cobra.ExactArgs(1),
+		Args:  oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
@@ -190,7 +190,7 @@ model must agree with the trace on architecture, layers, experts and every layer
 expert and dense bytes, and the trace's top-k is kept.`,
 		Example: "  lessim trace import --format bmoe-route-csv qwen.route.csv --out qwen.parquet\n" +
 			"  lessim trace import qwen.route.csv --model qwen3-30b-a3b --out qwen-spec.parquet",
-		Args: cobra.ExactArgs(1),
+		Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "bmoe-route-csv" {
 				return fmt.Errorf("unknown import format %q (valid: %s)", format, strings.Join(importFormats, ", "))

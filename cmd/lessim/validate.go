@@ -53,7 +53,7 @@ func newValidateCmd() *cobra.Command {
 		Short:   "Check the simulator's predictions against live runs of the real engine (here or on a device agent)",
 		Long:    validateLong,
 		Example: validateExample,
-		Args:    cobra.NoArgs,
+		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			var err error
 			if o.Policies, o.Caches, o.Fit, err = validateLists(pols, caches, fitPts); err != nil {
