@@ -187,7 +187,7 @@ func TestModelSynthBadOptionsKeepFile(t *testing.T) {
 		{"--quant", "q9", `quant "q9" is not supported`},
 		{"--arch", "llama", `arch "llama" is not supported`},
 		{"--router-correlation", "1.5", "router-correlation 1.5"},
-		{"--router-correlation", "NaN", "router-correlation NaN"},
+		{"--router-correlation", "NaN", `"NaN" for "--router-correlation" flag: "NaN" is not a finite number`},
 		{"--attention-scale", "0", "attention-scale 0"},
 		{"--attention-sharing", "-1", "attention-sharing -1"},
 		{"--preset", "fast", `unknown preset "fast"`},
