@@ -21,12 +21,6 @@ func floatVar(fl *pflag.FlagSet, p *float64, name string, value float64, usage s
 	fl.Var((*floatFlag)(p), name, usage)
 }
 
-// float32Var defines a float32 flag that must be finite.
-func float32Var(fl *pflag.FlagSet, p *float32, name string, value float32, usage string) {
-	*p = value
-	fl.Var((*float32Flag)(p), name, usage)
-}
-
 // intVar defines an int flag.
 func intVar(fl *pflag.FlagSet, p *int, name string, value int, usage string) {
 	*p = value
@@ -50,18 +44,6 @@ func (f *floatFlag) Set(s string) error {
 }
 func (f *floatFlag) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 64) }
 func (f *floatFlag) Type() string   { return "float64" }
-
-type float32Flag float32
-
-func (f *float32Flag) Set(s string) error {
-	v, err := numtext.Float(s, 32)
-	if err == nil {
-		*f = float32Flag(v)
-	}
-	return err
-}
-func (f *float32Flag) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 32) }
-func (f *float32Flag) Type() string   { return "float32" }
 
 type intFlag int
 
