@@ -58,6 +58,7 @@ type Inputs struct {
 
 	mu      sync.Mutex
 	entries map[string]*entry
+	checked map[any]error // CheckInputs' answers by device, model or trace file
 }
 
 // entry is one trace as loaded or generated, with its candidate indexes,

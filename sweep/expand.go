@@ -1,17 +1,15 @@
 package sweep
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
-	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/traces"
 )
 
 // Point is one spec of an expanded grid.
@@ -39,55 +37,27 @@ const MaxPoints = 1_000_000
 // Expand lists the grid's points in a stable order: the product of the axes'
 // values, the first axis varying slowest. A point whose spec equals an
 // earlier point's (the same hash, e.g. a les threshold swept for a policy
-// that has none) is kept once, at its first position. Every invalid point is
-// reported (up to a cap) with the lines of the values that formed it.
+// that has none) is kept once, at its first position. Every point is
+// checked whole before anything runs: the spec (Validate) and the inputs it
+// names (experiment.Inputs.CheckInputs: device names and files, models,
+// trace files, each read once), the same code a run resolves them with.
+// Every problem of an invalid point is reported (up to a cap), each once for
+// all the points it fails, with the line of the value that gives it.
 func (g *Grid) Expand() ([]Point, error) {
 	n, err := g.size()
 	if err != nil {
 		return nil, err
 	}
-	probs := &Problems{Name: g.Name}
+	in := &experiment.Inputs{}
 	digests := map[string]string{}
 	var points []Point
 	seen := map[string]bool{}
-	// Invalid points are grouped by their error: a mistake in the base
-	// fails every point the same way and is reported once.
-	type badGroup struct {
-		line  int
-		first string
-		n     int
-	}
-	var badOrder []string
-	bad := map[string]*badGroup{}
+	bad := newBadPoints(g, in)
 	idx := make([]int, len(g.Axes))
 	for range n {
-		m := deepCopy(g.base).(map[string]any)
-		vals := make([]any, len(g.Axes))
-		for a, ax := range g.Axes {
-			vals[a] = ax.Values[idx[a]]
-			setPath(m, ax.Field, deepCopy(vals[a]))
-		}
-		dropInapplicable(m)
-		for a, ax := range g.Axes {
-			if !hasPath(m, ax.Field) {
-				vals[a] = nil // dropped: the value does not apply to this point
-			}
-		}
-		s, err := specOf(m)
-		if err == nil {
-			err = pinTrace(&s, digests)
-		}
-		if err == nil {
-			err = s.Validate()
-		}
-		if err != nil {
-			msg := oneLine(err)
-			if b, ok := bad[msg]; ok {
-				b.n++
-			} else {
-				bad[msg] = &badGroup{line: g.Axes[len(idx)-1].ValueLines[idx[len(idx)-1]], first: g.describe(idx), n: 1}
-				badOrder = append(badOrder, msg)
-			}
+		s, vals, errs := g.point(idx, in, digests)
+		if errs != nil {
+			bad.add(idx, errs)
 		} else if id := s.Hash(); !seen[id] {
 			seen[id] = true
 			points = append(points, Point{Index: len(points), ID: id, Spec: s, Values: vals})
@@ -99,22 +69,147 @@ func (g *Grid) Expand() ([]Point, error) {
 			idx[a] = 0
 		}
 	}
-	for k, msg := range badOrder {
-		b := bad[msg]
-		switch {
-		case k == maxPointProblems:
-			probs.add(0, "%d more kinds of invalid points", len(badOrder)-maxPointProblems)
-		case k > maxPointProblems:
-		case b.n == 1:
-			probs.add(b.line, "point %s: %s", b.first, msg)
-		default:
-			probs.add(b.line, "%d points, e.g. %s: %s", b.n, b.first, msg)
-		}
-	}
-	if err := probs.err(); err != nil {
+	if err := bad.err(); err != nil {
 		return nil, err
 	}
 	return points, nil
+}
+
+// point builds and checks the spec at grid position idx, with each axis's
+// value (nil where it does not apply). in keeps the inputs already checked
+// and digests the trace files already hashed. The problems of an invalid
+// point are listed one by one.
+func (g *Grid) point(idx []int, in *experiment.Inputs, digests map[string]string) (experiment.Spec, []any, []error) {
+	m := deepCopy(g.base).(map[string]any)
+	vals := make([]any, len(g.Axes))
+	for a, ax := range g.Axes {
+		vals[a] = ax.Values[idx[a]]
+		setPath(m, ax.Field, deepCopy(vals[a]))
+	}
+	dropInapplicable(m)
+	for a, ax := range g.Axes {
+		if !hasPath(m, ax.Field) {
+			vals[a] = nil // dropped: the value does not apply to this point
+		}
+	}
+	s, errs := checkSpec(m, in)
+	if errs == nil {
+		if err := pinTrace(&s, digests); err != nil {
+			errs = []error{err}
+		}
+	}
+	return s, vals, errs
+}
+
+// checkSpec decodes a point's spec and lists its problems: those Validate
+// finds and those of the inputs it names (CheckInputs).
+func checkSpec(m map[string]any, in *experiment.Inputs) (experiment.Spec, []error) {
+	s, err := specOf(m)
+	if err != nil {
+		return s, []error{err}
+	}
+	errs := append(split(s.Validate()), split(in.CheckInputs(s))...)
+	return s, errs
+}
+
+// split lists the errors an errors.Join holds (one level: a problem that is
+// itself several, such as a device file's, stays one), or err alone.
+func split(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	if err == nil {
+		return nil
+	}
+	return []error{err}
+}
+
+// badPoints groups the problems of invalid points: each distinct problem
+// is reported once, with how many points have it, the first of them, and
+// the line of what gives it (a mistake in the base fails every point the
+// same way and is one problem, at the base's line).
+type badPoints struct {
+	g     *Grid
+	in    *experiment.Inputs
+	order []string
+	byMsg map[string]*badGroup
+	base  map[string]bool // the base's own problems, found on first use
+}
+
+// badGroup is the points that share one problem.
+type badGroup struct {
+	first []int   // the first point's grid position
+	n     int     // points with the problem
+	vals  [][]int // per axis, the value indices of those points (up to two distinct)
+}
+
+func newBadPoints(g *Grid, in *experiment.Inputs) *badPoints {
+	return &badPoints{g: g, in: in, byMsg: map[string]*badGroup{}}
+}
+
+// add records the problems of the point at idx.
+func (b *badPoints) add(idx []int, errs []error) {
+	for _, err := range errs {
+		msg := oneLine(err)
+		grp, ok := b.byMsg[msg]
+		if !ok {
+			grp = &badGroup{first: slices.Clone(idx), vals: make([][]int, len(idx))}
+			b.byMsg[msg] = grp
+			b.order = append(b.order, msg)
+		}
+		grp.n++
+		for a, v := range idx {
+			if len(grp.vals[a]) < 2 && !slices.Contains(grp.vals[a], v) {
+				grp.vals[a] = append(grp.vals[a], v)
+			}
+		}
+	}
+}
+
+// err lists the problems, or is nil when every point is valid.
+func (b *badPoints) err() error {
+	probs := &Problems{Name: b.g.Name}
+	for k, msg := range b.order {
+		grp := b.byMsg[msg]
+		switch {
+		case k == maxPointProblems:
+			probs.add(0, "%d more kinds of invalid points", len(b.order)-maxPointProblems)
+		case k > maxPointProblems:
+		case grp.n == 1:
+			probs.add(b.line(msg, grp), "point %s: %s", b.g.describe(grp.first), msg)
+		default:
+			probs.add(b.line(msg, grp), "%d points, e.g. %s: %s", grp.n, b.g.describe(grp.first), msg)
+		}
+	}
+	return probs.err()
+}
+
+// line is the line to report a problem at: the base's when the base alone
+// (no axis values) has it; else the value of the first axis that gives all
+// the points with the problem one value while other values do not give it
+// (an axis of one value last); else the first point's last value.
+func (b *badPoints) line(msg string, grp *badGroup) int {
+	if b.base == nil {
+		b.base = map[string]bool{}
+		m := deepCopy(b.g.base).(map[string]any)
+		dropInapplicable(m)
+		_, errs := checkSpec(m, b.in)
+		for _, err := range errs {
+			b.base[oneLine(err)] = true
+		}
+	}
+	if b.base[msg] && b.g.baseLine > 0 {
+		return b.g.baseLine
+	}
+	for _, many := range []bool{true, false} {
+		for a, ax := range b.g.Axes {
+			if (len(ax.Values) > 1) == many && len(grp.vals[a]) == 1 {
+				return ax.ValueLines[grp.vals[a][0]]
+			}
+		}
+	}
+	last := len(grp.first) - 1
+	return b.g.Axes[last].ValueLines[grp.first[last]]
 }
 
 // size is the number of points of the grid before duplicates are dropped:
@@ -200,17 +295,10 @@ func pinTrace(s *experiment.Spec, digests map[string]string) error {
 	}
 	d, ok := digests[p]
 	if !ok {
-		f, err := os.Open(p)
-		if err != nil {
+		var err error
+		if d, err = traces.FileSHA256(p); err != nil { // NB: the digest Resolve takes
 			return fmt.Errorf("trace: %w", err)
 		}
-		h := sha256.New()
-		_, err = io.Copy(h, f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("trace %s: %w", p, err)
-		}
-		d = hex.EncodeToString(h.Sum(nil))
 		digests[p] = d
 	}
 	s.Trace.SHA256 = d

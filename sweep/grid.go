@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -25,8 +26,10 @@ import (
 type Grid struct {
 	// Name is the sweep file's name, used in messages.
 	Name string
-	// base is the base spec in its JSON shape (nested maps).
-	base map[string]any
+	// base is the base spec in its JSON shape (nested maps); baseLine its
+	// line in the sweep file (0 when absent).
+	base     map[string]any
+	baseLine int
 	// Axes are in file order; the first varies slowest.
 	Axes []Axis
 }
@@ -136,7 +139,7 @@ func ParseGrid(data []byte, name string) (*Grid, error) {
 		k, v := root.Content[i], root.Content[i+1]
 		switch k.Value {
 		case "base":
-			baseNode = v
+			baseNode, g.baseLine = v, k.Line
 		case "axes":
 			axesNode = v
 		default:
@@ -159,11 +162,11 @@ func ParseGrid(data []byte, name string) (*Grid, error) {
 		probs.add(root.Line, "no axes: a sweep needs at least one axis (for a single run use lessim simulate)")
 		return nil, probs.err()
 	}
-	axes, axesOK := parseAxes(probs, axesNode)
+	axes, usable := parseAxes(probs, axesNode)
 	g.Axes = axes
 	if len(probs.List) > 0 {
-		if baseOK && axesOK {
-			g.addPointProblems(probs)
+		if baseOK {
+			(&Grid{Name: name, base: g.base, baseLine: g.baseLine, Axes: usable}).addPointProblems(probs)
 		}
 		return nil, probs.err()
 	}
@@ -175,8 +178,9 @@ func ParseGrid(data []byte, name string) (*Grid, error) {
 
 // addPointProblems adds to probs the problems of the points the grid's
 // valid values form (Expand's), so that one report lists a malformed value
-// and an out-of-range one alike. The values already refused are left out
-// of the grid; an axis left without values leaves nothing to check.
+// and an out-of-range one alike. g holds only the usable axes (parseAxes)
+// with their valid values: the values and axes already refused are left out
+// of its points.
 func (g *Grid) addPointProblems(probs *Problems) {
 	if _, err := g.size(); err != nil {
 		return
@@ -188,14 +192,14 @@ func (g *Grid) addPointProblems(probs *Problems) {
 }
 
 // parseAxes reads the axes mapping, checking each path and value. Only the
-// values that fit their field are kept; ok reports whether every axis is
-// a known field with a list of values (then its points can be checked).
-func parseAxes(probs *Problems, n *yaml.Node) (axes []Axis, ok bool) {
+// values that fit their field are kept. usable are the axes whose points
+// can still be checked when the file has problems: known fields, not
+// overlapping an earlier axis, with a list holding at least one valid value.
+func parseAxes(probs *Problems, n *yaml.Node) (axes, usable []Axis) {
 	if n.Kind != yaml.MappingNode {
 		probs.add(n.Line, "axes: a mapping of spec field paths to lists of values")
-		return nil, false
+		return nil, nil
 	}
-	ok = true
 	if len(n.Content) == 0 {
 		probs.add(n.Line, "axes: empty grid: no axis has values")
 	}
@@ -203,6 +207,7 @@ func parseAxes(probs *Problems, n *yaml.Node) (axes []Axis, ok bool) {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		ax := Axis{Field: k.Value, Line: k.Line}
+		ok := true
 		t, err := fieldType(ax.Field)
 		if err != nil {
 			probs.add(k.Line, "axes: %v", err)
@@ -210,7 +215,8 @@ func parseAxes(probs *Problems, n *yaml.Node) (axes []Axis, ok bool) {
 		}
 		// NB: an axis written twice is a duplicate key, reported by yamlin.Parse.
 		seen[ax.Field] = k.Line
-		for f, line := range seen {
+		for _, f := range slices.Sorted(maps.Keys(seen)) { // NB: sorted: one order of messages
+			line := seen[f]
 			if f != ax.Field && (strings.HasPrefix(f, ax.Field+".") || strings.HasPrefix(ax.Field, f+".")) {
 				probs.add(k.Line, "axes: %s overlaps the axis %s on line %d", ax.Field, f, line)
 				ok = false
@@ -237,8 +243,11 @@ func parseAxes(probs *Problems, n *yaml.Node) (axes []Axis, ok bool) {
 			ax.ValueLines = append(ax.ValueLines, e.Line)
 		}
 		axes = append(axes, ax)
+		if ok && len(ax.Values) > 0 {
+			usable = append(usable, ax)
+		}
 	}
-	return axes, ok
+	return axes, usable
 }
 
 func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
