@@ -1,11 +1,16 @@
 package sweep
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/lessim/lessim/experiment"
 )
 
 // expandErr parses and expands src and returns the problems, failing the
@@ -107,4 +112,35 @@ axes:
 		`s.yaml:8: trace.synthetic.tokens: .nan is not a finite number`,
 		`s.yaml:8: trace.synthetic.tokens: 1.5 is a number, want an integer`,
 		`s.yaml:8: 2 points, e.g. policy.name="lru" (line 5), trace.synthetic.tokens=-1 (line 8): trace.synthetic: tokens (-1)`)
+}
+
+// TestFailedPointsListedInOrder: the errors a Summary keeps are those of
+// the failed points of lowest index, in index order, even when a later
+// point finishes first (here point 0 waits until every other point ran).
+func TestFailedPointsListedInOrder(t *testing.T) {
+	src := `base:
+  trace: {synthetic: {tokens: 20}}
+axes:
+  cache.size: [1GiB, 2GiB, 3GiB, 4GiB, 5GiB, 6GiB, 7GiB]
+`
+	others := make(chan struct{})
+	var mu sync.Mutex
+	left := 6
+	run := func(_ context.Context, _ *experiment.Inputs, s experiment.Spec) (*experiment.Outcome, error) {
+		if s.Cache.Size == "1GiB" {
+			<-others
+		} else {
+			mu.Lock()
+			if left--; left == 0 {
+				close(others)
+			}
+			mu.Unlock()
+		}
+		return nil, fmt.Errorf("no run of %s", s.Cache.Size)
+	}
+	sum := runGrid(t, src, t.TempDir(), Options{Workers: 2, Run: run})
+	want := []string{"point 0: no run of 1GiB", "point 1: no run of 2GiB", "point 2: no run of 3GiB", "point 3: no run of 4GiB", "point 4: no run of 5GiB"}
+	if sum.Failed != 7 || !slices.Equal(sum.Errors, want) {
+		t.Errorf("failed %d, errors %q, want 7 and %q", sum.Failed, sum.Errors, want)
+	}
 }

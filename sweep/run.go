@@ -103,14 +103,28 @@ type Summary struct {
 	// the folder: they are not run again (a failure is deterministic).
 	FailedBefore int
 	Parts        []string // part files written now
-	Errors       []string // the first few point errors, "point N: error"
+	// Errors are the errors of the failed points of lowest index, at most
+	// maxErrors, in index order ("point N: error"), whatever order the
+	// points finished in.
+	Errors   []string
+	errIndex []int // Errors' point indices
 }
 
-// failed counts a failed point and keeps its error if there is room.
+// maxErrors is how many point errors a Summary keeps.
+const maxErrors = 5
+
+// failed counts a failed point and keeps its error when it is among the
+// maxErrors of lowest index.
 func (s *Summary) failed(index int, msg string) {
 	s.Failed++
-	if len(s.Errors) < 5 {
-		s.Errors = append(s.Errors, fmt.Sprintf("point %d: %s", index, msg))
+	at, _ := slices.BinarySearch(s.errIndex, index)
+	if at == maxErrors {
+		return
+	}
+	s.errIndex = slices.Insert(s.errIndex, at, index)
+	s.Errors = slices.Insert(s.Errors, at, fmt.Sprintf("point %d: %s", index, msg))
+	if len(s.Errors) > maxErrors {
+		s.errIndex, s.Errors = s.errIndex[:maxErrors], s.Errors[:maxErrors]
 	}
 }
 
