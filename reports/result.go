@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/sim"
 )
 
@@ -27,7 +28,7 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 	if r.Tokens > 0 {
 		mean = r.TimeNS / r.Tokens
 	}
-	fmt.Fprintf(tw, "throughput\t%.2f tok/s\t(%s per token mean, %d tokens in %d passes)\n", r.TokensPerSec, ms(mean), r.Tokens, r.Passes)
+	fmt.Fprintf(tw, "throughput\t%.2f tok/s\t(%s per token mean, %s in %s)\n", r.TokensPerSec, ms(mean), plural.Count(int(r.Tokens), "token"), plural.CountAs(int(r.Passes), "pass", "passes"))
 	fmt.Fprintf(tw, "latency\tp50 %s\tp90 %s  p99 %s  max %s\n", ms(r.LatencyP50NS), ms(r.LatencyP90NS), ms(r.LatencyP99NS), ms(r.LatencyMaxNS))
 	// NB: a measured run's unmeasured fields are zero; they read as such.
 	na := func(field, v string) string {
@@ -72,7 +73,7 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 			r.PrefetchRecall, r.PrefetchPrecision, r.PrefetchLoads, sim.FormatBytes(r.PrefetchBytes), r.PrefetchUseful, sim.FormatBytes(int64(wasted)))
 	}
 	if r.PrefillTokens > 0 {
-		fmt.Fprintf(tw, "prefill\t%d tokens\tin %s (not in decode metrics)\n", r.PrefillTokens, secs(r.PrefillNS))
+		fmt.Fprintf(tw, "prefill\t%s\tin %s (not in decode metrics)\n", plural.Count(int(r.PrefillTokens), "token"), secs(r.PrefillNS))
 	}
 	if err := tw.Flush(); err != nil {
 		return err

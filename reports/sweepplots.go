@@ -14,6 +14,8 @@ import (
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/lessim/lessim/internal/plural"
 )
 
 // figure is one drawn plot, or why it was not drawn.
@@ -302,7 +304,7 @@ func (d *sweepData) latencyCDF() figure {
 	if fromSeries == drawn {
 		src = "from each run's per-pass series (time per emitted token)"
 	} else if fromSeries > 0 {
-		src = fmt.Sprintf("from per-pass series for %d runs, from the percentile columns (p50, p90, p99, max) for the others", fromSeries)
+		src = fmt.Sprintf("from per-pass series for %s, from the percentile columns (p50, p90, p99, max) for the others", plural.Count(fromSeries, "run"))
 	}
 	at := ""
 	if cache > 0 {

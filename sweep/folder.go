@@ -17,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/pqsafe"
 )
 
@@ -177,12 +178,12 @@ func checkManifest(dir string, have, want *Manifest) error {
 			dir, have.FormatVersion, have.LessimVersion, want.FormatVersion)
 	}
 	if have.SweepID != want.SweepID {
-		return fmt.Errorf("results folder %s holds another sweep (%s, %d points, id %s); %s expands to %d points, id %s: use a new --out folder",
-			dir, have.Grid, have.Points, have.SweepID, want.Grid, want.Points, want.SweepID)
+		return fmt.Errorf("results folder %s holds another sweep (%s, %s, id %s); %s expands to %s, id %s: use a new --out folder",
+			dir, have.Grid, plural.Count(have.Points, "point"), have.SweepID, want.Grid, plural.Count(want.Points, "point"), want.SweepID)
 	}
 	if have.Points != want.Points {
-		return fmt.Errorf("%s: says sweep %s has %d points; it has %d (was the manifest edited?): use a new --out folder",
-			filepath.Join(dir, ManifestFile), have.SweepID, have.Points, want.Points)
+		return fmt.Errorf("%s: says sweep %s has %s; it has %d (was the manifest edited?): use a new --out folder",
+			filepath.Join(dir, ManifestFile), have.SweepID, plural.Count(have.Points, "point"), want.Points)
 	}
 	return nil
 }

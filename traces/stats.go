@@ -37,6 +37,8 @@ import (
 	"slices"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/lessim/lessim/internal/plural"
 )
 
 // StatsOptions tune ComputeStats. Zero values take the defaults.
@@ -554,7 +556,7 @@ func (s *Stats) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	p := func(format string, a ...any) { fmt.Fprintf(tw, format, a...) }
 	p("trace\t%s\tmodel %s: %d layers × %d experts, top-%d\n", s.Origin, s.Model, s.Layers, s.Experts, s.TopK)
-	p("tokens\t%d\tprefill %d, decode %d; %d passes, %d sequences\n", s.Tokens, s.PrefillTokens, s.DecodeTokens, s.Passes, s.Sequences)
+	p("tokens\t%d\tprefill %d, decode %d; %s, %s\n", s.Tokens, s.PrefillTokens, s.DecodeTokens, plural.CountAs(int(s.Passes), "pass", "passes"), plural.Count(int(s.Sequences), "sequence"))
 	p("next-token reuse\t%.4f\tover %d decode slots (= previous-token predictor recall)\n", s.Reuse, s.ReuseSlots)
 	p("static hot-list recall\t%.4f\ttop-%d per layer, in-sample, %s tokens\n", s.HotListRecall, s.HotList, s.PopularityScope)
 	rd := s.ReuseDistance

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/sweep"
 )
@@ -27,7 +28,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "MAPE (tokens/s): %.1f%% over %d points\n", s.MAPE, len(s.Points))
+	fmt.Fprintf(w, "MAPE (tokens/s): %.1f%% over %s\n", s.MAPE, plural.Count(len(s.Points), "point"))
 	switch fit := strings.Join(s.FitPoints, " and "); {
 	case len(s.FitPoints) == 0:
 	case s.HeldOut == 0:

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
@@ -76,8 +77,8 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d prompts, %d prefill + %d decode tokens × %d MoE layers (%d rows)\n",
-				sum.Out, sum.Prompts, sum.PrefillTokens, sum.DecodeTokens, sum.MoELayers, sum.Rows)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %d prefill + %d decode tokens × %s (%s)\n",
+				sum.Out, plural.Count(sum.Prompts, "prompt"), sum.PrefillTokens, sum.DecodeTokens, plural.Count(sum.MoELayers, "MoE layer"), plural.Count(int(sum.Rows), "row"))
 			fmt.Fprintf(cmd.OutOrStdout(), "engine: %.2f tok/s decode with capture, %d thread(s); model %s\n",
 				sum.DecodeTokensPerSec(), o.Threads, sim.FormatBytes(fileSize(o.ModelPath)))
 			return nil

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/reports"
 )
 
@@ -51,12 +52,8 @@ to stdout instead; with --out as well it does both.`,
 				return err
 			}
 			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			files := "files"
-			if len(t.Files) == 1 {
-				files = "file"
-			}
-			fmt.Fprintf(tw, "read\t%d rows from %d %s in %s (%d simulated, %d failed, %d measured)\n",
-				t.Len(), len(t.Files), files, args[0], rep.Simulated, rep.Failed, rep.Measured)
+			fmt.Fprintf(tw, "read\t%s from %s in %s (%d simulated, %d failed, %d measured)\n",
+				plural.Count(t.Len(), "row"), plural.Count(len(t.Files), "file"), args[0], rep.Simulated, rep.Failed, rep.Measured)
 			if len(rep.Drawn) > 0 {
 				fmt.Fprintf(tw, "drew\t%s (.png and .svg)\n", strings.Join(rep.Drawn, ", "))
 			}

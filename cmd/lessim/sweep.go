@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/sweep"
 )
@@ -111,16 +112,12 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	if !f.quiet {
-		fmt.Fprintf(cmd.ErrOrStderr(), "ran %d points in %.2f s on %d workers\n", sum.Ran, time.Since(start).Seconds(), workers)
+		fmt.Fprintf(cmd.ErrOrStderr(), "ran %s in %.2f s on %s\n", plural.Count(sum.Ran, "point"), time.Since(start).Seconds(), plural.Count(workers, "worker"))
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "grid\t%s: %d axes, %d points (sweep %s)\n", filepath.Base(f.config), len(g.Axes), sum.Points, sum.SweepID)
-	fmt.Fprintf(tw, "shard\t%s: %d points, %d finished before, %d run now, %d failed\n", sum.Shard, sum.Mine, sum.Skipped, sum.Ran, sum.Failed)
-	parts := "parts"
-	if len(sum.Parts) == 1 {
-		parts = "part"
-	}
-	fmt.Fprintf(tw, "results\t%s (%d %s written now; %s, %s)\n", f.out, len(sum.Parts), parts, sweep.ManifestFile, sweep.ConfigFile)
+	fmt.Fprintf(tw, "grid\t%s: %s, %s (sweep %s)\n", filepath.Base(f.config), plural.CountAs(len(g.Axes), "axis", "axes"), plural.Count(sum.Points, "point"), sum.SweepID)
+	fmt.Fprintf(tw, "shard\t%s: %s, %d finished before, %d run now, %d failed\n", sum.Shard, plural.Count(sum.Mine, "point"), sum.Skipped, sum.Ran, sum.Failed)
+	fmt.Fprintf(tw, "results\t%s (%s written now; %s, %s)\n", f.out, plural.Count(len(sum.Parts), "part"), sweep.ManifestFile, sweep.ConfigFile)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -136,8 +133,12 @@ func failedPoints(sum *sweep.Summary) error {
 	if sum.FailedBefore > 0 {
 		before = fmt.Sprintf("; %d failed in an earlier run and were not retried: delete the parts holding them to run them again", sum.FailedBefore)
 	}
-	return fmt.Errorf("%d of %d points failed (their rows carry the reason in the error column%s):\n  %s",
-		sum.Failed, sum.Mine, before, strings.Join(sum.Errors, "\n  "))
+	more := ""
+	if n := sum.Failed - len(sum.Errors); n > 0 {
+		more = fmt.Sprintf("\n  and %s more", plural.Count(n, "point"))
+	}
+	return fmt.Errorf("%d of %s failed (their rows carry the reason in the error column%s):\n  %s%s",
+		sum.Failed, plural.Count(sum.Mine, "point"), before, strings.Join(sum.Errors, "\n  "), more)
 }
 
 // checkSweepFlags refuses flag values out of range and flags that do not
@@ -219,9 +220,9 @@ func listPoints(w io.Writer, g *sweep.Grid, points []sweep.Point, shard, shards 
 		fmt.Fprintln(tw)
 	}
 	if shards > 1 {
-		fmt.Fprintf(tw, "%d of %d points in shard %d/%d (sweep %s)\n", len(sweep.ShardPoints(points, shard, shards)), len(points), shard, shards, sweep.SweepID(points))
+		fmt.Fprintf(tw, "%d of %s in shard %d/%d (sweep %s)\n", len(sweep.ShardPoints(points, shard, shards)), plural.Count(len(points), "point"), shard, shards, sweep.SweepID(points))
 	} else {
-		fmt.Fprintf(tw, "%d points (sweep %s)\n", len(points), sweep.SweepID(points))
+		fmt.Fprintf(tw, "%s (sweep %s)\n", plural.Count(len(points), "point"), sweep.SweepID(points))
 	}
 	return tw.Flush()
 }

@@ -119,3 +119,25 @@ func TestSweepRerunReportsFailures(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepSingular: a grid of one axis and one point says so ("1 axis,
+// 1 point"), not "1 axes, 1 points", when listed and when run.
+func TestSweepSingular(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(jobIndexEnv, "")
+	os.WriteFile(filepath.Join(dir, "one.yaml"), []byte("base:\n  trace: {synthetic: {tokens: 20}}\naxes:\n  cache.size: [3GiB]\n"), 0o644)
+	list := runCLI(t, dir, "sweep", "--config", "one.yaml", "--list")
+	if !strings.Contains(list, "\n1 point (sweep ") {
+		t.Errorf("list:\n%s", list)
+	}
+	out := runCLI(t, dir, "sweep", "--config", "one.yaml", "--out", "r", "--quiet")
+	for _, want := range []string{"one.yaml: 1 axis, 1 point (sweep ", "0/1: 1 point, 0 finished before", "(1 part written now"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	rep := runCLI(t, dir, "report", "r", "--out", "rep")
+	if !strings.Contains(rep, "read     1 row from 1 file in r") {
+		t.Errorf("report:\n%s", rep)
+	}
+}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/traces"
 )
@@ -63,7 +64,7 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d tokens × %d layers (%s, seed %d)\n", out, n, len(m.Layers), m.Name, o.Seed)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s × %s (%s, seed %d)\n", out, plural.Count(int(n), "token"), plural.Count(len(m.Layers), "layer"), m.Name, o.Seed)
 			return nil
 		},
 	}
@@ -227,7 +228,7 @@ expert and dense bytes, and the trace's top-k is kept.`,
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %d tokens × %d layers of %s (%s)\n", out, n, len(meta.Model.Layers), meta.Model.Name, meta.Model.Arch)
+			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s × %s of %s (%s)\n", out, plural.Count(int(n), "token"), plural.Count(len(meta.Model.Layers), "layer"), meta.Model.Name, meta.Model.Arch)
 			return nil
 		},
 	}
