@@ -165,7 +165,7 @@ func (d *sweepData) rowTable() ([]string, [][]string) {
 			case !ok:
 				r = append(r, "")
 			case m.scale == 0:
-				r = append(r, gib(v))
+				r = append(r, cacheText(v))
 			default:
 				r = append(r, strconv.FormatFloat(v*m.scale, 'f', m.prec, 64))
 			}

@@ -1,9 +1,10 @@
 package reports
 
 import (
-	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/lessim/lessim/sim"
 )
 
 // Column names of a results table that the report reads (see sweep.Row and
@@ -183,9 +184,7 @@ func (d *sweepData) middleCache(rows []int) (float64, []int) {
 	return mid, at
 }
 
-// gib formats bytes as GiB with up to two decimals.
-func gib(b float64) string {
-	s := fmt.Sprintf("%.2f", b/(1<<30))
-	s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	return s + " GiB"
-}
+// cacheText formats a cache size in bytes as the rest of lessim prints
+// sizes (sim.FormatBytes: 3.00 GiB, 640.00 KiB), so a cache of a few MiB
+// does not read "0 GiB".
+func cacheText(b float64) string { return sim.FormatBytes(int64(b)) }

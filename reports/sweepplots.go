@@ -209,7 +209,7 @@ func (d *sweepData) heatmap() figure {
 			}
 		}
 	}
-	p := newPlot(title, "expert cache (GiB)", "les recall threshold")
+	p := newPlot(title, "expert cache", "les recall threshold")
 	pal := gpalette.Heat(12, 1)
 	hm := plotter.NewHeatMap(g, pal)
 	hm.NaN = color.RGBA{220, 220, 220, 255}
@@ -229,7 +229,7 @@ func (d *sweepData) heatmap() figure {
 			}
 		}
 	}
-	p.X.Tick.Marker = indexTicks(g.xs, gib)
+	p.X.Tick.Marker = indexTicks(g.xs, cacheText)
 	p.Y.Tick.Marker = indexTicks(g.ys, func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) })
 	p.X.Min, p.X.Max = -0.5, float64(len(g.xs))-0.5
 	p.Y.Min, p.Y.Max = -0.5, float64(len(g.ys))-0.5
@@ -308,7 +308,7 @@ func (d *sweepData) latencyCDF() figure {
 	}
 	at := ""
 	if cache > 0 {
-		at = " at cache " + gib(cache)
+		at = " at cache " + cacheText(cache)
 	}
 	caption := fmt.Sprintf("Runs%s, %s.", at, src)
 	if len(groups) > drawn {
@@ -409,7 +409,7 @@ func (d *sweepData) stallBars() figure {
 	p.Legend.Top = true
 	at := ""
 	if cache > 0 {
-		at = " at cache " + gib(cache)
+		at = " at cache " + cacheText(cache)
 	}
 	return figure{name: name, title: title, p: p, w: 8 * vg.Inch, h: 5.5 * vg.Inch,
 		caption: fmt.Sprintf("Decode time per token%s split into compute and stalls (stall_ns = flash wait + fault handling + other).", at) + oracleNote(labels)}
