@@ -1,11 +1,14 @@
 package reports_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/lessim/lessim/reports"
+	"github.com/lessim/lessim/sweep"
 )
 
 // TestRowTableSmallCache: the row table's cache column prints sizes as
@@ -27,5 +30,33 @@ func TestRowTableSmallCache(t *testing.T) {
 	}
 	if body[0][c] != "4.00 MiB" || body[1][c] != "3.00 GiB" {
 		t.Errorf("cache cells %q and %q, want 4.00 MiB and 3.00 GiB", body[0][c], body[1][c])
+	}
+}
+
+// TestReportRefusesTwoSweeps: a folder holding the parts of two different
+// sweeps (copied together) is refused with both sweep ids and row counts,
+// not reported as one table whose point numbers repeat.
+func TestReportRefusesTwoSweeps(t *testing.T) {
+	a, b := t.TempDir(), t.TempDir()
+	runSweep(t, reportGrid, a, false)
+	runSweep(t, strings.Replace(reportGrid, "[1GiB, 2GiB]", "[3GiB]", 1), b, false)
+	parts, err := sweep.Parts(b)
+	if err != nil || len(parts) == 0 {
+		t.Fatal(parts, err)
+	}
+	for _, p := range parts {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// NB: renamed: both sweeps' first part has the same name.
+		if err := os.WriteFile(filepath.Join(a, "b-"+filepath.Base(p)), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = reports.ReadResults(a)
+	if err == nil || !strings.Contains(err.Error(), "holds the rows of 2 sweeps") ||
+		!strings.Contains(err.Error(), "(6 rows)") || !strings.Contains(err.Error(), "(3 rows)") {
+		t.Errorf("got %v", err)
 	}
 }

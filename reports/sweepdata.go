@@ -18,6 +18,7 @@ const (
 	colError      = "error"
 	colPointID    = "point_id"
 	colRunHash    = "run_hash"
+	colSweepID    = "sweep_id"
 	// colAblation labels a row with its step of an ablation (e.g. "+ lookahead");
 	// colAblationOrder, when present, orders the steps.
 	colAblation      = "ablation_step"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/parquet/file"
 
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/pqsafe"
 )
 
@@ -111,7 +113,47 @@ func ReadResults(dir string) (*Table, error) {
 		return nil, fmt.Errorf("%s: no results (*.parquet files); run lessim sweep --out %s first", dir, dir)
 	}
 	slices.Sort(files)
-	return ReadTables(files...)
+	t, err := ReadTables(files...)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkOneSweep(dir, t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// sweepIDRE matches the id of a lessim sweep's grid (sweep.SweepID); the
+// rows of validate and ablate carry ids with a prefix ("validate-...") and
+// may sit beside a sweep's.
+var sweepIDRE = regexp.MustCompile(`^[0-9a-f]{16}$`)
+
+// checkOneSweep refuses a folder whose rows come from more than one sweep
+// (parts copied together from two grids): their point numbers repeat, and
+// the plots and tables would mix two grids without a word.
+func checkOneSweep(dir string, t *Table) error {
+	rows := map[string]int{}
+	var ids []string
+	for i := range t.Len() {
+		id := t.Str(colSweepID, i)
+		if !sweepIDRE.MatchString(id) {
+			continue
+		}
+		if rows[id] == 0 {
+			ids = append(ids, id)
+		}
+		rows[id]++
+	}
+	if len(ids) < 2 {
+		return nil
+	}
+	slices.Sort(ids)
+	desc := make([]string, len(ids))
+	for i, id := range ids {
+		desc[i] = fmt.Sprintf("%s (%s)", id, plural.Count(rows[id], "row"))
+	}
+	return fmt.Errorf("%s holds the rows of %d sweeps, %s: their point numbers repeat and one report would mix them; put each sweep's parts in a folder of its own (the sweep_id column and each part's metadata name its sweep)",
+		dir, len(ids), strings.Join(desc, ", "))
 }
 
 // ReadTables reads the given Parquet files as one table. A file that holds
