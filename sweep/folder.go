@@ -107,8 +107,8 @@ func (m *Manifest) check() error {
 // prepareFolder creates dir if needed, checks that it is writable and that
 // any results already in it belong to the same sweep in the same format, and
 // writes the manifest and config when absent. It returns the points already
-// finished there: each id's error ("" when it ran).
-func prepareFolder(dir string, want Manifest, config []byte, configPath string) (done map[string]string, err error) {
+// finished there, by id.
+func prepareFolder(dir string, want Manifest, config []byte, configPath string) (done map[string]doneRow, err error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("results folder: %w", err)
 	}
@@ -147,14 +147,14 @@ func prepareFolder(dir string, want Manifest, config []byte, configPath string) 
 			return nil, err
 		}
 	}
-	done = map[string]string{}
+	done = map[string]doneRow{}
 	for _, p := range parts {
 		rows, err := readPart(p, want.SweepID)
 		if err != nil {
 			return nil, err
 		}
 		for _, r := range rows {
-			done[r.id] = r.err
+			done[r.id] = doneRow{err: r.err, part: p}
 		}
 	}
 	return done, nil
@@ -205,6 +205,12 @@ func nextSeq(dir string, shard, shards int) (int, error) {
 		}
 	}
 	return seq + 1, nil
+}
+
+// doneRow is a point found in a part: its error ("" when it ran) and the
+// part holding it.
+type doneRow struct {
+	err, part string
 }
 
 // partRow is what a resumed sweep needs of a row already written.

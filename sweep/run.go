@@ -102,7 +102,10 @@ type Summary struct {
 	// FailedBefore is, of Failed, the points whose failed row was found in
 	// the folder: they are not run again (a failure is deterministic).
 	FailedBefore int
-	Parts        []string // part files written now
+	// FailedParts are the parts holding those rows, sorted: deleting them
+	// runs their points again (the rows that ran too).
+	FailedParts []string
+	Parts       []string // part files written now
 	// Errors are the errors of the failed points of lowest index, at most
 	// maxErrors, in index order ("point N: error"), whatever order the
 	// points finished in.
@@ -184,16 +187,20 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	sum.Mine = len(mine)
 	var todo []Point
 	for _, p := range mine {
-		if e, ok := done[p.ID]; ok {
+		if d, ok := done[p.ID]; ok {
 			sum.Skipped++
-			if e != "" {
+			if d.err != "" {
 				sum.FailedBefore++
-				sum.failed(p.Index, e+" (in a part written before; not retried)")
+				sum.failed(p.Index, d.err+" (in a part written before; not retried)")
+				if !slices.Contains(sum.FailedParts, d.part) {
+					sum.FailedParts = append(sum.FailedParts, d.part)
+				}
 			}
 		} else {
 			todo = append(todo, p)
 		}
 	}
+	slices.Sort(sum.FailedParts)
 	seq, err := nextSeq(opt.Out, opt.Shard, opt.Shards)
 	if err != nil {
 		return nil, err

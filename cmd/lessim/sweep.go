@@ -131,7 +131,8 @@ func failedPoints(sum *sweep.Summary) error {
 	}
 	before := ""
 	if sum.FailedBefore > 0 {
-		before = fmt.Sprintf("; %d failed in an earlier run and were not retried: delete the parts holding them to run them again", sum.FailedBefore)
+		before = fmt.Sprintf("; not retried: %s failed in an earlier run; to run them again, delete the %s holding them (%s) and rerun",
+			plural.Count(sum.FailedBefore, "point"), plural.Word(len(sum.FailedParts), "part", "parts"), strings.Join(sum.FailedParts, ", "))
 	}
 	more := ""
 	if n := sum.Failed - len(sum.Errors); n > 0 {

@@ -10,10 +10,13 @@ import "strconv"
 func Count(n int, noun string) string { return CountAs(n, noun, noun+"s") }
 
 // CountAs is n followed by one when n is 1 or -1, else by many.
-func CountAs(n int, one, many string) string {
-	word := many
+func CountAs(n int, one, many string) string { return strconv.Itoa(n) + " " + Word(n, one, many) }
+
+// Word is one when n is 1 or -1, else many: the noun of a count printed
+// elsewhere in the message.
+func Word(n int, one, many string) string {
 	if n == 1 || n == -1 {
-		word = one
+		return one
 	}
-	return strconv.Itoa(n) + " " + word
+	return many
 }

@@ -12,6 +12,8 @@ func TestCount(t *testing.T) {
 		{Count(2, "point"), "2 points"},
 		{CountAs(1, "axis", "axes"), "1 axis"},
 		{CountAs(3, "axis", "axes"), "3 axes"},
+		{Word(1, "part", "parts"), "part"},
+		{Word(0, "part", "parts"), "parts"},
 	} {
 		if c.got != c.want {
 			t.Errorf("got %q, want %q", c.got, c.want)
