@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/traces"
 )
 
 // expandErr parses and expands src and returns the problems, failing the
@@ -25,6 +26,21 @@ func expandErr(t *testing.T, src string) string {
 		t.Fatalf("want problems for:\n%s", src)
 	}
 	return err.Error()
+}
+
+// writeTrace writes a small synthetic trace (16 tokens) to path.
+func writeTrace(t *testing.T, path string) {
+	t.Helper()
+	s := experiment.DefaultSpec()
+	s.Trace.Synthetic.Tokens = 16
+	var in experiment.Inputs
+	p, err := in.Resolve(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := traces.WriteFile(path, p.Meta, traces.NewSliceSource(p.Steps)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // wantLines checks that msg holds each line of want.

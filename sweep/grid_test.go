@@ -3,7 +3,6 @@ package sweep
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -318,9 +317,7 @@ axes:
 // refuses it there: it would change only the hash).
 func TestExpandDropsPredictorWhereUnread(t *testing.T) {
 	trace := filepath.Join(t.TempDir(), "t.parquet")
-	if err := os.WriteFile(trace, []byte("bytes to hash"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	writeTrace(t, trace) // NB: a real trace: Expand reads every trace file's header
 	_, pts := mustExpand(t, `base:
   trace: {path: `+trace+`}
   predictor: {recall: 0.8}
