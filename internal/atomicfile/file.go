@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -29,7 +30,8 @@ type File struct {
 
 // Create starts an atomic write of path. Nothing at path changes until
 // Commit. It fails if path's folder does not exist or is not writable, or if
-// path exists and is not a regular file.
+// path exists and is not a regular file; the error names path and its
+// folder's problem (folderError), never the temporary.
 func Create(path string) (*File, error) {
 	target, mode, err := resolveTarget(path)
 	if err != nil {
@@ -39,7 +41,7 @@ func Create(path string) (*File, error) {
 	defer reg.mu.Unlock()
 	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("creating %s: %w", path, err)
+		return nil, folderError(path, filepath.Dir(target), err)
 	}
 	reg.live[f.Name()] = struct{}{}
 	return &File{f: f, target: target, tmp: f.Name(), mode: mode}, nil
@@ -60,14 +62,45 @@ func resolveTarget(path string) (string, os.FileMode, error) {
 		fi, err = os.Lstat(target)
 	}
 	switch {
-	case errors.Is(err, os.ErrNotExist):
-		return target, DefaultMode, nil
+	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
+		return target, DefaultMode, nil // Create says what is wrong with the folder
 	case err != nil:
 		return "", 0, fmt.Errorf("output %s: %w", path, err)
 	case !fi.Mode().IsRegular():
 		return "", 0, fmt.Errorf("output %s exists and is %s, not a regular file: refusing to replace it", path, kind(fi.Mode()))
 	}
 	return target, fi.Mode().Perm(), nil
+}
+
+// CheckTarget checks, before a long run, that Create(path) will succeed:
+// path is not a folder or a special file, and its folder exists and accepts
+// a new file (a temporary is created and removed at once). Its errors are
+// Create's.
+func CheckTarget(path string) error {
+	f, err := Create(path)
+	if err != nil {
+		return err
+	}
+	return f.Abort()
+}
+
+// folderError is the error of creating a temporary for path in folder dir
+// that failed with err: it says what is wrong with dir in the words a user
+// acts on ("folder x does not exist", "cannot write in x: permission
+// denied"), not the temporary's name, which means nothing to the user.
+func folderError(path, dir string, err error) error {
+	st, serr := os.Stat(dir)
+	switch {
+	case errors.Is(serr, fs.ErrNotExist):
+		return fmt.Errorf("cannot write %s: folder %s does not exist", path, dir)
+	case serr == nil && !st.IsDir():
+		return fmt.Errorf("cannot write %s: %s is not a folder", path, dir)
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err // NB: the PathError's path is the temporary's
+	}
+	return fmt.Errorf("cannot write %s: cannot write in %s: %w", path, dir, err)
 }
 
 // kind names what a file of mode m is, for messages (m.Type() prints as

@@ -152,19 +152,52 @@ func TestFullDisk(t *testing.T) {
 
 func TestCreateRefuses(t *testing.T) {
 	dir := t.TempDir()
+	mustWrite(t, filepath.Join(dir, "file"), []byte("x"), 0o644)
 	for _, tc := range []struct{ path, want string }{
 		{dir, "exists and is a folder, not a regular file"},
 		{"/dev/null", "exists and is a device, not a regular file"},
-		{filepath.Join(dir, "no-such-folder", "x"), "no such file or directory"},
+		{filepath.Join(dir, "no-such-folder", "x"), "cannot write " + filepath.Join(dir, "no-such-folder", "x") + ": folder " + filepath.Join(dir, "no-such-folder") + " does not exist"},
+		{filepath.Join(dir, "file", "x"), "cannot write " + filepath.Join(dir, "file", "x") + ": " + filepath.Join(dir, "file") + " is not a folder"},
 		{"", "empty output path"},
 	} {
 		_, err := Create(tc.path)
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
+		if err == nil || !strings.Contains(err.Error(), tc.want) || strings.Contains(err.Error(), ".tmp-") {
 			t.Errorf("Create(%q): %v, want %q", tc.path, err, tc.want)
+		}
+		if err2 := CheckTarget(tc.path); err2 == nil || err2.Error() != err.Error() {
+			t.Errorf("CheckTarget(%q): %v, want Create's %v", tc.path, err2, err)
 		}
 	}
 	if st, err := os.Stat("/dev/null"); err != nil || st.Mode()&os.ModeDevice == 0 {
 		t.Fatalf("/dev/null is no longer a device: %v %v", st, err)
+	}
+}
+
+// TestCreateUnwritable: a folder that refuses a new file is named with its
+// problem, in the words ablate's and simulate's --plot check uses, and never
+// with the temporary's name. As root (which writes anywhere) the real case
+// cannot happen; the wording is checked on the error Create gets.
+func TestCreateUnwritable(t *testing.T) {
+	dir := t.TempDir()
+	ro := filepath.Join(dir, "ro")
+	if err := os.Mkdir(ro, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	want := "cannot write " + filepath.Join(ro, "x") + ": cannot write in " + ro + ": permission denied"
+	if os.Geteuid() != 0 {
+		if _, err := Create(filepath.Join(ro, "x")); err == nil || err.Error() != want {
+			t.Errorf("Create in a read-only folder: %v, want %q", err, want)
+		}
+	}
+	err := folderError(filepath.Join(ro, "x"), ro, &os.PathError{Op: "open", Path: filepath.Join(ro, ".x.tmp-1"), Err: syscall.EACCES})
+	if err.Error() != want {
+		t.Errorf("folderError: %v, want %q", err, want)
+	}
+	if err := CheckTarget(filepath.Join(dir, "ok")); err != nil {
+		t.Errorf("CheckTarget in a writable folder: %v", err)
+	}
+	if es, _ := os.ReadDir(dir); len(es) != 1 {
+		t.Errorf("CheckTarget left %d entries, want only ro", len(es))
 	}
 }
 

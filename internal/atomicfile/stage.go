@@ -44,7 +44,7 @@ func NewStage(dir string) (*Stage, error) {
 	defer reg.mu.Unlock()
 	p, err := os.MkdirTemp(home, "."+filepath.Base(filepath.Clean(dir))+".tmp-*")
 	if err != nil {
-		return nil, fmt.Errorf("staging %s: %w", dir, err)
+		return nil, folderError(dir, home, err)
 	}
 	reg.live[p] = struct{}{}
 	return &Stage{dir: dir, path: p, created: created, home: home}, nil
