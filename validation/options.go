@@ -303,13 +303,10 @@ func checkOut(dir string) error {
 	case !fi.IsDir():
 		return fmt.Errorf("out: %s exists and is not a folder", dir)
 	}
-	f, err := os.CreateTemp(dir, ".validate-probe-*")
-	if err != nil {
-		return fmt.Errorf("out %s: not writable: %w", dir, err)
+	if err := atomicfile.CheckFolder(dir); err != nil {
+		return fmt.Errorf("out %s: %w", dir, err)
 	}
-	name := f.Name()
-	f.Close()
-	return os.Remove(filepath.Clean(name))
+	return nil
 }
 
 // Spec is the simulated spec of one point: the trace file, the calibrated

@@ -2,8 +2,11 @@ package main
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/runtime/calibrate"
 )
 
 // hostFlags are calibrate's command line for measuring this machine.
@@ -68,6 +71,9 @@ its own device; the profile it returns is checked and written to --out. --lanes,
 			if h.model == "" {
 				return errors.New("calibrate needs --model (measure this machine) or --from-run (fit to a measured run)")
 			}
+			if err := errors.Join(calibrate.CheckCounts(h.samples, h.reads, h.tokens), checkOutput("out", f.out, h.model)); err != nil {
+				return err
+			}
 			return calibrateHost(cmd, &h, f.out)
 		},
 	}
@@ -76,9 +82,9 @@ its own device; the profile it returns is checked and written to --out. --lanes,
 	fl.StringVar(&h.model, "model", "", "GGUF Mixture-of-Experts model on the storage to measure")
 	fl.StringVar(&h.lanes, "lanes", "1,2,4", "reads in flight to measure, increasing")
 	fl.StringVar(&h.sizes, "sizes", "128KiB,256KiB,512KiB,1MiB,2MiB,4MiB", "O_DIRECT read sizes, increasing multiples of 4 KiB")
-	intVar(fl, &h.samples, "samples", 5, "samples per measured value")
-	intVar(fl, &h.reads, "reads", 16, "reads per lane per flash sample")
-	intVar(fl, &h.tokens, "tokens", 16, "decoded tokens per model shape")
+	intVar(fl, &h.samples, "samples", 5, "samples per measured value, at least 1")
+	intVar(fl, &h.reads, "reads", 16, "reads per lane per flash sample, at least 1")
+	intVar(fl, &h.tokens, "tokens", 16, "decoded tokens per model shape, at least "+strconv.Itoa(calibrate.MinTokens))
 	fl.BoolVar(&h.quiet, "quiet", false, "no progress lines")
 	addFromRunFlags(cmd, &f)
 	fl.StringVar(&r.target, "target", "", "calibrate a device agent instead: tcp://HOST:PORT or usb://UDID:PORT (the agent measures its device)")

@@ -12,6 +12,7 @@ import (
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/runtime/calibrate"
 )
 
 // remoteFlags are calibrate's --target and --token.
@@ -29,6 +30,9 @@ func calibrateRemote(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out strin
 	if err != nil {
 		return err
 	}
+	if err := checkOutput("out", out); err != nil {
+		return err
+	}
 	if _, err := agent.ParseTarget(r.target); err != nil {
 		return err
 	}
@@ -38,7 +42,18 @@ func calibrateRemote(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out strin
 	}
 	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
-	y, facts, err := agent.CalibrateRemote(ctx, r.target, token, opts)
+	c, err := agent.Dial(ctx, r.target, token)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	facts := c.Facts()
+	if facts.Kind == agent.KindSimulated {
+		if err := refuseFlags(cmd, measuringFlags, "with --target "+r.target+": a simulator agent's calibration measures nothing (its profile is the calibration)"); err != nil {
+			return err
+		}
+	}
+	y, err := c.Calibrate(ctx, opts)
 	if err != nil {
 		return err
 	}
@@ -61,6 +76,9 @@ func calibrateRemote(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out strin
 // remoteCalibrateOptions are the measuring flags the user set, as the live
 // engine's calibrate options; nil when none is set (the engine's defaults).
 func remoteCalibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error) {
+	if err := calibrate.CheckCounts(h.samples, h.reads, h.tokens); err != nil {
+		return nil, err
+	}
 	changed := cmd.Flags().Changed
 	var o agent.LiveCalibrateOptions
 	var set bool
@@ -83,9 +101,6 @@ func remoteCalibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, 
 		dst  *int
 	}{{"samples", h.samples, &o.Samples}, {"reads", h.reads, &o.Reads}, {"tokens", h.tokens, &o.Tokens}} {
 		if changed(f.name) {
-			if f.v < 1 {
-				return nil, fmt.Errorf("--%s %d: want >= 1", f.name, f.v)
-			}
 			*f.dst, set = f.v, true
 		}
 	}
@@ -94,6 +109,10 @@ func remoteCalibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, 
 	}
 	return json.Marshal(o)
 }
+
+// measuringFlags are calibrate's flags that shape a measurement, which
+// --target sends to the agent as its engine's options.
+var measuringFlags = []string{"lanes", "sizes", "samples", "reads", "tokens"}
 
 // errTokenAlone refuses --token without --target.
 var errTokenAlone = errors.New("--token applies only with --target")

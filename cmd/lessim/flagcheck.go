@@ -75,6 +75,21 @@ func checkOutputs(outputs []string, inputs ...string) error {
 	return errors.Join(errs...)
 }
 
+// checkOutput checks, before any long work, the file that flag names (path):
+// it is none of inputs (atomicfile.CheckDistinct) and it can be written
+// (atomicfile.CheckTarget: not a folder or a device, in a folder that exists
+// and accepts files). A command that measures or decodes for minutes must
+// not fail only when it writes its result.
+func checkOutput(flag, path string, inputs ...string) error {
+	if err := atomicfile.CheckDistinct(path, inputs...); err != nil {
+		return fmt.Errorf("--%s: %w", flag, err)
+	}
+	if err := atomicfile.CheckTarget(path); err != nil {
+		return fmt.Errorf("--%s: %w", flag, err)
+	}
+	return nil
+}
+
 // checkThreads refuses --threads outside 1..record.MaxThreads, with one
 // message for every command that takes it (record, live). NB: 0 is refused,
 // not read as 1: the libraries take a zero Threads as their default, but a

@@ -142,7 +142,9 @@ func TestCalibrateTarget(t *testing.T) {
 		{[]string{"--target", target, "--token", token, "--from-run", "x.csv"}, "--from-run"},
 		{[]string{"--token", token, "--model", "x.gguf"}, "--token applies only with --target"},
 		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong token"},
-		{[]string{"--target", target, "--token", token, "--samples", "2"}, "the simulator's calibration takes no options"},
+		{[]string{"--target", target, "--token", token, "--samples", "2", "--sizes", "5KiB"}, "--sizes does not apply with --target " + target + ": a simulator agent's calibration measures nothing (its profile is the calibration)\n--samples does not apply"},
+		{[]string{"--target", target, "--token", token, "--samples", "0"}, "--samples 0: want at least 1 (samples per measured value)"},
+		{[]string{"--target", target, "--token", token, "--tokens", "1"}, "--tokens 1: want at least 2"},
 		{[]string{"--target", target, "--token", token, "--lanes", "1,x"}, "--lanes"},
 	} {
 		_, _, err := runCLIErr(t, dir, append([]string{"calibrate", "--out", "x.yaml"}, bad.args...)...)

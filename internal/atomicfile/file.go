@@ -84,23 +84,43 @@ func CheckTarget(path string) error {
 	return f.Abort()
 }
 
+// CheckFolder checks that folder dir exists and accepts a new file (a
+// temporary is created and removed at once); its error says what is wrong
+// with dir as folderError does.
+func CheckFolder(dir string) error {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	f, err := os.CreateTemp(dir, ".lessim-probe.tmp-*")
+	if err != nil {
+		return folderProblem(dir, err)
+	}
+	f.Close()
+	return os.Remove(f.Name())
+}
+
 // folderError is the error of creating a temporary for path in folder dir
-// that failed with err: it says what is wrong with dir in the words a user
-// acts on ("folder x does not exist", "cannot write in x: permission
-// denied"), not the temporary's name, which means nothing to the user.
+// that failed with err: it names path and what is wrong with dir
+// (folderProblem), not the temporary, whose name means nothing to the user.
 func folderError(path, dir string, err error) error {
+	return fmt.Errorf("cannot write %s: %w", path, folderProblem(dir, err))
+}
+
+// folderProblem says what is wrong with folder dir, in which creating a
+// file failed with err, in the words a user acts on: "folder x does not
+// exist", "x is not a folder", "cannot write in x: permission denied".
+func folderProblem(dir string, err error) error {
 	st, serr := os.Stat(dir)
 	switch {
 	case errors.Is(serr, fs.ErrNotExist):
-		return fmt.Errorf("cannot write %s: folder %s does not exist", path, dir)
+		return fmt.Errorf("folder %s does not exist", dir)
 	case serr == nil && !st.IsDir():
-		return fmt.Errorf("cannot write %s: %s is not a folder", path, dir)
+		return fmt.Errorf("%s is not a folder", dir)
 	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err // NB: the PathError's path is the temporary's
 	}
-	return fmt.Errorf("cannot write %s: cannot write in %s: %w", path, dir, err)
+	return fmt.Errorf("cannot write in %s: %w", dir, err)
 }
 
 // kind names what a file of mode m is, for messages (m.Type() prints as

@@ -196,8 +196,14 @@ func TestCreateUnwritable(t *testing.T) {
 	if err := CheckTarget(filepath.Join(dir, "ok")); err != nil {
 		t.Errorf("CheckTarget in a writable folder: %v", err)
 	}
+	if err := CheckFolder(dir); err != nil {
+		t.Errorf("CheckFolder of a writable folder: %v", err)
+	}
+	if err := CheckFolder(filepath.Join(dir, "none")); err == nil || err.Error() != "folder "+filepath.Join(dir, "none")+" does not exist" {
+		t.Errorf("CheckFolder of a missing folder: %v", err)
+	}
 	if es, _ := os.ReadDir(dir); len(es) != 1 {
-		t.Errorf("CheckTarget left %d entries, want only ro", len(es))
+		t.Errorf("CheckTarget and CheckFolder left %d entries, want only ro", len(es))
 	}
 }
 

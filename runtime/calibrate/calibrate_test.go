@@ -89,10 +89,10 @@ func TestTmpfsRefusesDirectIO(t *testing.T) {
 }
 
 func TestBadOptions(t *testing.T) {
-	o := Options{Model: "m.gguf", Out: "/nonexistent/dir/host.yaml", Lanes: []int{2, 1}, Sizes: []int64{1000}, Samples: -1}
+	o := Options{Model: "m.gguf", Out: "/nonexistent/dir/host.yaml", Lanes: []int{2, 1}, Sizes: []int64{1000}, Samples: -1, Tokens: 1}
 	o.EnsureDefaults()
 	err := o.Validate()
-	for _, want := range []string{"model m.gguf: no such file", "does not exist", "lanes must increase", "multiple of 4 KiB", "at least 1"} {
+	for _, want := range []string{"model m.gguf: no such file", "does not exist", "lanes must increase", "multiple of 4 KiB", "--samples -1: want at least 1", "--tokens 1: want at least 2"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: %v, want it to say %q", err, want)
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -78,6 +77,33 @@ func (o *Options) EnsureDefaults() {
 	}
 }
 
+// MinTokens is the fewest decode tokens per model Run takes: the live
+// engine's load cost is a line fitted through the tokens of its two runs
+// (measureLiveLoad), which needs at least 3 of them, so 2 per run.
+const MinTokens = 2
+
+// CheckCounts refuses samples, reads or tokens (calibrate's --samples,
+// --reads, --tokens) below their minimum: 1, 1 and MinTokens. It names each
+// as its flag, with one message for a local run and one on an agent
+// (calibrate --target checks the flags with it before sending them).
+func CheckCounts(samples, reads, tokens int) error {
+	var errs []error
+	for _, c := range []struct {
+		name   string
+		v, min int
+		why    string
+	}{
+		{"samples", samples, 1, "samples per measured value"},
+		{"reads", reads, 1, "reads per lane per flash sample"},
+		{"tokens", tokens, MinTokens, "decoded tokens per model: the live engine's load-cost fit needs at least 3 over its two runs"},
+	} {
+		if c.v < c.min {
+			errs = append(errs, fmt.Errorf("--%s %d: want at least %d (%s)", c.name, c.v, c.min, c.why))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // Validate reports every problem at once. It reads the model's GGUF header
 // (record.CheckModel, as record, live and validate do): a missing file, one
 // that is not a GGUF Mixture-of-Experts model llama.cpp can run, is refused
@@ -95,10 +121,10 @@ func (o *Options) Validate() error {
 	}
 	if o.Out == "" {
 		bad("--out is required")
-	} else if st, err := os.Stat(filepath.Dir(o.Out)); err != nil || !st.IsDir() {
-		bad("--out %s: folder %s does not exist", o.Out, filepath.Dir(o.Out))
 	} else if err := atomicfile.CheckDistinct(o.Out, o.Model); err != nil {
 		bad("--out: %w", err) // NB: the profile would replace the model it measures
+	} else if err := atomicfile.CheckTarget(o.Out); err != nil {
+		bad("--out: %w", err) // a folder, or a folder that refuses files: refused before a minute of measuring
 	}
 	if len(o.Lanes) > 0 && o.Lanes[0] != 1 {
 		bad("lanes must start at 1 (the single-lane curve), got %d", o.Lanes[0])
@@ -121,8 +147,8 @@ func (o *Options) Validate() error {
 		}
 		prevS = s
 	}
-	if o.Samples < 1 || o.Reads < 1 || o.Tokens < 1 {
-		bad("samples, reads and tokens must be at least 1 (got %d, %d, %d)", o.Samples, o.Reads, o.Tokens)
+	if err := CheckCounts(o.Samples, o.Reads, o.Tokens); err != nil {
+		errs = append(errs, err)
 	}
 	if o.MemBytes < 1<<20 {
 		bad("memory buffer %d B is below 1 MiB", o.MemBytes)
