@@ -12,7 +12,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/runtime/record"
@@ -36,7 +35,8 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := errors.Join(refuseBlank(cmd, "prompt", "the text to prefill", "the built-in prompt set"),
-				refuseBlank(cmd, "prompts", "a prompts file", "the built-in prompt set"), checkThreads(o.Threads)); err != nil {
+				refuseBlank(cmd, "prompts", "a prompts file", "the built-in prompt set"), refuseEmpty(cmd, "model", "out"),
+				checkThreads(o.Threads), refuseGreedy(cmd, o.Temperature)); err != nil {
 				return err
 			}
 			switch {
@@ -54,8 +54,8 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := atomicfile.CheckDistinct(o.Out, o.ModelPath, promptsFile); err != nil {
-				return fmt.Errorf("--out: %w", err)
+			if err := checkOutput("out", o.Out, o.ModelPath, promptsFile); err != nil {
+				return err
 			}
 			mc, err := record.CheckModel(o.ModelPath)
 			if err != nil {
@@ -99,7 +99,18 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	fl.StringVar(&o.Out, "out", "", "output trace (Parquet)")
 	fl.BoolVar(&o.Verbose, "verbose", false, "show llama.cpp's log")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
+	cmd.MarkFlagRequired("model")
+	cmd.MarkFlagRequired("out")
 	return cmd
+}
+
+// refuseGreedy refuses the sampler's settings at temperature 0, where
+// llama.cpp's greedy sampler takes the most likely token and uses neither.
+func refuseGreedy(cmd *cobra.Command, temperature float32) error {
+	if temperature != 0 {
+		return nil
+	}
+	return refuseFlags(cmd, []string{"sample-top-k", "seed"}, "at --temperature 0: decoding is greedy (the most likely token, no sampling)")
 }
 
 // progressFunc adapts a progress.Bar on w to record.Options.Progress (tokens

@@ -88,6 +88,12 @@ func TestRecordBadInput(t *testing.T) {
 		{[]string{"--model", "ok.gguf", "--prompt", ""}, "--prompt is empty"},
 		{[]string{"--model", "ok.gguf", "--prompts", ""}, "--prompts is empty"},
 		{[]string{"--model", "ok.gguf", "--lookahead-depth", "2"}, "lookahead depth 2: the model has 2 MoE layers, so lookahead reaches at most 1 layer(s) ahead"},
+		{[]string{"--model", "ok.gguf", "--temperature", "0", "--sample-top-k", "5"}, "--sample-top-k does not apply at --temperature 0: decoding is greedy (the most likely token, no sampling)"},
+		{[]string{"--model", "ok.gguf", "--temperature", "0", "--seed", "5"}, "--seed does not apply at --temperature 0"},
+		{[]string{"--prompt", "hi"}, `required flag(s) "model" not set`},
+		{[]string{"--model", "ok.gguf", "--out", "nonexist/x.parquet"}, "--out: cannot write nonexist/x.parquet: folder nonexist does not exist"},
+		{[]string{"--model", "ok.gguf", "--out", "."}, "--out: output . exists and is a folder"},
+		{[]string{"--model", ""}, "--model: empty value"},
 	} {
 		args := append([]string{"record", "--quiet", "--out", "x.parquet"}, tc.args...)
 		got := runCLI(t, dir, args...)
@@ -97,6 +103,12 @@ func TestRecordBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "x.parquet")); err == nil {
 		t.Errorf("a failed record left its output file behind")
+	}
+	if got := runCLI(t, dir, "record", "--model", "ok.gguf"); got != "lessim: required flag(s) \"out\" not set\n" {
+		t.Errorf("record without --out: %q", got)
+	}
+	if got := runCLI(t, dir, "record", "--model", "ok.gguf", "--temperature", "0", "--tokens", "2", "--quiet", "--out", "g.parquet"); !strings.HasPrefix(got, "wrote g.parquet") {
+		t.Errorf("a greedy recording without sampler flags: %q", got)
 	}
 }
 

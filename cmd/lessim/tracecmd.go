@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/devices"
-	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/traces"
@@ -199,8 +198,8 @@ expert and dense bytes, and the trace's top-k is kept.`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			if err := atomicfile.CheckDistinct(out, args[0]); err != nil {
-				return fmt.Errorf("--out: %w", err)
+			if err := checkOutput("out", out, args[0]); err != nil {
+				return err
 			}
 			if variant != "" && model == "" {
 				return fmt.Errorf("--variant applies only with --model")
