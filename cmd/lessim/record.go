@@ -71,6 +71,7 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			}
 			// A Ctrl-C ends the process through main's atomicfile handler, which
 			// removes the half-written trace; what was at --out stays.
+			o.CheckSpace = func(ts record.TraceSize) error { return recordSpace(&o, ts) }
 			o.Progress = progressFunc(cmd.ErrOrStderr(), quiet)
 			sum, err := record.Record(cmd.Context(), o)
 			o.Progress(-1, 0)
@@ -143,8 +144,20 @@ func fileSize(path string) int64 {
 // tokens and a lower bound of the prompt tokens (the exact count needs
 // llama.cpp's tokenizer), so it refuses only what cannot fit.
 func checkRecordSpace(o *record.Options, mc *record.ModelCheck) error {
-	ts := record.EstimateTraceSize(o, mc)
-	count := fmt.Sprintf("%d tokens: %d decode and at least %d prompt", ts.Steps(), ts.DecodeSteps, ts.MinPromptSteps)
+	return recordSpace(o, record.EstimateTraceSize(o, mc))
+}
+
+// recordSpace refuses a recording for o whose trace of size inputs ts
+// cannot fit at o.Out. It runs twice: before the model loads with a lower
+// bound of the prompt tokens (checkRecordSpace), and in the recorder once
+// they are tokenized (record.Options.CheckSpace), so that a prompt-heavy
+// recording that cannot fit is refused before it decodes.
+func recordSpace(o *record.Options, ts record.TraceSize) error {
+	least := "at least "
+	if ts.PromptExact {
+		least = ""
+	}
+	count := fmt.Sprintf("%d tokens: %d decode and %s%d prompt", ts.Steps(), ts.DecodeSteps, least, ts.MinPromptSteps)
 	_, err := traceSpace(o.Out, ts.Meta, ts.Steps(), count, ts.Sample(), recordSpaceFix(o))
 	return err
 }

@@ -5,10 +5,12 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -178,4 +180,29 @@ func TestRecordSpace(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 2 {
 		t.Errorf("%d files in the folder, want ok.gguf and t.parquet: %v", len(ents), ents)
 	}
+
+	// A prompt-heavy recording that passes the first check (at least one
+	// token per 6 bytes, the vocabulary's longest token "<0x00>") but not
+	// the exact one (one token per character) is refused once the prompt
+	// is tokenized, before it decodes, naming the exact count.
+	prompt := strings.Repeat("x", 30000)
+	o := record.DefaultOptions()
+	o.ModelPath, o.Prompts, o.Tokens, o.Out = filepath.Join(dir, "ok.gguf"), []string{prompt}, 2, filepath.Join(dir, "t.parquet")
+	mc, err := record.CheckModel(o.ModelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := record.EstimateTraceSize(&o, mc)
+	mc.File.Close()
+	e, _, err := traces.EstimateSize(ts.Meta, ts.Sample(), ts.Steps())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeFree(t, int64(float64(e.Bytes())*(1+traceSpaceMargin))+1, true)
+	got = runCLI(t, dir, "record", "--model", "ok.gguf", "--prompt", prompt, "--tokens", "2", "--quiet", "--out", "t.parquet")
+	// NB: the prompt tokenizes to 30000 characters and a few markers (BOS, "▁").
+	if want := regexp.MustCompile(` \(300\d\d tokens: 2 decode and 300\d\d prompt × `); !strings.HasPrefix(got, "lessim: --out t.parquet: the trace needs about ") || !want.MatchString(got) {
+		t.Errorf("prompt-heavy record: got %q, want the exact check's %q", got, want)
+	}
+	sameFile(t, filepath.Join(dir, "t.parquet"), old)
 }

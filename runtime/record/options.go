@@ -35,6 +35,13 @@ type Options struct {
 	Progress func(done, total int)
 	// Verbose forwards llama.cpp's log to stderr.
 	Verbose bool
+	// CheckSpace, when set, is called once the prompts are tokenized and
+	// before the trace file is created, with the trace's size inputs at the
+	// exact prompt token count (TraceSize.PromptExact); its error stops the
+	// recording before it decodes. A caller checks the free space with it
+	// (before the model loads it knows only a lower bound of the prompt
+	// tokens, EstimateTraceSize).
+	CheckSpace func(TraceSize) error
 }
 
 // DefaultOptions are the recorder defaults: 64 decode tokens per prompt,

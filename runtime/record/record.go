@@ -81,6 +81,11 @@ func Record(ctx context.Context, opt Options) (sum *Summary, err error) {
 		return nil, fmt.Errorf("record: %w", err)
 	}
 	defer r.close()
+	if opt.CheckSpace != nil {
+		if err := opt.CheckSpace(r.traceSize()); err != nil {
+			return nil, err
+		}
+	}
 	meta, err := r.meta()
 	if err != nil {
 		return nil, fmt.Errorf("record: %w", err)
@@ -158,6 +163,17 @@ func (r *recorder) open() error {
 		Capture: &llama.CaptureOptions{RouterInputs: r.opt.RouterInputs || r.opt.LookaheadDepth > 0},
 	})
 	return err
+}
+
+// traceSize is EstimateTraceSize with the exact prompt token count, known
+// once open has tokenized the prompts.
+func (r *recorder) traceSize() TraceSize {
+	ts := EstimateTraceSize(&r.opt, r.mc)
+	ts.MinPromptSteps, ts.PromptExact = 0, true
+	for _, t := range r.toks {
+		ts.MinPromptSteps += int64(len(t))
+	}
+	return ts
 }
 
 func (r *recorder) close() {

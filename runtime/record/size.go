@@ -25,6 +25,9 @@ type TraceSize struct {
 	// Record refuses a prompt that tokenizes to nothing). The exact count is
 	// known only once llama.cpp has tokenized the prompts.
 	MinPromptSteps int64
+	// PromptExact says MinPromptSteps is the exact prompt token count: the
+	// size Record hands Options.CheckSpace after tokenizing.
+	PromptExact bool
 }
 
 // Steps is the trace's step count as far as it is known before tokenizing:
