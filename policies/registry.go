@@ -48,6 +48,27 @@ func Names() []string {
 	return out
 }
 
+// readsWholeTrace are the policies built from the whole trace's routing
+// (its future, or its popularity over every step): a run that decodes live
+// does not know it in advance.
+var readsWholeTrace = []string{"belady", "oracle", "pinned-hot"}
+
+// CheckLive refuses a policy a live run (lessim live, validate) cannot run:
+// one that reads the whole trace, naming the ones it can. Check the name
+// first (CheckName).
+func CheckLive(name string) error {
+	if !slices.Contains(readsWholeTrace, name) {
+		return nil
+	}
+	var live []string
+	for _, n := range Names() {
+		if !slices.Contains(readsWholeTrace, n) {
+			live = append(live, n)
+		}
+	}
+	return fmt.Errorf("policy %s reads the whole trace's routing in advance, which a live run does not know: a live run takes %s", name, strings.Join(live, ", "))
+}
+
 // Describe is the one-line description of a policy ("" for unknown names).
 func Describe(name string) string { return registry[name].about }
 

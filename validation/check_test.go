@@ -82,6 +82,8 @@ func TestCheckRefuses(t *testing.T) {
 		"trace is an output": {func(o *Options) { o.Out, o.Trace = dir, filepath.Join(dir, TableFile) }, "is the input"},
 		"lanes -1":           {func(o *Options) { o.Lanes = -1 }, "lanes -1: want 1..256"},
 		"trace of 3 tokens":  {func(o *Options) { o.Trace = short }, "has 3 decode tokens, the live runs decode 4"},
+		"oracle live": {func(o *Options) { o.Policies = []string{"oracle", "lru"} },
+			"policy oracle reads the whole trace's routing in advance, which a live run does not know: a live run takes les, lfu, lru, ondemand"},
 	} {
 		o := base
 		o.Out = filepath.Join(dir, "out-"+strings.ReplaceAll(name, " ", "-"))

@@ -118,6 +118,8 @@ func (o *Options) Check() (*Checked, error) {
 	for _, p := range o.Policies {
 		if err := policies.CheckName(p); err != nil {
 			bad("%v", err)
+		} else if err := policies.CheckLive(p); err != nil && o.Target == "" {
+			bad("%v", err) // NB: an agent's engine may be the simulator, which runs them
 		}
 	}
 	if dup := duplicate(o.Policies); dup != "" {

@@ -69,6 +69,8 @@ func (o *Options) Validate() error {
 		errs = append(errs, errors.New("policy: missing"))
 	} else if err := policies.CheckName(o.Policy); err != nil {
 		errs = append(errs, err)
+	} else if err := policies.CheckLive(o.Policy); err != nil {
+		errs = append(errs, err)
 	} else {
 		known = true
 	}

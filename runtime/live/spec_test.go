@@ -47,6 +47,8 @@ func TestOptionsValidateBounds(t *testing.T) {
 		{func(o *Options) { o.Depth = -2 }, "depth -2: must be >= 1"},
 		{func(o *Options) { o.Policy = "lru2" }, `unknown policy "lru2" (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)`},
 		{func(o *Options) { o.Policy = "ondemnd"; o.Stock = true }, `unknown policy "ondemnd"`},
+		{func(o *Options) { o.Policy = "belady" }, "policy belady reads the whole trace's routing in advance, which a live run does not know: a live run takes les, lfu, lru, ondemand"},
+		{func(o *Options) { o.Policy = "pinned-hot"; o.Stock = true }, "policy pinned-hot reads the whole trace's routing"},
 	} {
 		o := DefaultOptions()
 		o.Model, o.Cache = "m.gguf", 1<<20
