@@ -2,12 +2,14 @@ package runs
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"math"
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/lessim/lessim/internal/textin"
 )
@@ -36,6 +38,15 @@ var bmoeColumns = map[string]bmoeColumn{
 	"majflt":        {FieldFaults, false, false, func(t *Token, v float64) { t.MajorFaults = int64(v) }},
 	"cache_hit_pct": {FieldHitPct, false, false, func(t *Token, v float64) { t.CacheHitPct = v }},
 }
+
+// ErrParquet refuses a Parquet file read as BigMoeOnEdge's metrics CSV: it
+// is most likely the series of `lessim live --series`, which the
+// lessim-live-series format reads.
+var ErrParquet = errors.New("a Parquet file, not a BigMoeOnEdge metrics CSV (a lessim live --series file is the lessim-live-series format)")
+
+// errBinary refuses a line that is not text (invalid UTF-8 or a NUL byte):
+// the file is not a CSV at all.
+var errBinary = errors.New("binary data, not CSV text: not a BigMoeOnEdge metrics CSV")
 
 // bmoeMaxValue bounds every value: 1e15 ms is 31,000 years, 1e15 bytes a
 // petabyte per token; anything larger is a corrupt file, and the bound keeps
@@ -67,6 +78,11 @@ func ParseBMoEMetrics(r io.Reader, name string) (*Run, error) {
 		return nil, fmt.Errorf("%s: gzip: %w", name, err)
 	}
 	defer done()
+	pr := bufio.NewReaderSize(br, 64<<10)
+	if magic, _ := pr.Peek(4); string(magic) == "PAR1" {
+		return nil, fmt.Errorf("%s: %w", name, ErrParquet)
+	}
+	br = pr
 	p := bmoeParser{name: name, run: &Run{Name: name, Format: "bmoe-metrics-csv", Summary: map[string]string{}}}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
@@ -130,6 +146,8 @@ func (p *bmoeParser) parseLine(text string) error {
 		return fmt.Errorf("%d columns, header has %d", p.partialCols, len(p.cols))
 	}
 	switch {
+	case !utf8.ValidString(text) || strings.ContainsRune(text, 0):
+		return errBinary // NB: never print the bytes themselves
 	case strings.TrimSpace(text) == "":
 		return nil
 	case strings.HasPrefix(text, "# summary"):

@@ -3,6 +3,7 @@ package runs
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,4 +159,18 @@ func FuzzParseBMoEMetrics(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestParseBMoEMetricsNotText: a Parquet file (a lessim live series read in
+// the default format) is ErrParquet, and other binary data says so; neither
+// error carries the file's bytes (it printed `header "PAR1\x15\x04…"`).
+func TestParseBMoEMetricsNotText(t *testing.T) {
+	_, err := ParseBMoEMetrics(strings.NewReader("PAR1\x15\x04\x15\x80\x01step,wall_ms\n"), "ser.parquet")
+	if !errors.Is(err, ErrParquet) || !strings.HasPrefix(err.Error(), "ser.parquet: a Parquet file, not a BigMoeOnEdge metrics CSV") {
+		t.Errorf("Parquet: %v", err)
+	}
+	_, err = ParseBMoEMetrics(strings.NewReader("GGUF\x03\x00\x00\x00\xff\xfe\n"), "m.gguf")
+	if err == nil || err.Error() != "m.gguf:1: binary data, not CSV text: not a BigMoeOnEdge metrics CSV" {
+		t.Errorf("binary: %v", err)
+	}
 }

@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/lessim/lessim/runtime/live"
 )
 
 // TestCalibrateChecksFirst: calibrate refuses, before it measures anything
@@ -36,5 +38,30 @@ func TestCalibrateChecksFirst(t *testing.T) {
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 1 {
 		t.Errorf("left behind: %v", es)
+	}
+}
+
+// TestCalibrateFromRunFormat: a lessim live --series file read in the
+// default format (bmoe-metrics-csv) is named as Parquet with the flag to
+// pass, not printed as bytes; read as a series without --cache, the error
+// says to pass --cache, not that a summary lacks BigMoeOnEdge's field.
+func TestCalibrateFromRunFormat(t *testing.T) {
+	dir := t.TempDir()
+	runCLI(t, dir, "trace", "synth", "--tokens", "8", "--quiet", "--out", "t.parquet")
+	var series []live.TokenSample
+	for i := range 8 {
+		series = append(series, live.TokenSample{Token: i, WallNS: 1e6, ComputeNS: 1e6})
+	}
+	if err := live.WriteSeries(filepath.Join(dir, "ser.parquet"), series); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"calibrate", "--from-run", "ser.parquet", "--trace", "t.parquet", "--device", defaultDevice, "--out", "c.yaml"}
+	want := "lessim: --from-run ser.parquet: a Parquet file, not a BigMoeOnEdge metrics CSV (a lessim live --series file is the lessim-live-series format): pass --run-format lessim-live-series\n"
+	if got := runCLI(t, dir, args...); got != want {
+		t.Errorf("default format:\n%s\nwant\n%s", got, want)
+	}
+	want = "lessim: --cache: a lessim live series does not record the run's cache: pass --cache, as the live run was given it (a size such as 512MiB, or a percentage of the expert bytes)\n"
+	if got := runCLI(t, dir, append(args, "--run-format", "lessim-live-series")...); got != want {
+		t.Errorf("series without --cache:\n%s\nwant\n%s", got, want)
 	}
 }

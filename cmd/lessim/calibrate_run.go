@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -72,6 +73,9 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 		return err
 	}
 	run, err := runs.Read(f.run, f.runFormat)
+	if errors.Is(err, runs.ErrParquet) {
+		return fmt.Errorf("--from-run %w: pass --run-format lessim-live-series", err)
+	}
 	if err != nil {
 		return err
 	}
@@ -183,8 +187,11 @@ func runCache(flag string, run *runs.Run, m *devices.ModelSpec) (int64, error) {
 		return sim.ResolveCache(flag, m, nil, 0)
 	}
 	v, ok := run.Summary["cache_budget_MiB"]
-	if !ok {
-		return 0, fmt.Errorf("--cache: the run's summary has no cache_budget_MiB; give the run's cache size")
+	switch {
+	case run.Format == "lessim-live-series":
+		return 0, errors.New("--cache: a lessim live series does not record the run's cache: pass --cache, as the live run was given it (a size such as 512MiB, or a percentage of the expert bytes)")
+	case !ok:
+		return 0, errors.New("--cache: the run's summary line gives no cache budget (cache_budget_MiB): pass --cache, the run's cache size")
 	}
 	mib, err := strconv.ParseFloat(v, 64)
 	if err != nil || !(mib > 0 && mib < 1<<24) {
