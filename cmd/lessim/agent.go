@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -58,8 +59,8 @@ the spec's policy and cache and streams each token's measurement.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:7070", "HOST:PORT to listen on (port 0 picks a free one)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --listen address (anyone on the network with the token may run)")
-	fl.StringVar(&f.device, "device", defaultDevice, "device profile the simulator engine simulates (see `lessim devices list`)")
-	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML (overrides --device)")
+	fl.StringVar(&f.device, "device", defaultDevice, "embedded device profile the simulator engine simulates (see: lessim devices list)")
+	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML the simulator engine simulates (instead of --device)")
 	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
 	floatVar(fl, &f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
 	intVar(fl, &f.maxConns, "max-conns", agent.DefaultMaxConns, "connections held at once; one more gets a busy frame and is closed")
@@ -116,6 +117,17 @@ func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
 		return fmt.Errorf("--max-conns %d: must be >= 1", f.maxConns)
 	}
 	if !strings.HasSuffix(f.model, ".gguf") {
+		if cmd.Flags().Changed("device") && cmd.Flags().Changed("device-file") {
+			return errors.New("--device-file does not apply: --device and --device-file exclude each other")
+		}
+		if f.model != "" {
+			if _, err := lookupModelSpec(f.model); err != nil {
+				if name, _, _ := strings.Cut(f.model, ":"); devices.ModelVariants(name) == nil {
+					return fmt.Errorf("--model %s: %w, or a FILE.gguf for the live engine", f.model, err)
+				}
+				return fmt.Errorf("--model %s: %w", f.model, err)
+			}
+		}
 		return nil
 	}
 	return refuseFlags(cmd, []string{"playback", "device", "device-file"},

@@ -42,6 +42,8 @@ func TestAgentGolden(t *testing.T) {
 		{"err-agent-gguf-device", []string{"agent", "--model", "tiny.gguf", "--device", "iphone-17-pro-max"}},
 		{"err-devices-usb-watch", []string{"devices", "usb", "--watch", "-1s"}},
 		{"err-agent-unknown-model", []string{"agent", "--listen", "127.0.0.1:0", "--model", "gpt-5"}},
+		{"err-agent-unknown-variant", []string{"agent", "--listen", "127.0.0.1:0", "--model", "qwen3-30b-a3b:q9"}},
+		{"err-agent-device-pair", []string{"agent", "--listen", "127.0.0.1:0", "--device", "iphone-17-pro-max", "--device-file", "x.yaml"}},
 		{"err-agent-check-target", []string{"agent", "check", "http://127.0.0.1:7070", "--token", "x"}},
 		{"err-agent-check-token", []string{"agent", "check", "tcp://127.0.0.1:7070"}},
 		{"err-agent-check-cancel-within", []string{"agent", "check", "tcp://127.0.0.1:7070", "--token", strings.Repeat("0", 32), "--cancel-within", "0s"}},
@@ -50,6 +52,11 @@ func TestAgentGolden(t *testing.T) {
 		{"err-agent-check-unreachable", []string{"agent", "check", "tcp://127.0.0.1:1", "--token", strings.Repeat("0", 32)}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { golden(t, tc.name, runCLI(t, "", tc.args...)) })
+	}
+	// --device's help names its list command, not a placeholder taken
+	// from back-quoted text ("--device lessim devices list").
+	if help := runCLI(t, "", "agent", "--help"); !strings.Contains(help, "--device string ") || strings.Contains(help, "--device lessim") {
+		t.Errorf("agent --help:\n%s", help)
 	}
 	t.Setenv(tokenEnv, "not-hex")
 	if got := runCLI(t, "", "agent", "--listen", "127.0.0.1:0"); !strings.Contains(got, "32 hex") {

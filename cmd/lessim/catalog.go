@@ -87,12 +87,19 @@ func newModelsCmd() *cobra.Command {
 	})
 	var variant, format string
 	show := &cobra.Command{
-		Use: "show NAME", Short: "Show a model spec: shape, quant types, bytes per expert per layer", Args: oneArg,
+		Use: "show NAME[:VARIANT]", Short: "Show a model spec: shape, quant types, bytes per expert per layer", Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(format); err != nil {
 				return err
 			}
-			m, err := devices.LookupModel(args[0], variant)
+			name := args[0]
+			if strings.Contains(name, ":") {
+				if variant != "" {
+					return fmt.Errorf("give the variant once: %s or --variant %s", name, variant)
+				}
+				name, variant, _ = strings.Cut(name, ":")
+			}
+			m, err := devices.LookupModel(name, variant)
 			if err != nil {
 				return err
 			}
@@ -123,6 +130,13 @@ func newModelsCmd() *cobra.Command {
 	show.Flags().StringVar(&format, "format", "text", "output: text or json")
 	cmd.AddCommand(show)
 	return cmd
+}
+
+// lookupModelSpec looks up a built-in model named as the agent's --model
+// and models show take it: NAME or NAME:VARIANT.
+func lookupModelSpec(spec string) (*devices.ModelSpec, error) {
+	name, variant, _ := strings.Cut(spec, ":")
+	return devices.LookupModel(name, variant)
 }
 
 func expertBytesRange(m *devices.ModelSpec) string {

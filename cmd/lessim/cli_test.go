@@ -67,6 +67,8 @@ func TestGolden(t *testing.T) {
 		{"devices-show", []string{"devices", "show", "iphone-17-pro-max"}},
 		{"models-list", []string{"models", "list"}},
 		{"models-show", []string{"models", "show", "minicpm-v-4.7-35b-a3b", "--variant", "mixed-q3k-experts"}},
+		{"models-show", []string{"models", "show", "minicpm-v-4.7-35b-a3b:mixed-q3k-experts"}}, // the agent's --model form, same output
+		{"err-models-show-variant-twice", []string{"models", "show", "minicpm-v-4.7-35b-a3b:mixed-q3k-experts", "--variant", "q4_k_m"}},
 		{"policies-list", []string{"policies", "list"}},
 		{"simulate-default", []string{"simulate", "--tokens", "300"}},
 		{"simulate-stock", []string{"simulate", "--tokens", "300", "--policy", "ondemand", "--layout", "gguf-mmap", "--cached-first=false", "--cache", "3GiB"}},
