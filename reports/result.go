@@ -37,9 +37,23 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 		}
 		return v
 	}
-	fmt.Fprintf(tw, "time\tcompute %s\tstall %s: flash wait %s, fault CPU %s; demand reads queued %s\n",
-		secs(r.ComputeNS), na("stall_ns", secs(r.StallNS)+" ("+pct(r.StallNS, r.TimeNS)+")"), na("stall_flash_ns", secs(r.StallFlashNS)),
-		na("stall_fault_cpu_ns", secs(r.StallFaultCPUNS)), na("demand_queue_wait_ns", secs(r.DemandQueueWaitNS)))
+	// NB: a group none of whose fields was measured (stock mode's stall and
+	// flash) is one "not measured", not the word after every label.
+	none := func(fields ...string) bool {
+		for _, f := range fields {
+			if !slices.Contains(r.Unmeasured, f) {
+				return false
+			}
+		}
+		return true
+	}
+	if none("stall_ns", "stall_flash_ns", "stall_fault_cpu_ns", "demand_queue_wait_ns") {
+		fmt.Fprintf(tw, "time\tcompute %s\tstall not measured\n", secs(r.ComputeNS))
+	} else {
+		fmt.Fprintf(tw, "time\tcompute %s\tstall %s: flash wait %s, fault CPU %s; demand reads queued %s\n",
+			secs(r.ComputeNS), na("stall_ns", secs(r.StallNS)+" ("+pct(r.StallNS, r.TimeNS)+")"), na("stall_flash_ns", secs(r.StallFlashNS)),
+			na("stall_fault_cpu_ns", secs(r.StallFaultCPUNS)), na("demand_queue_wait_ns", secs(r.DemandQueueWaitNS)))
+	}
 	if r.DraftNS > 0 || r.RejectedDrafts > 0 {
 		fmt.Fprintf(tw, "drafting\t%s\t(%s) on the compute thread; %d drafts rejected, their experts loaded as their own\n", secs(r.DraftNS), pct(r.DraftNS, r.TimeNS), r.RejectedDrafts)
 	}
@@ -56,9 +70,13 @@ func WriteResult(w io.Writer, h Header, r *sim.Result) error {
 	if r.GPUSyncNS > 0 {
 		fmt.Fprintf(tw, "gpu sync\t%s\t(%s, part of compute) host-device synchronisations: top-k and lookahead read on the host\n", secs(r.GPUSyncNS), pct(r.GPUSyncNS, r.TimeNS))
 	}
-	fmt.Fprintf(tw, "flash\t%s\t%s reads, %s total, busy %s\n",
-		na("flash_bytes_per_token", sim.FormatBytes(int64(r.FlashBytesPerToken))+"/token"), na("flash_reads", fmt.Sprint(r.FlashReads)),
-		na("flash_bytes", sim.FormatBytes(r.FlashBytes)), na("flash_busy_ns", pct(r.FlashBusyNS, r.TimeNS)+" of the time"))
+	if none("flash_bytes_per_token", "flash_reads", "flash_bytes", "flash_busy_ns") {
+		fmt.Fprintf(tw, "flash\tnot measured\n")
+	} else {
+		fmt.Fprintf(tw, "flash\t%s\t%s reads, %s total, busy %s\n",
+			na("flash_bytes_per_token", sim.FormatBytes(int64(r.FlashBytesPerToken))+"/token"), na("flash_reads", fmt.Sprint(r.FlashReads)),
+			na("flash_bytes", sim.FormatBytes(r.FlashBytes)), na("flash_busy_ns", pct(r.FlashBusyNS, r.TimeNS)+" of the time"))
+	}
 	fmt.Fprintf(tw, "cache\thit rate %.3f\t%d uses: %d hits, %d in flight, %d misses; peak %s of %s\n",
 		r.HitRate, r.Uses, r.Hits, r.InflightHits, r.Misses, sim.FormatBytes(r.PeakResidentBytes), sim.FormatBytes(r.CacheBytes))
 	if r.NeighbourLoads > 0 {

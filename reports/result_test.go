@@ -35,3 +35,25 @@ func TestWriteResultUnmeasured(t *testing.T) {
 		t.Errorf("simulated result:\n%s", s)
 	}
 }
+
+// TestWriteResultUnmeasuredGroup: a stock live run measures neither its
+// stall nor its flash reads: each reads as one "not measured", not the words
+// after every label ("flash not measured not measured reads, not measured
+// total").
+func TestWriteResultUnmeasuredGroup(t *testing.T) {
+	r := &sim.Result{Source: sim.SourceMeasured, Tokens: 4, Passes: 4, TimeNS: 4e9, ComputeNS: 4e9,
+		Unmeasured: []string{"flash_busy_ns", "stall_fault_cpu_ns", "demand_queue_wait_ns", "flash_bytes", "flash_bytes_per_token", "flash_reads", "stall_flash_ns", "stall_ns"}}
+	var b strings.Builder
+	if err := WriteResult(&b, nil, r); err != nil {
+		t.Fatal(err)
+	}
+	s := b.String()
+	for _, want := range []string{"\ntime        compute 4.000 s  stall not measured\n", "\nflash       not measured\n"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("stock result lacks %q:\n%s", want, s)
+		}
+	}
+	if strings.Count(s, "not measured") != 2 {
+		t.Errorf("want two 'not measured', one per group:\n%s", s)
+	}
+}
