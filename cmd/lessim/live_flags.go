@@ -2,12 +2,10 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 )
@@ -61,7 +59,8 @@ func addLiveFlags(cmd *cobra.Command, f *liveFlags) {
 }
 
 // checkLiveLocal checks what a local run's flags say before any work:
-// --series must not name an input (the model, the --spec file), an
+// --series must not name an input (the model, the --spec file) and must be
+// writable (checkOutput: it is written after the whole run), an
 // explicitly empty --prompt is refused (it would silently be the default),
 // and --threads must be in range (checkThreads).
 func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
@@ -70,8 +69,8 @@ func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 		if spec == "-" {
 			spec = ""
 		}
-		if err := atomicfile.CheckDistinct(f.series, f.o.Model, spec); err != nil {
-			return fmt.Errorf("--series: %w", err)
+		if err := checkOutput("series", f.series, f.o.Model, spec); err != nil {
+			return err
 		}
 	}
 	return errors.Join(checkThreads(f.o.Threads), refuseBlank(cmd, "prompt", "the text to prefill", "live's fixed sentence"))

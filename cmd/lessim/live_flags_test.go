@@ -18,6 +18,21 @@ func TestLiveThreadsRange(t *testing.T) {
 	}
 }
 
+// TestLiveSeriesChecked: --series is checked before the model is opened,
+// in every build: a folder, or a file in a folder that does not exist,
+// failed only when the series was written, after the whole run.
+func TestLiveSeriesChecked(t *testing.T) {
+	dir := t.TempDir()
+	for series, want := range map[string]string{
+		".":             "lessim: --series: output . exists and is a folder, not a regular file: refusing to replace it\n",
+		"nonexist/s.pq": "lessim: --series: cannot write nonexist/s.pq: folder nonexist does not exist\n",
+	} {
+		if got := runCLI(t, dir, "live", "--model", "missing.gguf", "--series", series); got != want {
+			t.Errorf("live --series %s: got %q, want %q", series, got, want)
+		}
+	}
+}
+
 // TestLiveStockRefusals: with --stock, --lanes, --depth and --no-prefetch
 // are refused as not applying to the stock baseline, whatever the policy
 // (default, les, lru, ondemand) and whether the run is here or on an agent.
