@@ -109,19 +109,29 @@ func folderError(path, dir string, err error) error {
 // file failed with err, in the words a user acts on: "folder x does not
 // exist", "x is not a folder", "cannot write in x: permission denied".
 func folderProblem(dir string, err error) error {
-	st, serr := os.Stat(dir)
-	switch {
-	case errors.Is(serr, fs.ErrNotExist):
-		return fmt.Errorf("folder %s does not exist", dir)
-	case serr == nil && !st.IsDir():
-		return fmt.Errorf("%s is not a folder", dir)
-	}
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		err = pe.Err // NB: the PathError's path is the temporary's
 	}
+	st, serr := os.Stat(dir)
+	switch {
+	case errors.Is(serr, fs.ErrNotExist):
+		return &wrapped{fmt.Sprintf("folder %s does not exist", dir), err}
+	case serr == nil && !st.IsDir():
+		return &wrapped{fmt.Sprintf("%s is not a folder", dir), err}
+	}
 	return fmt.Errorf("cannot write in %s: %w", dir, err)
 }
+
+// wrapped is an error with its own words that still is the error it
+// wraps (errors.Is(err, fs.ErrNotExist) holds for a missing folder).
+type wrapped struct {
+	msg string
+	err error
+}
+
+func (w *wrapped) Error() string { return w.msg }
+func (w *wrapped) Unwrap() error { return w.err }
 
 // kind names what a file of mode m is, for messages (m.Type() prints as
 // permission bits, "d---------" for a folder).

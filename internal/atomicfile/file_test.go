@@ -199,7 +199,7 @@ func TestCreateUnwritable(t *testing.T) {
 	if err := CheckFolder(dir); err != nil {
 		t.Errorf("CheckFolder of a writable folder: %v", err)
 	}
-	if err := CheckFolder(filepath.Join(dir, "none")); err == nil || err.Error() != "folder "+filepath.Join(dir, "none")+" does not exist" {
+	if err := CheckFolder(filepath.Join(dir, "none")); err == nil || err.Error() != "folder "+filepath.Join(dir, "none")+" does not exist" || !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("CheckFolder of a missing folder: %v", err)
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 1 {
