@@ -40,7 +40,7 @@ func TestLeafCommandsSayTheyTakeNoArguments(t *testing.T) {
 	}
 	for args, want := range map[string]string{
 		"simulate extra-arg": `lessim simulate takes no arguments (got "extra-arg"): every input is a flag (see lessim simulate --help)`,
-		"models show a b":    "lessim models show takes one argument, NAME (got 2): see lessim models show --help",
+		"models show a b":    "lessim models show takes one argument, NAME[:VARIANT] (got 2): see lessim models show --help",
 	} {
 		if got := runCLI(t, "", strings.Fields(args)...); got != "lessim: "+want+"\n" {
 			t.Errorf("%s: %q, want %q", args, got, want)
