@@ -13,6 +13,7 @@ import (
 
 	"github.com/lessim/lessim/ablation"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/reports"
 )
 
@@ -181,7 +182,7 @@ func checkOutDir(dir string) error {
 		case err == nil && !st.IsDir():
 			return fmt.Errorf("%s is not a folder", d)
 		case err == nil:
-			return checkWritableDir(filepath.Join(d, "x"))
+			return atomicfile.CheckFolder(d)
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || d == filepath.Dir(d):
 			return err
 		}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
@@ -253,27 +253,7 @@ func checkPlotPrefix(prefix string) error {
 	if err := reports.CheckPlotPrefix(prefix); err != nil {
 		return err
 	}
-	return checkWritableDir(reports.TrimPlotExt(prefix))
-}
-
-// checkWritableDir checks that files named prefix+ext can be created: the
-// folder exists and accepts a new file (created and removed at once).
-func checkWritableDir(prefix string) error {
-	dir := filepath.Dir(prefix)
-	st, err := os.Stat(dir)
-	if err != nil {
-		return err
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("%s is not a folder", dir)
-	}
-	t, err := os.CreateTemp(dir, ".lessim-check-*")
-	if err != nil {
-		return fmt.Errorf("cannot write in %s: %w", dir, errors.Unwrap(err))
-	}
-	name := t.Name()
-	t.Close()
-	return os.Remove(name)
+	return atomicfile.CheckFolder(filepath.Dir(reports.TrimPlotExt(prefix)))
 }
 
 // printOutcome prints a run as text or JSON.
