@@ -67,7 +67,7 @@ func resolveTarget(path string) (string, os.FileMode, error) {
 	case err != nil:
 		return "", 0, fmt.Errorf("output %s: %w", path, err)
 	case !fi.Mode().IsRegular():
-		return "", 0, fmt.Errorf("output %s exists and is %s, not a regular file: refusing to replace it", path, kind(fi.Mode()))
+		return "", 0, fmt.Errorf("output %s exists and is %s, not a regular file: refusing to replace it", path, Kind(fi.Mode()))
 	}
 	return target, fi.Mode().Perm(), nil
 }
@@ -133,9 +133,10 @@ type wrapped struct {
 func (w *wrapped) Error() string { return w.msg }
 func (w *wrapped) Unwrap() error { return w.err }
 
-// kind names what a file of mode m is, for messages (m.Type() prints as
-// permission bits, "d---------" for a folder).
-func kind(m os.FileMode) string {
+// Kind names what a file of mode m is, with its article ("a folder", "a
+// named pipe"), for messages about a path that is not a regular file
+// (m.Type() prints as permission bits, "d---------" for a folder).
+func Kind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a folder"

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/runtime/llama"
 )
@@ -35,7 +36,7 @@ func CheckModel(path string) (*ModelCheck, error) {
 	case st.IsDir():
 		return nil, fmt.Errorf("model %s: is a directory, want a GGUF file", path)
 	case !st.Mode().IsRegular():
-		return nil, fmt.Errorf("model %s: is a %s, not a regular file; want a GGUF file", path, fileKind(st.Mode()))
+		return nil, fmt.Errorf("model %s: is %s, not a regular file; want a GGUF file", path, atomicfile.Kind(st.Mode()))
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -47,19 +48,6 @@ func CheckModel(path string) (*ModelCheck, error) {
 		return nil, err
 	}
 	return mc, nil
-}
-
-// fileKind names the kind of a file that is not regular.
-func fileKind(m fs.FileMode) string {
-	switch {
-	case m&fs.ModeNamedPipe != 0:
-		return "named pipe"
-	case m&fs.ModeSocket != 0:
-		return "socket"
-	case m&fs.ModeDevice != 0:
-		return "device"
-	}
-	return "special file"
 }
 
 func checkFile(f *gguf.File) (*ModelCheck, error) {
