@@ -85,7 +85,10 @@ func TestCheckModelErrors(t *testing.T) {
 	}
 }
 
-func TestCheckModelSynth(t *testing.T) {
+// checkSmallSynth writes a small synthetic MoE (3 layers × 8 experts, top-2)
+// and returns its CheckModel (closed when the test ends) and its path.
+func checkSmallSynth(t *testing.T) (*ModelCheck, string) {
+	t.Helper()
 	o := gguf.DefaultSynthOptions()
 	o.Layers, o.Experts, o.TopK, o.Hidden, o.ExpertFFN, o.Vocab = 3, 8, 2, 64, 32, 512
 	o.Heads, o.HeadsKV, o.HeadDim = 2, 1, 32
@@ -97,7 +100,12 @@ func TestCheckModelSynth(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer mc.File.Close()
+	t.Cleanup(func() { mc.File.Close() })
+	return mc, p
+}
+
+func TestCheckModelSynth(t *testing.T) {
+	mc, p := checkSmallSynth(t)
 	if len(mc.MoE.Layers) != 3 || len(mc.Spec.Layers) != 3 {
 		t.Fatalf("%d MoE layers, spec %d; want 3", len(mc.MoE.Layers), len(mc.Spec.Layers))
 	}

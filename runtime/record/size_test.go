@@ -1,11 +1,9 @@
 package record
 
 import (
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -14,18 +12,7 @@ import (
 // longest token (at least one); the sample steps have the shape Record
 // writes for each storage mode, and more columns estimate more bytes.
 func TestEstimateTraceSize(t *testing.T) {
-	o := gguf.DefaultSynthOptions()
-	o.Layers, o.Experts, o.TopK, o.Hidden, o.ExpertFFN, o.Vocab = 3, 8, 2, 64, 32, 512
-	o.Heads, o.HeadsKV, o.HeadDim = 2, 1, 32
-	p := filepath.Join(t.TempDir(), "synth.gguf")
-	if err := gguf.SynthMoE(p, o); err != nil {
-		t.Fatal(err)
-	}
-	mc, err := CheckModel(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.File.Close()
+	mc, _ := checkSmallSynth(t)
 	longest := longestToken(mc.File)
 	if longest < 1 || longest > 64 {
 		t.Fatalf("longest token %d bytes", longest)
