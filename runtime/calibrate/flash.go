@@ -13,10 +13,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// directAlign is the offset and size alignment of O_DIRECT reads: a page, which
-// is a multiple of every common logical block size.
-const directAlign = 4096
-
 // FlashPoint is the measured throughput of back-to-back random O_DIRECT reads
 // of one size with Lanes reads in flight: total bytes ÷ wall time per sample,
 // and for one lane the time per read.

@@ -13,6 +13,12 @@ import (
 	"github.com/lessim/lessim/runtime/record"
 )
 
+// directAlign is the offset and size alignment of O_DIRECT reads: a page, which
+// is a multiple of every common logical block size. NB: in this untagged file
+// because Validate, which the pure-Go command line calls on every system,
+// checks the read sizes against it.
+const directAlign = 4096
+
 // Options configures Run. Zero fields take the defaults of DefaultOptions.
 type Options struct {
 	Model string // the GGUF model: its file system is measured, and it is decoded
