@@ -45,6 +45,7 @@ func TestLiveEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Lanes = 3 // lessim agent --lanes 3: not live's default (2)
 	a := startAgent(t, e, fastLimits())
 	spec := `{"policy": {"name": "les"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 12}}}`
 	var samples []TokenSample
@@ -63,6 +64,9 @@ func TestLiveEngine(t *testing.T) {
 	}
 	if err := CheckRun(samples, res); err != nil {
 		t.Errorf("stream vs result: %v", err)
+	}
+	if len(res.Warnings) == 0 || !strings.Contains(res.Warnings[0], "3 I/O lane(s)") {
+		t.Errorf("the engine's 3 lanes are not the run's: %q", res.Warnings)
 	}
 
 	for _, bad := range []struct{ spec, want string }{

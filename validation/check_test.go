@@ -9,6 +9,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/runtime/gguf"
+	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/traces"
 )
@@ -81,7 +82,9 @@ func TestCheckRefuses(t *testing.T) {
 		}, "out: output " + fitted + " is the input " + fitted},
 		"trace is an output": {func(o *Options) { o.Out, o.Trace = dir, filepath.Join(dir, TableFile) }, "is the input"},
 		"lanes -1":           {func(o *Options) { o.Lanes = -1 }, "lanes -1: want 1..256"},
-		"trace of 3 tokens":  {func(o *Options) { o.Trace = short }, "has 3 decode tokens, the live runs decode 4"},
+		"lanes not the profile's": {func(o *Options) { o.Lanes = 2 },
+			"lanes 2: the profile " + profile + " simulates 4 flash lanes in flight; the live runs must use the same"},
+		"trace of 3 tokens": {func(o *Options) { o.Trace = short }, "has 3 decode tokens, the live runs decode 4"},
 		"oracle live": {func(o *Options) { o.Policies = []string{"oracle", "lru"} },
 			"policy oracle reads the whole trace's routing in advance, which a live run does not know: a live run takes les, lfu, lru, ondemand"},
 	} {
@@ -104,10 +107,21 @@ func TestCheckRefuses(t *testing.T) {
 	if b, _ := os.ReadFile(fitted); string(b) != string(y) {
 		t.Error("the profile under fit/ changed")
 	}
-	o := base
-	o.Out = filepath.Join(dir, "ok")
-	if _, err := o.Check(); err != nil {
-		t.Errorf("good options: %v", err)
+	for _, lanes := range []int{0, 4} { // none, or the profile's
+		o := base
+		o.Out, o.Lanes = filepath.Join(dir, "ok"), lanes
+		c, err := o.Check()
+		if err != nil {
+			t.Errorf("good options, lanes %d: %v", lanes, err)
+			continue
+		}
+		// The live runs keep the profile's reads in flight (4), not live's
+		// default (2): with fewer, more prefetches are still loading when
+		// their layer needs them, and predicted vs measured hit rates part.
+		if lo := o.LiveOptions(c, "les", 1<<20, 4); lo.Lanes != 4 || lo.Prompt != live.DefaultPrompt || lo.Threads != 1 {
+			t.Errorf("lanes %d: live runs with %d lanes, %d threads, prompt %q; want the profile's 4 lanes, 1 thread, the default prompt",
+				lanes, lo.Lanes, lo.Threads, lo.Prompt)
+		}
 	}
 }
 

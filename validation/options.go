@@ -13,6 +13,7 @@ import (
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
@@ -38,7 +39,11 @@ type Options struct {
 	Repeats int
 	// Prompt is the text prefilled before decoding; "" is live.DefaultPrompt.
 	Prompt string
-	// Lanes is the live driver's I/O lanes (0 = its default).
+	// Lanes is the live driver's I/O lanes. 0 takes the profile's
+	// flash.lanes, so that the simulation and the live runs keep the same
+	// reads in flight (with fewer lanes more loads are still in flight when
+	// a layer needs them: the hit vs in-flight split differs); a value
+	// other than the profile's is refused.
 	Lanes int
 	// Fit lists points as "POLICY:CACHE" (e.g. "ondemand:25%", "les:25%"):
 	// each is run live once more per round with its per-token series (on
@@ -81,8 +86,10 @@ const (
 
 // Checked is what Check resolved: the model and each cache in bytes.
 type Checked struct {
-	Model      *devices.ModelSpec
-	Device     *devices.Device
+	Model  *devices.ModelSpec
+	Device *devices.Device
+	// Lanes is the live runs' I/O lanes: the profile's flash.lanes.
+	Lanes      int
 	CacheBytes []int64 // per Options.Caches
 	Fit        []FitPoint
 }
@@ -134,7 +141,7 @@ func (o *Options) Check() (*Checked, error) {
 	} else if d, err := experiment.LoadDevice("", o.DeviceFile); err != nil {
 		bad("device file: %w", err)
 	} else {
-		c.Device = d
+		c.Device, c.Lanes = d, d.Flash.Lanes
 	}
 	traceOK := true
 	if o.Trace != "" {
@@ -155,6 +162,7 @@ func (o *Options) Check() (*Checked, error) {
 		bad("model: missing (a GGUF Mixture-of-Experts file)")
 	default:
 		errs = append(errs, o.checkLocal(c, traceOK)...)
+		errs = append(errs, o.checkLanes(c)...)
 	}
 	for _, f := range o.Fit {
 		pol, cache, ok := strings.Cut(f, ":")
@@ -199,11 +207,6 @@ func (o *Options) Check() (*Checked, error) {
 // trace's model (when the trace exists: traceOK).
 func (o *Options) checkLocal(c *Checked, traceOK bool) []error {
 	var errs []error
-	if o.Lanes != 0 { // 0 = live's default
-		if err := live.CheckLanes(o.Lanes); err != nil {
-			errs = append(errs, err)
-		}
-	}
 	mc, err := record.CheckModel(o.Model)
 	if err != nil {
 		return append(errs, err)
@@ -219,6 +222,40 @@ func (o *Options) checkLocal(c *Checked, traceOK bool) []error {
 		}
 	}
 	return errs
+}
+
+// checkLanes refuses live lanes out of range or other than the profile's
+// flash.lanes (when the profile loaded): the simulated and the live runs
+// must keep the same reads in flight to be compared.
+func (o *Options) checkLanes(c *Checked) []error {
+	switch {
+	case o.Lanes == 0:
+		return nil
+	case live.CheckLanes(o.Lanes) != nil:
+		return []error{live.CheckLanes(o.Lanes)}
+	case c.Device != nil && o.Lanes != c.Lanes:
+		return []error{fmt.Errorf("lanes %d: the profile %s simulates %s in flight; the live runs must use the same (leave --lanes out to take the profile's)",
+			o.Lanes, o.DeviceFile, plural.Count(c.Lanes, "flash lane"))}
+	}
+	return nil
+}
+
+// LiveOptions are the live options of one run of policy at cache bytes on
+// this machine: this validation's model and prompt, the profile's lanes
+// (c.Lanes), 1 compute thread.
+func (o *Options) LiveOptions(c *Checked, policy string, cache int64, tokens int) live.Options {
+	lo := live.DefaultOptions()
+	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Threads, lo.Lanes = o.Model, policy, cache, tokens, 1, c.Lanes
+	lo.Prompt = o.prompt()
+	return lo
+}
+
+// prompt is the text the trace records and the live runs prefill.
+func (o *Options) prompt() string {
+	if o.Prompt == "" {
+		return live.DefaultPrompt
+	}
+	return o.Prompt
 }
 
 // outputs are the files a validation may write under Out: the table, the

@@ -22,42 +22,32 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	prompt := o.Prompt
-	if prompt == "" {
-		prompt = live.DefaultPrompt
-	}
 	resolve := func(_ string, caches []string) ([]int64, error) {
 		b, errs := resolveCaches(c.Model, caches)
 		return b, errors.Join(errs...)
 	}
 	return inStage(o, func(o Options) (*Report, error) {
-		return runPoints(ctx, o, localRunner{o: o, prompt: prompt}, resolve, c.Fit)
+		return runPoints(ctx, o, localRunner{o: o, c: c}, resolve, c.Fit)
 	})
 }
 
 // localRunner records and runs live with llama.cpp on this machine.
 type localRunner struct {
-	o      Options
-	prompt string
+	o Options
+	c *Checked
 }
 
 func (l localRunner) Record(ctx context.Context, path string, tokens int) error {
 	ro := record.DefaultOptions()
-	ro.ModelPath, ro.Prompts, ro.PromptSet = l.o.Model, []string{l.prompt}, "validate"
+	ro.ModelPath, ro.Prompts, ro.PromptSet = l.o.Model, []string{l.o.prompt()}, "validate"
 	ro.Tokens, ro.Temperature, ro.Threads, ro.Logits, ro.Out = tokens, 0, 1, false, path
 	_, err := record.Record(ctx, ro)
 	return err
 }
 
-// options are the live options of one run of policy at cache bytes: this
-// validation's model, prompt and lanes, 1 compute thread.
+// options are the live options of one run (Options.LiveOptions).
 func (l localRunner) options(policy string, cache int64, tokens int) live.Options {
-	lo := live.DefaultOptions()
-	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Prompt, lo.Threads = l.o.Model, policy, cache, tokens, l.prompt, 1
-	if l.o.Lanes > 0 {
-		lo.Lanes = l.o.Lanes
-	}
-	return lo
+	return l.o.LiveOptions(l.c, policy, cache, tokens)
 }
 
 func (l localRunner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {

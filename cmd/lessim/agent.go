@@ -16,12 +16,13 @@ import (
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/runtime/live"
 )
 
 // newLiveEngine, when set by a build with the llama.cpp runtime (a
 // llamacpp-tagged file's init), serves a GGUF model with the live engine;
 // otherwise the agent serves the simulator.
-var newLiveEngine func(ggufPath string) (agent.Engine, error)
+var newLiveEngine func(ggufPath string, lanes int) (agent.Engine, error)
 
 // tokenEnv holds an agent token for `lessim agent` (instead of a fresh one)
 // and for clients (instead of --token).
@@ -31,7 +32,7 @@ type agentFlags struct {
 	listen, device, deviceFile, model string
 	allowRemote                       bool
 	playback                          float64
-	maxConns                          int
+	maxConns, lanes                   int
 }
 
 func newAgentCmd() *cobra.Command {
@@ -64,6 +65,7 @@ the spec's policy and cache and streams each token's measurement.`,
 	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
 	floatVar(fl, &f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
 	intVar(fl, &f.maxConns, "max-conns", agent.DefaultMaxConns, "connections held at once; one more gets a busy frame and is closed")
+	intVar(fl, &f.lanes, "lanes", 0, "the live engine's I/O lanes (with --model FILE.gguf; 0 = live's default, 2): the profile's flash.lanes for validate --target")
 	cmd.AddCommand(newAgentCheckCmd())
 	return cmd
 }
@@ -84,6 +86,7 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 	releaseSignals() // the agent shuts down itself on SIGINT/SIGTERM; it writes no files
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	context.AfterFunc(ctx, stop) // a second signal ends the process at once (the default action)
 	eng, err := agentEngine(ctx, f)
 	if err != nil {
 		return err
@@ -128,7 +131,12 @@ func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
 				return fmt.Errorf("--model %s: %w", f.model, err)
 			}
 		}
-		return nil
+		return refuseFlags(cmd, []string{"lanes"}, "without --model FILE.gguf: the simulator engine reads with its profile's flash.lanes")
+	}
+	if f.lanes != 0 {
+		if err := live.CheckLanes(f.lanes); err != nil {
+			return fmt.Errorf("--%w", err)
+		}
 	}
 	return refuseFlags(cmd, []string{"playback", "device", "device-file"},
 		fmt.Sprintf("with --model %s: the live engine decodes the model on this machine (it paces nothing and measures this machine, not a profile)", f.model))
@@ -141,7 +149,7 @@ func agentEngine(ctx context.Context, f *agentFlags) (agent.Engine, error) {
 		if newLiveEngine == nil {
 			return nil, fmt.Errorf("--model %s: serving a GGUF needs the live engine, which this build does not have; without it the agent serves the simulator (pass a built-in model, see `lessim models list`)", f.model)
 		}
-		return newLiveEngine(f.model)
+		return newLiveEngine(f.model, f.lanes)
 	}
 	p, err := agentProfile(f.device, f.deviceFile)
 	if err != nil {

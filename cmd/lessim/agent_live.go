@@ -6,7 +6,12 @@ import "github.com/lessim/lessim/agent"
 
 // The llama.cpp build serves a GGUF --model with the live engine.
 func init() {
-	newLiveEngine = func(ggufPath string) (agent.Engine, error) {
-		return agent.NewLiveEngine(ggufPath, version)
+	newLiveEngine = func(ggufPath string, lanes int) (agent.Engine, error) {
+		e, err := agent.NewLiveEngine(ggufPath, version)
+		if err != nil {
+			return nil, err
+		}
+		e.Lanes = lanes
+		return e, nil
 	}
 }

@@ -40,6 +40,8 @@ func TestAgentGolden(t *testing.T) {
 		{"err-agent-max-conns", []string{"agent", "--max-conns", "0"}},
 		{"err-agent-gguf-playback", []string{"agent", "--model", "tiny.gguf", "--playback", "2"}},
 		{"err-agent-gguf-device", []string{"agent", "--model", "tiny.gguf", "--device", "iphone-17-pro-max"}},
+		{"err-agent-gguf-lanes", []string{"agent", "--model", "tiny.gguf", "--lanes", "300"}},
+		{"err-agent-sim-lanes", []string{"agent", "--model", "qwen3-30b-a3b", "--lanes", "2"}},
 		{"err-devices-usb-watch", []string{"devices", "usb", "--watch", "-1s"}},
 		{"err-agent-unknown-model", []string{"agent", "--listen", "127.0.0.1:0", "--model", "gpt-5"}},
 		{"err-agent-unknown-variant", []string{"agent", "--listen", "127.0.0.1:0", "--model", "qwen3-30b-a3b:q9"}},

@@ -45,7 +45,7 @@ func counts(x *sim.Result) string {
 // the same routing (selected experts of every token and layer) as through
 // tcp:// (the files differ only in the measured per-layer compute times).
 func TestLiveTargetEquivalence(t *testing.T) {
-	dir, addr, token := serveLiveAgent(t, "lessim-live-equiv-", "8")
+	dir, addr, token := serveLiveAgent(t, "lessim-live-equiv-", "8", 0)
 	tcp := "tcp://" + addr
 	const udid = "00008140-000A1B2C3D4E5F60"
 	d, err := usbmuxtest.Start(t.TempDir(), usbmuxtest.Device{ID: 5, UDID: udid, Ports: map[uint16]string{7070: addr}})

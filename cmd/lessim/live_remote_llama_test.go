@@ -18,7 +18,7 @@ import (
 // an agent serving the live engine on a synthetic GGUF (as `lessim agent
 // --model tiny.gguf` does), and `lessim live --target` measuring through it.
 func TestLiveTargetLiveEngine(t *testing.T) {
-	dir, addr, token := serveLiveAgent(t, "lessim-live-target-", "4")
+	dir, addr, token := serveLiveAgent(t, "lessim-live-target-", "4", 3) // lessim agent --lanes 3
 	target := "tcp://" + addr
 
 	out := runCLI(t, dir, "live", "--target", target, "--token", token, "--policy", "les", "--cache", "40%", "--tokens", "6", "--format", "json")
@@ -30,6 +30,9 @@ func TestLiveTargetLiveEngine(t *testing.T) {
 	if got.Device.Kind != agent.KindMeasured || got.Device.Engine == "" || r.Source != sim.SourceMeasured || r.Tokens != 6 || r.Policy != "les" || r.TimeNS <= 0 {
 		t.Errorf("device %+v, result source %q, %d tokens, policy %s, time %d", got.Device, r.Source, r.Tokens, r.Policy, r.TimeNS)
 	}
+	if len(r.Warnings) == 0 || !strings.Contains(r.Warnings[0], "3 I/O lane(s)") {
+		t.Errorf("the agent's --lanes 3 is not the run's: %q", r.Warnings)
+	}
 	txt := runCLI(t, dir, "live", "--target", target, "--token", token, "--policy", "ondemand", "--cache", "40%", "--tokens", "4", "--stock")
 	if !strings.Contains(txt, "measured") || !strings.Contains(txt, "4 tokens in 4 passes") {
 		t.Errorf("text output:\n%s", txt)
@@ -38,9 +41,9 @@ func TestLiveTargetLiveEngine(t *testing.T) {
 
 // serveLiveAgent writes a synthetic GGUF of layers MoE layers (16 experts,
 // top-4) into a new folder on a real disk (prefix names it) and serves it
-// with the live engine, as `lessim agent --model tiny.gguf` does, until the
-// test ends. It returns the folder, the agent's address and its token.
-func serveLiveAgent(t *testing.T, prefix, layers string) (dir, addr, token string) {
+// with the live engine, as `lessim agent --model tiny.gguf --lanes LANES`
+// does (0: live's default), until the test ends. It returns the folder, the agent's address and its token.
+func serveLiveAgent(t *testing.T, prefix, layers string, lanes int) (dir, addr, token string) {
 	t.Helper()
 	dir, err := os.MkdirTemp("/var/tmp", prefix)
 	if err != nil {
@@ -50,7 +53,7 @@ func serveLiveAgent(t *testing.T, prefix, layers string) (dir, addr, token strin
 	runCLI(t, dir, "model", "synth", "--layers", layers, "--experts", "16", "--top-k", "4", "--hidden", "128",
 		"--expert-ffn", "128", "--heads", "4", "--heads-kv", "2", "--head-dim", "32", "--quant", "q8_0",
 		"--router-correlation", "0.7", "--seed", "1", "--out", "tiny.gguf")
-	eng, err := agentEngine(context.Background(), &agentFlags{model: filepath.Join(dir, "tiny.gguf")})
+	eng, err := agentEngine(context.Background(), &agentFlags{model: filepath.Join(dir, "tiny.gguf"), lanes: lanes})
 	if err != nil {
 		t.Fatal(err)
 	}

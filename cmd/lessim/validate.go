@@ -88,7 +88,7 @@ func newValidateCmd() *cobra.Command {
 	intVar(f, &o.Tokens, "tokens", o.Tokens, "decode tokens recorded and measured per run")
 	intVar(f, &o.Repeats, "repeats", o.Repeats, "live runs per point")
 	f.StringVar(&o.Prompt, "prompt", "", "text to prefill before decoding (default: live's fixed sentence)")
-	intVar(f, &o.Lanes, "lanes", 0, "live I/O lanes (0 = live's default)")
+	intVar(f, &o.Lanes, "lanes", 0, "live I/O lanes (0 = the profile's flash.lanes, which the simulation uses; another value is refused)")
 	f.StringVar(&o.Out, "out", "", "output folder (required)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	f.StringVar(&o.Target, "target", "", "measure on a device agent: tcp://HOST:PORT or usb://UDID:PORT")

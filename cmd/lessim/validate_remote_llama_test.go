@@ -16,7 +16,7 @@ import (
 // the held-out MAPE as a local --fit does.
 func TestValidateTargetFit(t *testing.T) {
 	prof, err := os.ReadFile(filepath.Join(testRoot(t), "devices", "profiles", "ipad-pro-m4.yaml"))
-	dir, addr, token := serveLiveAgent(t, "lessim-validate-target-fit-", "4")
+	dir, addr, token := serveLiveAgent(t, "lessim-validate-target-fit-", "4", 0)
 	if err != nil {
 		t.Fatal(err)
 	}
