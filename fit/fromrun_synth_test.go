@@ -84,9 +84,15 @@ func TestFromRunFlashScaleBounded(t *testing.T) {
 			if got.BytesMatched != got.BytesChecked || got.BytesChecked != got.Tokens {
 				t.Errorf("bytes matched on %d of %d (%d tokens)", got.BytesMatched, got.BytesChecked, got.Tokens)
 			}
+			// The scale is at most its bound, about 3.56 (where
+			// flash.aggregate[0] reaches flash.latency); gguf-mmap, the
+			// layout of the calibrate failure, is fitted at it. Per-expert
+			// reads fit a little below it (3.42 on this routing): the
+			// truth's lower latency is not a parameter of the fit.
 			scale := got.Params[1]
-			if scale.Name != ParamFlashScale || !scale.Identified || scale.Why != "at its bound" || scale.Value < 3 || scale.Value > 3.6 {
-				t.Errorf("flash scale %+v, want identified at its bound, about 3.56 (where flash.aggregate[0] reaches flash.latency)", scale)
+			atBound := scale.Why == "at its bound"
+			if scale.Name != ParamFlashScale || !scale.Identified || scale.Value < 3 || scale.Value > 3.6 || layout == sim.LayoutGGUFMmap && !atBound {
+				t.Errorf("flash scale %+v, want identified in [3, 3.6], at its bound with gguf-mmap", scale)
 			}
 			for _, p := range got.Params {
 				if math.IsNaN(p.SE) || math.IsInf(p.SE, 0) || math.IsNaN(p.Value) {

@@ -85,7 +85,7 @@ func TestManifestFieldsChecked(t *testing.T) {
 		{`"points": 12`, `"points": -4`, "points -4 (want at least 1)"},
 		{`"points": 12`, `"points": 99`, "has 12"},
 		{"", "null", "format_version 0 (missing or not positive); sweep_id \"\""},
-		{`"format_version": 2`, `"format_version": 0`, "format_version 0"},
+		{`"format_version": 3`, `"format_version": 0`, "format_version 0"},
 	} {
 		edited := c.to
 		if c.from != "" {

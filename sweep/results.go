@@ -18,11 +18,14 @@ import (
 	"github.com/lessim/lessim/sim"
 )
 
-// FormatVersion is the version of the results folder's layout and columns.
-// A folder written with another version is refused (see Manifest), so a
-// resumed sweep never mixes parts of two schemas. Version 2 added the
-// spec.expert_quant column.
-const FormatVersion = 2
+// FormatVersion is the version of the results folder's layout and columns,
+// and of what a spec's row holds. A folder written with another version is
+// refused (see Manifest), so a resumed sweep never mixes parts of two schemas
+// or two simulators. Version 2 added the spec.expert_quant column; version 3
+// marks synthetic traces whose routing no longer depends on the lookahead and
+// logits settings (traces.Synth draws them from their own streams), so the
+// same spec's rows changed.
+const FormatVersion = 3
 
 // Parquet key-value metadata keys of a results part.
 const (

@@ -4,8 +4,14 @@ package traces
 //
 // Synth generates a routing trace for any model spec from a small, stated
 // model of routing, so the simulator can run before anyone records a real
-// trace. Every random draw comes from one PCG generator seeded by
-// SynthOptions.Seed: the same spec and options give the same steps, bit for bit.
+// trace. Every random draw comes from one of three PCG streams seeded by
+// SynthOptions.Seed: the same spec and options give the same steps, bit for
+// bit. The routing (popularity, reuse, rank order) has its own stream, so the
+// experts selected do not depend on the gate values, the logits
+// (SynthOptions.Logits) or the lookahead settings (LookaheadRecall,
+// LookaheadDepth, DepthPenalty): a sweep over those compares one routing.
+// Gate weights and logits draw from the second stream, lookahead scores from
+// the third.
 //
 // The routing model, per MoE layer l of L and token t:
 //
@@ -289,7 +295,9 @@ func (s *synthSource) Err() error  { return nil }
 // synthGen is the generator state shared by Synth and SynthSource.
 type synthGen struct {
 	opt     SynthOptions
-	r       *rand.Rand
+	r       *rand.Rand // routing: popularity, reuse, rank order
+	gates   *rand.Rand // gate weights and logits
+	ahead   *rand.Rand // lookahead scores
 	L, E, K int
 	pop     []synthAlias // per layer popularity sampler
 	prev    []int32      // L×K previous token's selection (valid when hasPrev)
@@ -307,17 +315,19 @@ type synthGen struct {
 func newSynthGen(spec *devices.ModelSpec, opt SynthOptions) *synthGen {
 	L, E, K := len(spec.Layers), spec.Experts, spec.TopK
 	g := &synthGen{
-		opt:  opt,
-		r:    rand.New(rand.NewPCG(opt.Seed, 0x6c657373696d)), // "lessim"
-		L:    L,
-		E:    E,
-		K:    K,
-		pop:  make([]synthAlias, L),
-		prev: make([]int32, L*K),
-		mark: make([]uint32, E),
-		tmp:  make([]int32, 0, K),
-		gate: make([]float64, K),
-		pass: -1,
+		opt:   opt,
+		r:     rand.New(rand.NewPCG(opt.Seed, 0x6c657373696d)),     // "lessim"
+		gates: rand.New(rand.NewPCG(opt.Seed, 0x6c65737367617465)), // "lessgate"
+		ahead: rand.New(rand.NewPCG(opt.Seed, 0x6c65737361686561)), // "lessahea"
+		L:     L,
+		E:     E,
+		K:     K,
+		pop:   make([]synthAlias, L),
+		prev:  make([]int32, L*K),
+		mark:  make([]uint32, E),
+		tmp:   make([]int32, 0, K),
+		gate:  make([]float64, K),
+		pass:  -1,
 	}
 	w := make([]float64, E)
 	for l := range L {
@@ -408,7 +418,7 @@ func (g *synthGen) selectLayer(l int, dst []int32) {
 			}
 		}
 	}
-	chosen = g.fill(&g.pop[l], chosen, st, g.K)
+	chosen = g.fill(g.r, &g.pop[l], chosen, st, g.K)
 	// Random rank order: the gate logits are assigned to ranks afterwards.
 	for i := len(chosen) - 1; i > 0; i-- {
 		j := g.r.IntN(i + 1)
@@ -418,21 +428,21 @@ func (g *synthGen) selectLayer(l int, dst []int32) {
 	g.tmp = chosen[:0]
 }
 
-// fill appends draws from a (excluding marked experts, marking the new ones)
-// until chosen has want experts; enough unmarked experts must exist.
-func (g *synthGen) fill(a *synthAlias, chosen []int32, st uint32, want int) []int32 {
+// fill appends draws from a with r (excluding marked experts, marking the
+// new ones) until chosen has want experts; enough unmarked experts must exist.
+func (g *synthGen) fill(r *rand.Rand, a *synthAlias, chosen []int32, st uint32, want int) []int32 {
 	tries := 0
 	for len(chosen) < want {
 		var e int32
 		if tries < 64 {
-			e = a.sample(g.r)
+			e = a.sample(r)
 			tries++
 			if g.mark[e] == st {
 				continue
 			}
 		} else {
 			// NB: the excluded experts hold most of the mass; draw exactly from the rest.
-			e = a.sampleExcluding(g.r, g.mark, st)
+			e = a.sampleExcluding(r, g.mark, st)
 		}
 		g.mark[e] = st
 		chosen = append(chosen, e)
@@ -444,7 +454,7 @@ func (g *synthGen) fill(a *synthAlias, chosen []int32, st uint32, want int) []in
 func (g *synthGen) gateWeights(ls *LayerStep) {
 	z := g.gate[:len(ls.Experts)]
 	for i := range z {
-		z[i] = 1.5 + 0.6*g.r.NormFloat64()
+		z[i] = 1.5 + 0.6*g.gates.NormFloat64()
 	}
 	slices.Sort(z)
 	slices.Reverse(z)
@@ -460,7 +470,7 @@ func (g *synthGen) gateWeights(ls *LayerStep) {
 	}
 	zmin := float32(z[len(z)-1])
 	for e := range ls.Logits {
-		v := float32(g.r.NormFloat64() - 1)
+		v := float32(g.gates.NormFloat64() - 1)
 		ls.Logits[e] = min(v, zmin-0.01)
 	}
 	for i, e := range ls.Experts {
@@ -474,14 +484,14 @@ func (g *synthGen) lookahead(target int, truth []int32, recall float64, out []fl
 	K := len(truth)
 	want := recall * float64(K)
 	m := int(want)
-	if g.r.Float64() < want-float64(m) {
+	if g.ahead.Float64() < want-float64(m) {
 		m++
 	}
 	// Triangular low noise in (−3, 1): the sum of two 16-bit uniforms, two
 	// scores per 64-bit draw (this loop is most of Synth's time).
 	const unit = 2.0 / (1 << 16)
 	for e := 0; e < len(out); e += 2 {
-		u := g.r.Uint64()
+		u := g.ahead.Uint64()
 		out[e] = float32(u>>48+(u>>32)&0xffff)*unit - 3
 		if e+1 < len(out) {
 			out[e+1] = float32((u>>16)&0xffff+u&0xffff)*unit - 3
@@ -489,23 +499,23 @@ func (g *synthGen) lookahead(target int, truth []int32, recall float64, out []fl
 	}
 	hits := append(g.tmp[:0], truth...)
 	for i := range m { // partial Fisher-Yates: hits[:m] are predicted
-		j := i + g.r.IntN(K-i)
+		j := i + g.ahead.IntN(K-i)
 		hits[i], hits[j] = hits[j], hits[i]
 	}
 	st := g.newStamp()
 	for i, e := range hits {
 		g.mark[e] = st
 		if i < m {
-			out[e] = 3 + 1.5*g.r.Float32()
+			out[e] = 3 + 1.5*g.ahead.Float32()
 		} else {
-			out[e] = 0.5 + 2*g.r.Float32()
+			out[e] = 0.5 + 2*g.ahead.Float32()
 		}
 	}
 	// K−m false positives from the target layer's popularity (fewer when the
 	// layer has fewer than K experts outside the truth).
-	fp := g.fill(&g.pop[target], hits[:0], st, min(K-m, g.E-K))
+	fp := g.fill(g.ahead, &g.pop[target], hits[:0], st, min(K-m, g.E-K))
 	for _, e := range fp {
-		out[e] = 3 + 1.5*g.r.Float32()
+		out[e] = 3 + 1.5*g.ahead.Float32()
 	}
 	g.tmp = fp[:0]
 }

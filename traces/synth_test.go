@@ -76,6 +76,49 @@ func TestSynthDeterministic(t *testing.T) {
 	}
 }
 
+// TestSynthRoutingIndependent: the routing (every step's position and
+// every layer's experts in rank order) is the same whatever the lookahead
+// settings and whether logits are drawn, and the gate weights are the same
+// whatever the lookahead settings: a sweep over recall, depth or logits
+// compares one routing, and lru's rows do not move with les's predictor.
+func TestSynthRoutingIndependent(t *testing.T) {
+	spec := tsSpec(6, 32, 4)
+	base := DefaultSynthOptions()
+	base.Tokens, base.PromptTokens, base.Sequences = 40, 5, 2
+	_, want, err := Synth(spec, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, mut := range map[string]func(*SynthOptions){
+		"recall 0.3":         func(o *SynthOptions) { o.LookaheadRecall = 0.3 },
+		"depth 3":            func(o *SynthOptions) { o.LookaheadDepth, o.DepthPenalty = 3, 0.1 },
+		"depth 0":            func(o *SynthOptions) { o.LookaheadDepth = 0 },
+		"logits":             func(o *SynthOptions) { o.Logits = true },
+		"logits and depth 2": func(o *SynthOptions) { o.Logits, o.LookaheadDepth = true, 2 },
+	} {
+		o := base
+		mut(&o)
+		_, got, err := Synth(spec, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range want {
+			w, g := want[i], got[i]
+			if w.Seq != g.Seq || w.Pos != g.Pos || w.Pass != g.Pass || w.Phase != g.Phase {
+				t.Fatalf("%s: step %d at seq %d pos %d, want seq %d pos %d", name, i, g.Seq, g.Pos, w.Seq, w.Pos)
+			}
+			for l := range w.Layers {
+				if !slices.Equal(w.Layers[l].Experts, g.Layers[l].Experts) {
+					t.Fatalf("%s: step %d layer %d routes to %v, want %v", name, i, l, g.Layers[l].Experts, w.Layers[l].Experts)
+				}
+				if !o.Logits && !slices.Equal(w.Layers[l].Weights, g.Layers[l].Weights) {
+					t.Fatalf("%s: step %d layer %d gate weights %v, want %v", name, i, l, g.Layers[l].Weights, w.Layers[l].Weights)
+				}
+			}
+		}
+	}
+}
+
 func TestSynthStructure(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
