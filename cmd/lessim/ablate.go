@@ -184,7 +184,7 @@ func checkOutDir(dir string) error {
 		case err == nil:
 			return atomicfile.CheckFolder(d)
 		case !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, syscall.ENOTDIR) || d == filepath.Dir(d):
-			return err
+			return atomicfile.LookupError(d, err)
 		}
 	}
 }

@@ -65,7 +65,7 @@ func resolveTarget(path string) (string, os.FileMode, error) {
 	case errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR):
 		return target, DefaultMode, nil // Create says what is wrong with the folder
 	case err != nil:
-		return "", 0, fmt.Errorf("output %s: %w", path, err)
+		return "", 0, LookupError(path, err)
 	case !fi.Mode().IsRegular():
 		return "", 0, fmt.Errorf("output %s exists and is %s, not a regular file: refusing to replace it", path, Kind(fi.Mode()))
 	}
@@ -121,6 +121,21 @@ func folderProblem(dir string, err error) error {
 		return &wrapped{fmt.Sprintf("%s is not a folder", dir), err}
 	}
 	return fmt.Errorf("cannot write in %s: %w", dir, err)
+}
+
+// LookupError is the error of looking up path (stat, lstat) that failed
+// with err, in the words a user acts on: "cannot reach x/y: a folder on the
+// way cannot be searched (permission denied)" rather than "lstat x/y:
+// permission denied". It still is err (errors.Is).
+func LookupError(path string, err error) error {
+	var pe *fs.PathError
+	if !errors.As(err, &pe) {
+		return err
+	}
+	if errors.Is(pe.Err, fs.ErrPermission) {
+		return &wrapped{fmt.Sprintf("cannot reach %s: a folder on the way cannot be searched (%v)", path, pe.Err), err}
+	}
+	return &wrapped{fmt.Sprintf("cannot look up %s: %v", path, pe.Err), err}
 }
 
 // wrapped is an error with its own words that still is the error it

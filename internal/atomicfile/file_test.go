@@ -207,6 +207,33 @@ func TestCreateUnwritable(t *testing.T) {
 	}
 }
 
+// TestCreateUnreachable: a target under a folder that cannot be searched is
+// said so, naming the target, not "lstat PATH: permission denied" (a real
+// one when not root: root searches every folder).
+func TestCreateUnreachable(t *testing.T) {
+	dir := t.TempDir()
+	locked := filepath.Join(dir, "locked")
+	if err := os.Mkdir(locked, 0o000); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Chmod(locked, 0o755)
+	target := filepath.Join(locked, "sub", "x")
+	want := "cannot reach " + target + ": a folder on the way cannot be searched (permission denied)"
+	if os.Geteuid() != 0 {
+		if _, err := Create(target); err == nil || err.Error() != want || !errors.Is(err, os.ErrPermission) {
+			t.Errorf("Create under an unsearchable folder: %v, want %q", err, want)
+		}
+	}
+	err := LookupError(target, &os.PathError{Op: "lstat", Path: target, Err: syscall.EACCES})
+	if err.Error() != want || !errors.Is(err, os.ErrPermission) {
+		t.Errorf("LookupError: %v, want %q", err, want)
+	}
+	err = LookupError(target, &os.PathError{Op: "lstat", Path: target, Err: syscall.ELOOP})
+	if want := "cannot look up " + target + ": too many levels of symbolic links"; err.Error() != want {
+		t.Errorf("LookupError: %v, want %q", err, want)
+	}
+}
+
 // TestSeekAndCommitTwice covers the io.WriteSeeker side and idempotence.
 func TestSeekAndCommitTwice(t *testing.T) {
 	dir := t.TempDir()
