@@ -40,6 +40,12 @@ func TestRecordEndToEnd(t *testing.T) {
 	if !strings.Contains(sim, "48 tokens in 48 passes") || !strings.Contains(sim, "prefetch    recall") {
 		t.Fatalf("simulate: %s", sim)
 	}
+	// The recorded model states its layers' mixers (read from the GGUF's
+	// attention heads), so the context cost applies to its trace.
+	ctx := runCLI(t, dir, "simulate", "--trace", "tiny.parquet", "--device", "ipad-pro-m4", "--policy", "les", "--cache", "25%", "--context-cost")
+	if !strings.Contains(ctx, "48 tokens in 48 passes") || !strings.Contains(ctx, "of compute on KV-cache reads, attention") {
+		t.Fatalf("simulate --context-cost: %s", ctx)
+	}
 	// Recording twice gives the same routing (seeded sampling, 1 thread); only
 	// the measured compute_ns timings may differ.
 	runCLI(t, dir, "record", "--model", "tiny.gguf", "--prompts", "prompts.txt", "--tokens", "24", "--lookahead-depth", "2",

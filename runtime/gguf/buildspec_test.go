@@ -26,10 +26,15 @@ func TestModelSpecMatchesBuildSpec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		mixers := make([]devices.MixerShape, o.Layers) // every block full attention
+		for i := range mixers {
+			mixers[i] = devices.AttentionMixer(o.Heads, o.HeadsKV, o.HeadDim)
+		}
 		want, err := devices.BuildSpec(devices.Shape{
 			Name: got.Name, Arch: "qwen3moe", Variant: quant, Source: got.Source,
 			MoELayers: o.Layers, Experts: o.Experts, TopK: o.TopK, Hidden: o.Hidden, ExpertFFN: o.ExpertFFN, Vocab: o.Vocab,
 			ExpertQuant: devices.Uniform(q), Heads: o.Heads, KVHeads: o.HeadsKV, HeadDim: o.HeadDim, QKNorm: true, DenseType: q,
+			Mixers: mixers,
 		})
 		if err != nil {
 			t.Fatal(err)

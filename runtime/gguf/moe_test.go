@@ -94,6 +94,9 @@ func TestModelSpecSynthetic(t *testing.T) {
 				{Name: "ffn_down_exps", Type: "Q8_0", Bytes: 2176},
 			},
 			DenseBytes: dense, DenseFLOPsPerToken: 2 * denseElems, ExpertFLOPsPerToken: 2 * 3 * 64 * 32,
+			// Full attention, 4 heads and 2 KV heads of 16: K and V at
+			// F16 per position, 4 × heads × head_dim FLOPs per position.
+			Mixer: devices.MixerAttention, KVBytesPerToken: 2 * (16 + 16) * 2, AttnFLOPsPerPosition: 4 * 4 * 16,
 		})
 	}
 	if !reflect.DeepEqual(s, want) {

@@ -29,7 +29,10 @@ const kvCacheBytesPerValue = 2
 //   - NonExpertBytes: every tensor that is not a routed expert, including embeddings
 //     and the head; HeadBytes: output.weight, or token_embd.weight when tied;
 //   - KVBytesPerToken: blocks × heads_kv × (key_length + value_length) × 2 (F16 cache;
-//     approximate for compressed or recurrent caches such as deepseek2's MLA).
+//     approximate for compressed or recurrent caches such as deepseek2's MLA);
+//   - each layer's mixer (attention, with its KV bytes and attention FLOPs per
+//     position, times the blocks charged to it) when every block is full
+//     attention, for the simulator's context cost (stateMixers); else none.
 //
 // FLOPs count 2 per weight per token for matrices read by matmul; the token embedding
 // is a row lookup and counts none.
@@ -120,6 +123,11 @@ func (f *File) ModelSpec() (*devices.ModelSpec, error) {
 		spec.HeadFLOPsPerToken = 2 * head.Elements()
 	}
 	spec.KVBytesPerToken = f.kvBytesPerToken(arch, m)
+	blocks := make([]int64, len(m.Layers)) // blocks charged to each MoE layer
+	for b := range m.Blocks {
+		blocks[owner(b)]++
+	}
+	f.stateMixers(spec, blocks)
 	return spec, nil
 }
 
