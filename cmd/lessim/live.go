@@ -153,10 +153,8 @@ func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, func(string) b
 		s, err := liveFlagSpec(cmd, f)
 		return s, func(string) bool { return false }, err
 	}
-	for _, n := range liveSpecFlags {
-		if cmd.Flags().Changed(n) {
-			return experiment.Spec{}, nil, fmt.Errorf("--%s cannot be given with --spec: the spec holds the run (edit it instead)", n)
-		}
+	if err := refuseFlags(cmd, liveSpecFlags, "with --spec: the spec holds the run (edit it instead)"); err != nil {
+		return experiment.Spec{}, nil, err
 	}
 	return readSpecFile(cmd, f.spec, true)
 }

@@ -24,6 +24,9 @@ type liveRemoteOutput struct {
 	Result *sim.Result       `json:"result"`
 }
 
+// remoteWhy is why a flag of liveLocalOnly or validateLocalOnly is refused.
+const remoteWhy = "with --target: the agent runs its own model and engine settings"
+
 // liveLocalOnly are flags a remote run cannot carry: the agent decides them.
 var liveLocalOnly = []string{"model", "prompt", "lanes", "threads", "series"}
 
@@ -87,10 +90,8 @@ func runLiveRemote(cmd *cobra.Command, f *liveFlags) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range liveLocalOnly {
-		if cmd.Flags().Changed(name) {
-			return fmt.Errorf("--%s does not apply with --target: the agent runs its own model and engine settings", name)
-		}
+	if err := refuseFlags(cmd, liveLocalOnly, remoteWhy); err != nil {
+		return err
 	}
 	s, err := liveFlagSpec(cmd, f)
 	if err != nil {

@@ -70,7 +70,7 @@ func TestLiveEndToEnd(t *testing.T) {
 		{"--cache 1KiB", "smaller than one layer's top-4"},
 		{"--cache auto", "cache auto: a live run takes a size (256MiB) or a percentage"},
 		{"--stock --policy les", "stock mode has no prefetch"},
-		{"--spec run.json --policy lru", "--policy cannot be given with --spec"},
+		{"--spec run.json --policy lru", "--policy does not apply with --spec: the spec holds the run (edit it instead)\n--tokens does not apply"},
 		{"--series tiny.gguf", "--series: output tiny.gguf is the input tiny.gguf"},
 		{"--spec run.json --series run.json", "--series: output run.json is the input run.json"},
 		{"--depth -1", "--depth -1: must be >= 1 (use --no-prefetch to turn prefetch off)"},

@@ -108,10 +108,8 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 		}
 		return runValidateLocal(ctx, *o)
 	}
-	for _, name := range validateLocalOnly {
-		if cmd.Flags().Changed(name) {
-			return nil, fmt.Errorf("--%s does not apply with --target: the agent runs its own model and engine settings", name)
-		}
+	if err := refuseFlags(cmd, validateLocalOnly, remoteWhy); err != nil {
+		return nil, err
 	}
 	token, err := clientToken(o.Token)
 	if err != nil {
