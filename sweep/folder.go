@@ -46,9 +46,12 @@ type Manifest struct {
 // partRE matches a part's file name: part-<shard>-of-<shards>-<seq>.parquet.
 var partRE = regexp.MustCompile(`^part-(\d+)-of-(\d+)-(\d+)\.parquet$`)
 
+// partPrefix starts every part's file name.
+const partPrefix = "part-"
+
 // partName is the file name of a shard's seq-th part.
 func partName(shard, shards, seq int) string {
-	return fmt.Sprintf("part-%d-of-%d-%05d.parquet", shard, shards, seq)
+	return fmt.Sprintf(partPrefix+"%d-of-%d-%05d.parquet", shard, shards, seq)
 }
 
 // Parts lists the result parts in dir, sorted by name.

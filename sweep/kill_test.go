@@ -5,11 +5,15 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/internal/atomicfile/atomictest"
 )
 
 // killGrid is 36 points, slow enough (about 20-50 ms each) to be killed mid-way.
@@ -69,7 +73,16 @@ func TestResumeAfterSIGKILL(t *testing.T) {
 	if before >= 36 {
 		t.Fatal("the child finished before it was killed: the test did not interrupt anything")
 	}
+	// A part being written at the kill leaves its temporary (the child
+	// may have been between parts: plant one). Resumed later (backdated
+	// past StaleAge), the run removes every such leftover.
+	os.WriteFile(filepath.Join(killed, ".part-0-of-1-00099.parquet.tmp-1"), []byte("half a part"), 0o644)
+	old := time.Now().Add(-2 * atomicfile.StaleAge)
+	for _, tmp := range atomictest.Temporaries(t, killed) {
+		os.Chtimes(tmp, old, old)
+	}
 	sum := runGrid(t, killGrid, killed, Options{PartRows: 4})
+	atomictest.NoTemporaries(t, killed)
 	if sum.Skipped != before || sum.Ran != 36-before {
 		t.Errorf("resume: skipped %d ran %d, want %d and %d", sum.Skipped, sum.Ran, before, 36-before)
 	}

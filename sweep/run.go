@@ -183,6 +183,10 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	if err != nil {
 		return nil, err
 	}
+	// A part being written when a run was killed (SIGKILL, a lost node)
+	// left its temporary; readers skip it, and a resumed run removes it once
+	// no shard holds it (atomicfile.RemoveStale).
+	atomicfile.RemoveStale(opt.Out, "."+partPrefix)
 	mine := ShardPoints(points, opt.Shard, opt.Shards)
 	sum.Mine = len(mine)
 	var todo []Point

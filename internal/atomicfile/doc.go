@@ -51,6 +51,17 @@
 // nothing and ends with status 0) uninstalls the handler and can call
 // RemoveTemporaries from its own.
 //
+// # Leftovers of a killed writer
+//
+// Nothing runs when a process is killed by SIGKILL or the power goes, so
+// its temporaries and staging folders stay. A writer holds an exclusive
+// lock (flock(2)) on each of them until it commits or aborts, and the
+// system drops the lock when the process dies. The next write of the same
+// target (Create, NewStage; a sweep's run for its parts) removes each
+// leftover of that target that is unlocked and unchanged for StaleAge
+// (RemoveStale): a live writer's, in this process or another, is never
+// touched. Without file locks (Windows) leftovers stay.
+//
 // # Inputs and outputs
 //
 // CheckDistinct refuses an output path that names one of the command's

@@ -23,6 +23,7 @@ type File struct {
 	f      *os.File
 	target string      // resolved target path
 	tmp    string      // temporary's path
+	lock   *os.File    // holds the temporary's lock (see RemoveStale); nil if none
 	mode   os.FileMode // mode the target gets
 	done   bool        // committed or aborted
 	err    error       // result of Commit or Abort
@@ -37,14 +38,15 @@ func Create(path string) (*File, error) {
 	if err != nil {
 		return nil, err
 	}
+	RemoveStale(filepath.Dir(target), tempPrefix(filepath.Base(target)))
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
-	f, err := os.CreateTemp(filepath.Dir(target), "."+filepath.Base(target)+".tmp-*")
+	f, err := os.CreateTemp(filepath.Dir(target), tempPrefix(filepath.Base(target))+"*")
 	if err != nil {
 		return nil, folderError(path, filepath.Dir(target), err)
 	}
 	reg.live[f.Name()] = struct{}{}
-	return &File{f: f, target: target, tmp: f.Name(), mode: mode}, nil
+	return &File{f: f, target: target, tmp: f.Name(), mode: mode, lock: lock(f.Name())}, nil
 }
 
 // resolveTarget follows a symlink at path and returns the file to replace
@@ -206,12 +208,21 @@ func (f *File) Commit() error {
 	}
 	delete(reg.live, f.tmp)
 	reg.mu.Unlock()
+	f.unlock()
 	if err != nil {
 		f.err = fmt.Errorf("writing %s: %w", f.target, err)
 		return f.err
 	}
 	f.err = syncDir(filepath.Dir(f.target))
 	return f.err
+}
+
+// unlock releases the temporary's lock once it is renamed or removed.
+func (f *File) unlock() {
+	if f.lock != nil {
+		f.lock.Close()
+		f.lock = nil
+	}
 }
 
 // Abort closes and removes the temporary; the target is untouched. It is a
@@ -226,6 +237,7 @@ func (f *File) Abort() error {
 	err := os.Remove(f.tmp)
 	delete(reg.live, f.tmp)
 	reg.mu.Unlock()
+	f.unlock()
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
 	}

@@ -17,12 +17,13 @@ import (
 // folder exactly as it was (absent if it was absent). Its methods are not
 // safe for concurrent use.
 type Stage struct {
-	dir     string // the output folder, as given
-	path    string // the staging folder
-	created bool   // whether dir was absent at NewStage
-	home    string // the folder the staging folder is in
-	done    bool   // committed or aborted
-	err     error  // result of Commit or Abort
+	dir     string   // the output folder, as given
+	path    string   // the staging folder
+	created bool     // whether dir was absent at NewStage
+	home    string   // the folder the staging folder is in
+	lock    *os.File // holds the staging folder's lock (see RemoveStale); nil if none
+	done    bool     // committed or aborted
+	err     error    // result of Commit or Abort
 }
 
 // NewStage starts writing the folder dir. The staging folder,
@@ -40,14 +41,16 @@ func NewStage(dir string) (*Stage, error) {
 	if err != nil {
 		return nil, err
 	}
+	prefix := tempPrefix(filepath.Base(filepath.Clean(dir)))
+	RemoveStale(home, prefix)
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
-	p, err := os.MkdirTemp(home, "."+filepath.Base(filepath.Clean(dir))+".tmp-*")
+	p, err := os.MkdirTemp(home, prefix+"*")
 	if err != nil {
 		return nil, folderError(dir, home, err)
 	}
 	reg.live[p] = struct{}{}
-	return &Stage{dir: dir, path: p, created: created, home: home}, nil
+	return &Stage{dir: dir, path: p, created: created, home: home, lock: lock(p)}, nil
 }
 
 // stageHome is the folder the staging folder of dir goes in, and whether
@@ -247,7 +250,12 @@ func (s *Stage) remove() error {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
 	delete(reg.live, s.path)
-	if err := os.RemoveAll(s.path); err != nil {
+	err := os.RemoveAll(s.path)
+	if s.lock != nil {
+		s.lock.Close()
+		s.lock = nil
+	}
+	if err != nil {
 		return fmt.Errorf("removing the staging folder %s: %w", s.path, err)
 	}
 	return nil
