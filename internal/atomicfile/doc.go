@@ -75,6 +75,7 @@
 // so a write that cannot fit fails at once instead of when the disk is full.
 // The free space comes from a FreeFunc passed in, FreeSpace for the real
 // one (statfs(2): the blocks available to unprivileged users, on Linux and
-// macOS; elsewhere unknown, and an unknown free space refuses nothing); the
+// macOS; GetDiskFreeSpaceExW's bytes available to the caller on Windows;
+// elsewhere unknown, and an unknown free space refuses nothing); the
 // size is asked for only when the free space is known.
 package atomicfile
