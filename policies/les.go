@@ -132,10 +132,27 @@ func (s *LES) prefetchLayer(la *sim.Lookahead, d int, view sim.CacheView, b *bud
 		// NB: one vector's candidates are already best first, ties lower
 		// expert first: only a union of several needs sorting.
 		top, _ = s.candidates(la, last, d)
+		if b.limit <= 0 {
+			return appendKeys(dst, top, sim.Key((la.Layer+d)*s.experts)), false
+		}
 	case tokens > 1:
 		top = s.union(la, d)
 	}
 	return s.name(top, la.Layer+d, view, b, dst)
+}
+
+// appendKeys appends one vector's candidates top as keys from base, without
+// the marks that keep a union's names unique. NB: a vector's candidates are
+// distinct, unless a trace file's compact index repeats one; the Books skip
+// such a repeat (by then its key is loading or resident, or admitting it
+// failed and ended the naming), so naming it twice changes nothing.
+func appendKeys(dst []sim.Key, top []int32, base sim.Key) []sim.Key {
+	n := len(dst)
+	dst = slices.Grow(dst, len(top))[:n+len(top)]
+	for i, e := range top {
+		dst[n+i] = base + sim.Key(e)
+	}
+	return dst
 }
 
 // union is the depth-d candidates of every token, best first: higher score,
