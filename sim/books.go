@@ -186,7 +186,7 @@ func (b *Books) Counts() Counts { return b.c }
 // Union is the current layer's selected keys in first-use order, and for
 // each the number of the pass's tokens using it. Valid until the next BeginLayer.
 func (b *Books) Union() ([]Key, []int32) {
-	if int(b.rows) != len(b.union) {
+	if !b.once() {
 		return b.union, b.cnt
 	}
 	for len(b.ones) < len(b.union) {
@@ -194,6 +194,10 @@ func (b *Books) Union() ([]Key, []int32) {
 	}
 	return b.union, b.ones[:len(b.union)]
 }
+
+// once reports whether each key of the union is used by one token of the
+// pass (then Union's counts are all 1).
+func (b *Books) once() bool { return int(b.rows) == len(b.union) }
 
 // Pass is the number of passes begun so far (the current pass's number).
 func (b *Books) Pass() int64 { return b.passNo }

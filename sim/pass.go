@@ -188,16 +188,24 @@ func (e *engine) computeExperts(l int) error {
 	// Each round computes the experts resident now, in union order, and keeps
 	// the others pending, so later rounds scan only what is still loading.
 	// NB: no flash advance between experts: the compute order of resident
-	// experts does not change when the thread idles.
+	// experts does not change when the thread idles. When each expert is
+	// used by one token (a one-token pass), a round's experts take one
+	// table time each, so the round counts them and computes once.
+	once := e.bk.once()
 	e.fl.advance(e.now)
 	e.pend = e.pend[:0]
+	n := 0
 	for idx, k := range union {
-		if e.bk.keys[k].state == Resident {
-			run(idx)
-		} else {
+		switch {
+		case e.bk.keys[k].state != Resident:
 			e.pend = append(e.pend, int32(idx))
+		case once:
+			n++
+		default:
+			run(idx)
 		}
 	}
+	e.computeOnce(l, n)
 	progressed := len(e.pend) < len(union)
 	// NB: a pending expert becomes resident only by a load landing
 	// (Books.landed counts them), so a round that none landed before finds
@@ -218,17 +226,31 @@ func (e *engine) computeExperts(l int) error {
 		}
 		scanned = e.bk.landed
 		kept := e.pend[:0]
+		n = 0
 		for _, idx := range e.pend {
-			if e.bk.keys[union[idx]].state == Resident {
-				run(int(idx))
-			} else {
+			switch {
+			case e.bk.keys[union[idx]].state != Resident:
 				kept = append(kept, idx)
+			case once:
+				n++
+			default:
+				run(int(idx))
 			}
 		}
+		e.computeOnce(l, n)
 		progressed = len(kept) < len(e.pend)
 		e.pend = kept
 	}
 	return nil
+}
+
+// computeOnce computes n experts of layer l used by one token each. NB: n
+// one-token times at once, exact (integer time): together below 2^57 ns
+// (see pass), so no wrap.
+func (e *engine) computeOnce(l, n int) {
+	if n > 0 {
+		e.compute(Time(n) * e.times.expert[l])
+	}
 }
 
 // faultOrWait is what the compute thread does when none of its pending
