@@ -267,6 +267,10 @@ func (d *driver) route(l int, lc llama.LayerCapture) error {
 		}
 		d.books.Select(sel)
 	}
+	// Book the loads that finished since the last poll first: the
+	// simulator classifies a load whose read has ended as resident (a hit),
+	// so a finished load not yet collected must not count as in flight.
+	d.io.Wait(false)
 	if err := d.books.Classify(); err != nil {
 		return err
 	}
