@@ -1,10 +1,10 @@
 package sim_test
 
 import (
-	"syscall"
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/cputime"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
@@ -46,7 +46,7 @@ func benchRun(b *testing.B, m *devices.ModelSpec, d *devices.Device, steps []tra
 	}
 	p.Future = fut
 	b.ReportAllocs()
-	cpu0 := cpuSeconds()
+	cpu0 := cputime.Seconds()
 	for b.Loop() {
 		pol, err := policies.New(policy, p)
 		if err != nil {
@@ -56,7 +56,7 @@ func benchRun(b *testing.B, m *devices.ModelSpec, d *devices.Device, steps []tra
 			b.Fatal(err)
 		}
 	}
-	cpu := cpuSeconds() - cpu0
+	cpu := cputime.Seconds() - cpu0
 	sel := float64(len(steps) * len(m.Layers) * m.TopK)
 	b.ReportMetric(sel*float64(b.N)/b.Elapsed().Seconds(), "selections/s")
 	// NB: per CPU second too: on a shared, busy machine wall time is not the
@@ -64,15 +64,6 @@ func benchRun(b *testing.B, m *devices.ModelSpec, d *devices.Device, steps []tra
 	if cpu > 0 {
 		b.ReportMetric(sel*float64(b.N)/cpu, "selections/cpu-s")
 	}
-}
-
-// cpuSeconds is the process's user + system CPU time so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
 }
 
 // BenchmarkSimulateReference (issue 10's targets: >= 20M selections/s per

@@ -6,10 +6,10 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/cputime"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -46,7 +46,7 @@ func benchSweep(b *testing.B, src string, points int) {
 	if len(pts) != points {
 		b.Fatalf("%d points, want %d", len(pts), points)
 	}
-	cpu0 := cpuSeconds()
+	cpu0 := cputime.Seconds()
 	b.ResetTimer()
 	for i := range b.N {
 		out := filepath.Join(b.TempDir(), fmt.Sprint(i))
@@ -63,16 +63,7 @@ func benchSweep(b *testing.B, src string, points int) {
 	b.ReportMetric(b.Elapsed().Seconds()/float64(b.N), "s/sweep")
 	// NB: CPU seconds (all threads) say what the sweep costs when the shared
 	// machine is busy and wall time is not the sweep's own.
-	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/sweep")
-}
-
-// cpuSeconds is the process's user + system CPU time so far.
-func cpuSeconds() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+	b.ReportMetric((cputime.Seconds()-cpu0)/float64(b.N), "cpu-s/sweep")
 }
 
 // BenchmarkReplaySweep27 is the 27-point replay sweep (oracle, lru, lfu ×
