@@ -14,13 +14,42 @@ import (
 // derived from the file.
 var otherMixerKeys = []string{".ssm.", ".full_attention_interval", ".attention.sliding_window", ".attention.kv_lora_rank"}
 
+// attentionShape is a block's attention as the file states it: query and
+// key/value heads (the largest, when stated per block) and key and value
+// lengths per head (hidden ÷ heads when not stated).
+type attentionShape struct{ heads, headsKV, keyLen, valLen uint64 }
+
+// attention reads the file's attention shape.
+func (f *File) attention(arch string, hidden int) attentionShape {
+	heads, _ := f.uintOrMax(arch + ".attention.head_count")
+	headsKV, ok := f.uintOrMax(arch + ".attention.head_count_kv")
+	if !ok {
+		headsKV = heads
+	}
+	keyLen, okK := f.Uint(arch + ".attention.key_length")
+	valLen, okV := f.Uint(arch + ".attention.value_length")
+	if heads > 0 {
+		if !okK {
+			keyLen = uint64(hidden) / heads
+		}
+		if !okV {
+			valLen = uint64(hidden) / heads
+		}
+	}
+	return attentionShape{heads, headsKV, keyLen, valLen}
+}
+
+// kvBytes is one block's F16 cache of K and V per context position.
+func (a attentionShape) kvBytes() int64 {
+	return int64(a.headsKV*(a.keyLen+a.valLen)) * kvCacheBytesPerValue
+}
+
 // attentionMixer is one block's mixer when every block of the file is full
-// attention (see otherMixerKeys): K and V of heads_kv × (key_length +
-// value_length) per position at 2 bytes, and 2 × heads × (key_length +
-// value_length) FLOPs per token per position (q·k scores and the weighted
-// sum of v, a multiply-add = 2 FLOPs; devices.AttentionMixer when key and
-// value lengths are equal). ok is false when the file does not say so or
-// states the head counts per block.
+// attention (see otherMixerKeys): its K and V bytes per position (kvBytes),
+// and 2 × heads × (key_length + value_length) FLOPs per token per position
+// (q·k scores and the weighted sum of v, a multiply-add = 2 FLOPs;
+// devices.AttentionMixer when key and value lengths are equal). ok is false
+// when the file does not say so or states the head counts per block.
 func (f *File) attentionMixer(arch string, hidden int) (devices.MixerShape, bool) {
 	for _, kv := range f.KVs {
 		for _, k := range otherMixerKeys {
@@ -29,30 +58,20 @@ func (f *File) attentionMixer(arch string, hidden int) (devices.MixerShape, bool
 			}
 		}
 	}
-	heads, ok := f.Uint(arch + ".attention.head_count")
-	if !ok || heads == 0 {
+	if h, ok := f.Uint(arch + ".attention.head_count"); !ok || h == 0 {
 		return devices.MixerShape{}, false
 	}
-	headsKV := heads
 	if _, present := f.kv(arch + ".attention.head_count_kv"); present {
-		if headsKV, ok = f.Uint(arch + ".attention.head_count_kv"); !ok || headsKV == 0 {
+		if h, ok := f.Uint(arch + ".attention.head_count_kv"); !ok || h == 0 {
 			return devices.MixerShape{}, false // per block, or zero (no cache)
 		}
 	}
-	keyLen, okK := f.Uint(arch + ".attention.key_length")
-	valLen, okV := f.Uint(arch + ".attention.value_length")
-	if !okK {
-		keyLen = uint64(hidden) / heads
-	}
-	if !okV {
-		valLen = uint64(hidden) / heads
-	}
-	if keyLen == 0 || valLen == 0 {
+	a := f.attention(arch, hidden)
+	if a.keyLen == 0 || a.valLen == 0 {
 		return devices.MixerShape{}, false
 	}
-	return devices.MixerShape{Mixer: devices.MixerAttention,
-		KVBytesPerToken:      int64(headsKV*(keyLen+valLen)) * kvCacheBytesPerValue,
-		AttnFLOPsPerPosition: 2 * int64(heads*(keyLen+valLen))}, true
+	return devices.MixerShape{Mixer: devices.MixerAttention, KVBytesPerToken: a.kvBytes(),
+		AttnFLOPsPerPosition: 2 * int64(a.heads*(a.keyLen+a.valLen))}, true
 }
 
 // stateMixers gives every layer of spec its attention mixer, times the

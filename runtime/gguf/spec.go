@@ -133,20 +133,5 @@ func (f *File) ModelSpec() (*devices.ModelSpec, error) {
 
 // kvBytesPerToken is the F16 KV cache of one context token over all blocks.
 func (f *File) kvBytesPerToken(arch string, m *MoE) int64 {
-	heads, _ := f.uintOrMax(arch + ".attention.head_count")
-	headsKV, ok := f.uintOrMax(arch + ".attention.head_count_kv")
-	if !ok {
-		headsKV = heads
-	}
-	keyLen, okK := f.Uint(arch + ".attention.key_length")
-	valLen, okV := f.Uint(arch + ".attention.value_length")
-	if (!okK || !okV) && heads > 0 {
-		if !okK {
-			keyLen = uint64(m.Hidden) / heads
-		}
-		if !okV {
-			valLen = uint64(m.Hidden) / heads
-		}
-	}
-	return int64(m.Blocks) * int64(headsKV) * int64(keyLen+valLen) * kvCacheBytesPerValue
+	return int64(m.Blocks) * f.attention(arch, m.Hidden).kvBytes()
 }
