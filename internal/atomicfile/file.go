@@ -46,7 +46,7 @@ func Create(path string) (*File, error) {
 		return nil, folderError(path, filepath.Dir(target), err)
 	}
 	reg.live[f.Name()] = struct{}{}
-	return &File{f: f, target: target, tmp: f.Name(), mode: mode, lock: lock(f.Name())}, nil
+	return &File{f: f, target: target, tmp: f.Name(), mode: mode, lock: tryLock(f.Name())}, nil
 }
 
 // resolveTarget follows a symlink at path and returns the file to replace
@@ -208,21 +208,13 @@ func (f *File) Commit() error {
 	}
 	delete(reg.live, f.tmp)
 	reg.mu.Unlock()
-	f.unlock()
+	f.lock.Close() // NB: a nil *os.File's Close is an error, not a panic
 	if err != nil {
 		f.err = fmt.Errorf("writing %s: %w", f.target, err)
 		return f.err
 	}
 	f.err = syncDir(filepath.Dir(f.target))
 	return f.err
-}
-
-// unlock releases the temporary's lock once it is renamed or removed.
-func (f *File) unlock() {
-	if f.lock != nil {
-		f.lock.Close()
-		f.lock = nil
-	}
 }
 
 // Abort closes and removes the temporary; the target is untouched. It is a
@@ -237,7 +229,7 @@ func (f *File) Abort() error {
 	err := os.Remove(f.tmp)
 	delete(reg.live, f.tmp)
 	reg.mu.Unlock()
-	f.unlock()
+	f.lock.Close()
 	if errors.Is(err, os.ErrNotExist) {
 		err = nil
 	}

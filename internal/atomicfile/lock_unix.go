@@ -7,17 +7,13 @@ import (
 	"syscall"
 )
 
-// lock takes an exclusive lock (flock(2)) on the temporary or staging
-// folder at path through a file of its own, held until that file is
-// closed: closing the temporary's own file in Commit, before the rename,
-// does not release it. nil when the file system cannot lock: the
-// temporary then never looks stale to RemoveStale, which needs the lock.
-func lock(path string) *os.File {
-	return tryLock(path)
-}
-
-// tryLock takes the lock of lock without waiting: nil when another open
-// file holds it (its writer is alive) or the file system cannot lock.
+// tryLock takes an exclusive lock (flock(2)) on the temporary or staging
+// folder at path, without waiting, through a file of its own: the lock is
+// held until that file is closed (closing the temporary's own file in
+// Commit, before the rename, does not release it). nil when another open
+// file holds it (its writer is alive) or the file system cannot lock. A
+// writer takes it right after creating its temporary; a writer that could
+// not is never taken for dead by RemoveStale, which needs the lock too.
 func tryLock(path string) *os.File {
 	f, err := os.Open(path)
 	if err != nil {

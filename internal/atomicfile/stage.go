@@ -50,7 +50,7 @@ func NewStage(dir string) (*Stage, error) {
 		return nil, folderError(dir, home, err)
 	}
 	reg.live[p] = struct{}{}
-	return &Stage{dir: dir, path: p, created: created, home: home, lock: lock(p)}, nil
+	return &Stage{dir: dir, path: p, created: created, home: home, lock: tryLock(p)}, nil
 }
 
 // stageHome is the folder the staging folder of dir goes in, and whether
@@ -251,10 +251,7 @@ func (s *Stage) remove() error {
 	defer reg.mu.Unlock()
 	delete(reg.live, s.path)
 	err := os.RemoveAll(s.path)
-	if s.lock != nil {
-		s.lock.Close()
-		s.lock = nil
-	}
+	s.lock.Close() // NB: nil when none: its Close is an error, not a panic
 	if err != nil {
 		return fmt.Errorf("removing the staging folder %s: %w", s.path, err)
 	}
