@@ -13,7 +13,7 @@ import (
 // as a run (written to Out/fit/POLICY-CACHE-rN.parquet and read back: the
 // file calibrate --from-run would read).
 func (l localRunner) FitRun(ctx context.Context, p FitPoint, r, tokens int) (*runs.Run, error) {
-	lo := l.options(p.Policy, p.CacheBytes, tokens)
+	lo := l.o.LiveOptions(l.c, p.Policy, p.CacheBytes, tokens)
 	lo.KeepSeries = true
 	_, series, err := live.Run(ctx, lo)
 	if err != nil {

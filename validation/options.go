@@ -86,10 +86,8 @@ const (
 
 // Checked is what Check resolved: the model and each cache in bytes.
 type Checked struct {
-	Model  *devices.ModelSpec
-	Device *devices.Device
-	// Lanes is the live runs' I/O lanes: the profile's flash.lanes.
-	Lanes      int
+	Model      *devices.ModelSpec
+	Device     *devices.Device
 	CacheBytes []int64 // per Options.Caches
 	Fit        []FitPoint
 }
@@ -141,7 +139,7 @@ func (o *Options) Check() (*Checked, error) {
 	} else if d, err := experiment.LoadDevice("", o.DeviceFile); err != nil {
 		bad("device file: %w", err)
 	} else {
-		c.Device, c.Lanes = d, d.Flash.Lanes
+		c.Device = d
 	}
 	traceOK := true
 	if o.Trace != "" {
@@ -228,24 +226,25 @@ func (o *Options) checkLocal(c *Checked, traceOK bool) []error {
 // flash.lanes (when the profile loaded): the simulated and the live runs
 // must keep the same reads in flight to be compared.
 func (o *Options) checkLanes(c *Checked) []error {
-	switch {
-	case o.Lanes == 0:
+	if o.Lanes == 0 {
 		return nil
-	case live.CheckLanes(o.Lanes) != nil:
-		return []error{live.CheckLanes(o.Lanes)}
-	case c.Device != nil && o.Lanes != c.Lanes:
+	}
+	if err := live.CheckLanes(o.Lanes); err != nil {
+		return []error{err}
+	}
+	if c.Device != nil && o.Lanes != c.Device.Flash.Lanes {
 		return []error{fmt.Errorf("lanes %d: the profile %s simulates %s in flight; the live runs must use the same (leave --lanes out to take the profile's)",
-			o.Lanes, o.DeviceFile, plural.Count(c.Lanes, "flash lane"))}
+			o.Lanes, o.DeviceFile, plural.Count(c.Device.Flash.Lanes, "flash lane"))}
 	}
 	return nil
 }
 
 // LiveOptions are the live options of one run of policy at cache bytes on
 // this machine: this validation's model and prompt, the profile's lanes
-// (c.Lanes), 1 compute thread.
+// (c.Device's flash.lanes), 1 compute thread.
 func (o *Options) LiveOptions(c *Checked, policy string, cache int64, tokens int) live.Options {
 	lo := live.DefaultOptions()
-	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Threads, lo.Lanes = o.Model, policy, cache, tokens, 1, c.Lanes
+	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Threads, lo.Lanes = o.Model, policy, cache, tokens, 1, c.Device.Flash.Lanes
 	lo.Prompt = o.prompt()
 	return lo
 }

@@ -45,13 +45,8 @@ func (l localRunner) Record(ctx context.Context, path string, tokens int) error 
 	return err
 }
 
-// options are the live options of one run (Options.LiveOptions).
-func (l localRunner) options(policy string, cache int64, tokens int) live.Options {
-	return l.o.LiveOptions(l.c, policy, cache, tokens)
-}
-
 func (l localRunner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {
-	res, _, err := live.Run(ctx, l.options(p.Policy, p.CacheBytes, tokens))
+	res, _, err := live.Run(ctx, l.o.LiveOptions(l.c, p.Policy, p.CacheBytes, tokens))
 	if err != nil {
 		return nil, err
 	}
