@@ -23,7 +23,7 @@
 // for the A19 Pro") or a text starting with "assumed:" that says why that
 // value was chosen. Device.Assumed lists the dotted field names whose source
 // is an assumption, so simulation results can carry them as warnings. A user
-// replaces assumptions by measuring the device (a future `lessim calibrate`),
+// replaces assumptions by measuring the device (`lessim calibrate`),
 // by fitting a few measured runs, or by copying a profile, editing it and
 // passing it with --device-file.
 //
