@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// smallGrid is the README's example grid, from this package's folder.
+// smallGrid is the docs' example grid (docs/sweeps.md), from this package's folder.
 var smallGrid = filepath.Join("..", "..", "docs", "examples", "small-grid.yaml")
 
 func TestSweepGolden(t *testing.T) {
