@@ -151,6 +151,12 @@ func TestDocLinks(t *testing.T) {
 		}
 	}
 	t.Logf("checked %d links in %d pages", links, len(linkPages(t, root)))
+	// Every docs page is reachable: some page (README.md's index) links to it.
+	for _, rel := range docPages(t, root)[1:] {
+		if !linked[rel] {
+			t.Errorf("%s: no page links to it (add it to README.md's Documentation table)", rel)
+		}
+	}
 	// Every picture is shown by the page it illustrates.
 	imgs, err := filepath.Glob(filepath.Join(root, "docs", "img", "*"))
 	if err != nil {
