@@ -229,11 +229,12 @@ func (b *Books) Prefetch(la *Lookahead) error {
 		if int(ks.layer) <= l {
 			target++
 		}
-		if ks.requested != target {
+		// NB: only measured namings are recorded: a prefill pass's naming
+		// for the first decode pass would count that pass's uses as covered
+		// without a request (precision above 1).
+		if b.Measure && ks.requested != target {
 			ks.requested = target
-			if b.Measure {
-				b.c.PrefetchRequested++
-			}
+			b.c.PrefetchRequested++
 		}
 		if ks.state != Absent {
 			continue
@@ -245,7 +246,9 @@ func (b *Books) Prefetch(la *Lookahead) error {
 		if !ok {
 			break
 		}
-		b.keys[k].prefUnused = true
+		// NB: as for namings, only measured loads can be useful or wasted:
+		// a prefill prefetch used in decode is not one of PrefetchLoads.
+		b.keys[k].prefUnused = b.Measure
 		if b.Measure {
 			b.c.PrefetchLoads++
 			b.c.PrefetchBytes += b.KeyBytes(k)
