@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/lessim/lessim/internal/textin"
 	"github.com/lessim/lessim/internal/yamlin"
 )
 
@@ -199,9 +199,12 @@ func ParseProfile(data []byte, filename string) (*Profile, error) {
 	return p, nil
 }
 
+// MaxProfileBytes bounds a profile file (an embedded one is a few KiB).
+const MaxProfileBytes = 1 << 20
+
 // ParseProfileFile reads and parses the profile at path (see ParseProfile).
 func ParseProfileFile(path string) (*Profile, error) {
-	data, err := os.ReadFile(path)
+	data, err := textin.ReadFile(path, "device profile", MaxProfileBytes, nil)
 	if err != nil {
 		return nil, fmt.Errorf("device profile: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/internal/jsonscan"
+	"github.com/lessim/lessim/internal/textin"
 	"github.com/lessim/lessim/policies"
 )
 
@@ -19,8 +20,10 @@ import (
 // refused. Absent fields take their defaults: a missing group is the
 // default's (DefaultSpec) where the spec needs one, and a synthetic,
 // predictor or speculative group starts from DefaultSynthetic,
-// DefaultPredictor or DefaultSpeculative. Parse does not Validate.
+// DefaultPredictor or DefaultSpeculative. A leading UTF-8 byte-order mark
+// is skipped. Parse does not Validate.
 func Parse(data []byte) (Spec, error) {
+	data = bytes.TrimPrefix(data, []byte("\ufeff"))
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
 		return Spec{}, fmt.Errorf("spec: %w", jsonscan.Explain(data, err))
@@ -201,4 +204,14 @@ func (sp *Speculative) UnmarshalJSON(b []byte) error {
 	}
 	*sp = Speculative(q)
 	return nil
+}
+
+// MaxSpecBytes bounds a spec file: a result's JSON with its per-pass series
+// of a long run fits; a larger file is not a spec.
+const MaxSpecBytes = 16 << 20
+
+// ReadSpecFile reads the spec file at path ("-" reads stdin), refusing one
+// longer than MaxSpecBytes (a *textin.TooLargeError) before holding it.
+func ReadSpecFile(path string, stdin io.Reader) ([]byte, error) {
+	return textin.ReadFile(path, "spec", MaxSpecBytes, stdin)
 }

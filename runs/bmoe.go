@@ -53,6 +53,9 @@ var errBinary = errors.New("binary data, not CSV text: not a BigMoeOnEdge metric
 // the conversion to int64 nanoseconds from overflowing.
 const bmoeMaxValue = 1e15
 
+// MaxMetricsBytes bounds a metrics CSV's text (about 500,000 tokens' rows).
+const MaxMetricsBytes = 64 << 20
+
 // ReadBMoEMetrics reads BigMoeOnEdge's per-token metrics CSV. The header
 // names the columns (any order); step and wall_ms are required, unknown
 // columns are ignored. Steps must count 1, 2, 3, ...; every value must be a
@@ -82,7 +85,8 @@ func ParseBMoEMetrics(r io.Reader, name string) (*Run, error) {
 	if magic, _ := pr.Peek(4); string(magic) == "PAR1" {
 		return nil, fmt.Errorf("%s: %w", name, ErrParquet)
 	}
-	br = pr
+	// NB: bounded after decompression: a gzip bomb stops here too.
+	br = textin.Limit(pr, name, "metrics CSV", MaxMetricsBytes)
 	p := bmoeParser{name: name, run: &Run{Name: name, Format: "bmoe-metrics-csv", Summary: map[string]string{}}}
 	sc := bufio.NewScanner(br)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)

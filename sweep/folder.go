@@ -19,6 +19,7 @@ import (
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/pqsafe"
+	"github.com/lessim/lessim/internal/textin"
 )
 
 // Files of a results folder besides its parts.
@@ -72,7 +73,7 @@ func Parts(dir string) ([]string, error) {
 
 // ReadManifest reads dir's manifest; it returns fs.ErrNotExist when dir has none.
 func ReadManifest(dir string) (*Manifest, error) {
-	data, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	data, err := textin.ReadFile(filepath.Join(dir, ManifestFile), "sweep manifest", 1<<20, nil)
 	if err != nil {
 		return nil, err
 	}

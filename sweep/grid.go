@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/textin"
 	"github.com/lessim/lessim/internal/yamlin"
 )
 
@@ -92,9 +92,13 @@ func (p *Problems) err() error {
 // specType is the type every path and value is checked against.
 var specType = reflect.TypeFor[experiment.Spec]()
 
+// MaxGridBytes bounds a sweep file (a grid of MaxPoints points is a few KiB
+// of axes).
+const MaxGridBytes = 4 << 20
+
 // ReadGrid reads and parses the sweep file at path (see ParseGrid).
 func ReadGrid(path string) (*Grid, error) {
-	data, err := os.ReadFile(path)
+	data, err := textin.ReadFile(path, "sweep file", MaxGridBytes, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -207,12 +206,7 @@ func withSpecFlags(cmd *cobra.Command) []string {
 // the spec's groups the file states itself (Parse fills the others with
 // defaults).
 func readSpecFile(cmd *cobra.Command, file string, anyOutput bool) (s experiment.Spec, named func(group string) bool, err error) {
-	var data []byte
-	if file == "-" {
-		data, err = io.ReadAll(cmd.InOrStdin())
-	} else {
-		data, err = os.ReadFile(file)
-	}
+	data, err := experiment.ReadSpecFile(file, cmd.InOrStdin())
 	if err != nil {
 		return s, nil, err
 	}
