@@ -32,6 +32,7 @@ type Table struct {
 	// file, say), each "FILE: why"; they are not read.
 	Ignored []string
 	rows    int
+	ends    []int // rows read after each of Files
 	cols    map[string]*Column
 }
 
@@ -120,7 +121,32 @@ func ReadResults(dir string) (*Table, error) {
 	if err := checkOneSweep(dir, t); err != nil {
 		return nil, err
 	}
+	if err := checkOncePerPoint(dir, t); err != nil {
+		return nil, err
+	}
 	return t, nil
+}
+
+// ErrDuplicatePoint is a results folder holding a sweep's point twice.
+var ErrDuplicatePoint = errors.New("holds a point twice")
+
+// checkOncePerPoint refuses a folder holding a sweep's point in two rows (a
+// part copied, or parts of two runs into the folder at once): a plot or a
+// heatmap cell would count it twice. It names the point and both files.
+func checkOncePerPoint(dir string, t *Table) error {
+	first := map[string]int{}
+	for i := range t.Len() {
+		if !sweepIDRE.MatchString(t.Str(colSweepID, i)) {
+			continue
+		}
+		id := t.Str(colPointID, i)
+		if j, ok := first[id]; ok {
+			return fmt.Errorf("%s %w: point_id %s is in %s and in %s (a copied part, or two runs into one folder): delete one of them",
+				dir, ErrDuplicatePoint, id, t.fileOf(j), t.fileOf(i))
+		}
+		first[id] = i
+	}
+	return nil
 }
 
 // sweepIDRE matches the id of a lessim sweep's grid (sweep.SweepID); the
@@ -260,7 +286,14 @@ func (t *Table) appendTable(path string, tbl arrow.Table) error {
 		c.grow(t.rows)
 	}
 	t.Files = append(t.Files, path)
+	t.ends = append(t.ends, t.rows)
 	return nil
+}
+
+// fileOf is the file row i was read from.
+func (t *Table) fileOf(i int) string {
+	f, _ := slices.BinarySearch(t.ends, i+1)
+	return t.Files[f]
 }
 
 // kindOfArrow maps an Arrow type to a column kind.

@@ -108,14 +108,11 @@ func (m *Manifest) check() error {
 	return nil
 }
 
-// prepareFolder creates dir if needed, checks that it is writable and that
+// prepareFolder checks that dir (created by the caller) is writable and that
 // any results already in it belong to the same sweep in the same format, and
 // writes the manifest and config when absent. It returns the points already
 // finished there, by id.
 func prepareFolder(dir string, want Manifest, config []byte, configPath string) (done map[string]doneRow, err error) {
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("results folder: %w", err)
-	}
 	probe, err := os.CreateTemp(dir, ".lessim-write-check-*")
 	if err != nil {
 		return nil, fmt.Errorf("results folder %s is not writable: %w", dir, err)
@@ -158,11 +155,24 @@ func prepareFolder(dir string, want Manifest, config []byte, configPath string) 
 			return nil, err
 		}
 		for _, r := range rows {
+			if d, ok := done[r.id]; ok {
+				return nil, fmt.Errorf("results folder %s %w: point_id %s is in %s and in %s (a copied part, or two runs into one folder): delete one of them",
+					dir, ErrDuplicatePoint, r.id, d.part, p)
+			}
 			done[r.id] = doneRow{err: r.err, part: p}
 		}
 	}
 	return done, nil
 }
+
+// Errors of a results folder shared by mistake.
+var (
+	// ErrDuplicatePoint is a results folder holding a point twice.
+	ErrDuplicatePoint = errors.New("holds a point twice")
+	// ErrFolderBusy is a results folder another run is writing the same
+	// points into (lockFolder).
+	ErrFolderBusy = errors.New("busy")
+)
 
 // checkConfigPath refuses a sweep file that is the sweep.yaml a new
 // results folder dir gets (a path, a link or another spelling of it): writing

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -179,6 +180,14 @@ func Run(ctx context.Context, gridName string, points []Point, opt Options) (*Su
 	opt.PartRows = cmp.Or(opt.PartRows, 64)
 	sum := &Summary{SweepID: SweepID(points), Points: len(points), Shard: fmt.Sprintf("%d/%d", opt.Shard, opt.Shards)}
 	man := Manifest{FormatVersion: FormatVersion, SweepID: sum.SweepID, Points: len(points), LessimVersion: opt.Version, Grid: gridName}
+	if err := os.MkdirAll(opt.Out, 0o755); err != nil {
+		return nil, fmt.Errorf("results folder: %w", err)
+	}
+	release, err := lockFolder(opt.Out, opt.Shard, opt.Shards)
+	defer release()
+	if err != nil {
+		return nil, err
+	}
 	done, err := prepareFolder(opt.Out, man, opt.Config, opt.ConfigPath)
 	if err != nil {
 		return nil, err
