@@ -261,6 +261,12 @@ func (p *bmoeParser) cell(t *Token, i int, c, raw string) error {
 		}
 		return fmt.Errorf("column %s: %s is not a positive time", c, raw)
 	}
+	switch {
+	case bc.field == FieldHitPct && v > 100:
+		return fmt.Errorf("column %s: %s is above 100%%, not a hit rate", c, raw)
+	case bc.field == FieldWall && ns < MinTokenNS:
+		return fmt.Errorf("column %s: %s ms is under %d ns, faster than any engine decodes a token (a unit slip?)", c, raw, MinTokenNS)
+	}
 	bc.set(t, ns)
 	return nil
 }

@@ -94,6 +94,8 @@ func TestParseBMoEMetricsErrors(t *testing.T) {
 		{"zero wall", "step,wall_ms\n1,2\n2,0\n", "x.csv:3: column wall_ms: 0 is not a positive time"},
 		{"zero wall 0.000", "step,wall_ms\n1,0.000\n", "x.csv:2: column wall_ms: 0.000 is not a positive time"},
 		{"sub-ns wall", "step,wall_ms\n1,1e-7\n", "x.csv:2: column wall_ms: 1e-7 ms is under 1 ns, not a positive time"},
+		{"1 ns per token", "step,wall_ms\n1,0.000001\n", "x.csv:2: column wall_ms: 0.000001 ms is under 10000 ns"},
+		{"hit rate 200%", "step,wall_ms,cache_hit_pct\n1,2,200\n", "x.csv:2: column cache_hit_pct: 200 is above 100%"},
 		{"zero compute", "step,wall_ms,compute_ms\n1,2,0\n", "x.csv:2: column compute_ms: 0 is not a positive time"},
 		{"zero cpu", "step,wall_ms,cpu_ms\n1,2,0\n", "x.csv:2: column cpu_ms: 0 is not a positive time"},
 		{"dup summary key", "step,wall_ms\n1,2\n# summary tokens=1 cache_budget_MiB=4000.0 cache_budget_MiB=100\n",

@@ -21,6 +21,11 @@ type Token struct {
 	CacheHitPct float64 // the engine's cumulative hit rate so far, percent (-1 if absent)
 }
 
+// MinTokenNS is the least wall time a run's token may take: 10 µs, 100,000
+// tokens/s, beyond any engine decoding a MoE model; a shorter one is a unit
+// slip or an edited file, not a measurement.
+const MinTokenNS = 10_000
+
 // Field names a Token column, for Run.Has.
 type Field string
 

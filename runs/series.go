@@ -103,8 +103,8 @@ func seriesRun(name string, cols map[string][]int64, rows int) (*Run, error) {
 			}
 			c.set(&t, v[i])
 		}
-		if t.WallNS <= 0 {
-			return nil, fmt.Errorf("%s: row %d: wall_ns is %d, want > 0", name, i+1, t.WallNS)
+		if t.WallNS < MinTokenNS {
+			return nil, fmt.Errorf("%s: row %d: wall_ns is %d, want >= %d (no engine decodes a token faster)", name, i+1, t.WallNS, MinTokenNS)
 		}
 		run.Tokens[i] = t
 	}

@@ -52,20 +52,20 @@ func writeSeries(t *testing.T, cols map[string][]int64, order []string) string {
 func TestReadLiveSeries(t *testing.T) {
 	order := []string{"token", "wall_ns", "stall_ns", "compute_ns", "bytes_read", "reads", "hits", "major_faults"}
 	cols := map[string][]int64{
-		"token": {0, 1, 2}, "wall_ns": {100, 200, 300}, "stall_ns": {10, 20, 30}, "compute_ns": {90, 180, 270},
+		"token": {0, 1, 2}, "wall_ns": {100e3, 200e3, 300e3}, "stall_ns": {10e3, 20e3, 30e3}, "compute_ns": {90e3, 180e3, 270e3},
 		"bytes_read": {1 << 20, 0, 2 << 20}, "reads": {1, 0, 2}, "hits": {8, 8, 8}, "major_faults": {0, 1, 0},
 	}
 	run, err := Read(writeSeries(t, cols, order), "lessim-live-series")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(run.Tokens) != 3 || run.Tokens[2].WallNS != 300 || run.Tokens[2].ReadBytes != 2<<20 || run.Tokens[1].MajorFaults != 1 || run.Tokens[0].Step != 1 {
+	if len(run.Tokens) != 3 || run.Tokens[2].WallNS != 300e3 || run.Tokens[2].ReadBytes != 2<<20 || run.Tokens[1].MajorFaults != 1 || run.Tokens[0].Step != 1 {
 		t.Fatalf("tokens %+v", run.Tokens)
 	}
 	if run.Has(FieldMgmt) || !run.Has(FieldStall) || !run.Has(FieldRead) || run.Tokens[0].MgmtNS != -1 {
 		t.Fatalf("fields %v, mgmt %d", run.Fields, run.Tokens[0].MgmtNS)
 	}
-	if run.MeanWallNS() != 200 {
+	if run.MeanWallNS() != 200e3 {
 		t.Fatalf("mean wall %g", run.MeanWallNS())
 	}
 }
@@ -79,9 +79,10 @@ func TestReadLiveSeriesErrors(t *testing.T) {
 	}{
 		{"no token", map[string][]int64{"wall_ns": {1}}, []string{"wall_ns"}, "no token column"},
 		{"no wall", map[string][]int64{"token": {0}}, []string{"token"}, "no wall_ns column"},
-		{"gap", map[string][]int64{"token": {0, 2}, "wall_ns": {1, 1}}, []string{"token", "wall_ns"}, "row 2: token 2, want 1"},
+		{"gap", map[string][]int64{"token": {0, 2}, "wall_ns": {1e6, 1e6}}, []string{"token", "wall_ns"}, "row 2: token 2, want 1"},
 		{"negative", map[string][]int64{"token": {0}, "wall_ns": {5}, "stall_ns": {-1}}, []string{"token", "wall_ns", "stall_ns"}, "row 1: stall_ns is -1"},
 		{"zero wall", map[string][]int64{"token": {0}, "wall_ns": {0}}, []string{"token", "wall_ns"}, "row 1: wall_ns is 0"},
+		{"1 ns per token", map[string][]int64{"token": {0, 1}, "wall_ns": {5e6, 1}}, []string{"token", "wall_ns"}, "row 2: wall_ns is 1"},
 	} {
 		_, err := ReadLiveSeries(writeSeries(t, tc.cols, tc.order))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -100,7 +101,7 @@ func TestReadLiveSeriesErrors(t *testing.T) {
 // reads, from the Parquet schema: the footer goes through pqsafe, as for
 // traces and results, instead of straight to arrow-go.
 func TestReadLiveSeriesGarbledArrowSchema(t *testing.T) {
-	path := writeSeries(t, map[string][]int64{"token": {0, 1}, "wall_ns": {5, 6}}, []string{"token", "wall_ns"})
+	path := writeSeries(t, map[string][]int64{"token": {0, 1}, "wall_ns": {5e6, 6e6}}, []string{"token", "wall_ns"})
 	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
