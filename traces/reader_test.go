@@ -204,6 +204,8 @@ func TestReaderErrors(t *testing.T) {
 			want: "bad.parquet: row 17: hit[0] is null"},
 		{name: "null first lookahead element", rows: set(5, "lookahead_1", []any{nil, 2, 3, 4, 5, 6, 7, 8}),
 			want: "bad.parquet: row 5: lookahead_1[0] is null"},
+		{name: "top_k edited above the rows'", meta: func(m *Meta) { m.Model.TopK = 3 },
+			want: "bad.parquet: row 0: 2 experts selected, the model (io-test) routes each token to 3 (and 3 more problems in token (seq 0, pos 0))"},
 		{name: "null seq", rows: set(1, "seq", nil),
 			sc:   withField(colSeq, arrow.Field{Name: colSeq, Type: arrow.PrimitiveTypes.Int32, Nullable: true}),
 			want: "bad.parquet: row 1: seq is null"},

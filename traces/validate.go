@@ -3,6 +3,7 @@ package traces
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -46,13 +47,13 @@ func (e *StepError) Error() string {
 }
 
 // Validate checks one step against the trace's meta: one LayerStep per MoE
-// layer; experts in [0, experts) without duplicates, at most `experts` of them,
-// at least one in a decode token (only a prefill token may leave a layer
+// layer; experts in [0, experts) without duplicates, at most top_k of them,
+// exactly top_k in a decode token (only a prefill token may leave a layer
 // unrouted);
 // weights and hit flags absent or one per expert; logits, lookahead scores and
 // router inputs absent or full-length and present only when meta says the
-// trace carries them; no lookahead past the last MoE layer. Floats are not
-// range-checked. It returns a *StepError listing every problem, or nil.
+// trace carries them; no lookahead past the last MoE layer; lookahead
+// scores finite (other floats are not range-checked). It returns a *StepError listing every problem, or nil.
 // meta itself is assumed valid (Create, NewWriter and Open check it).
 func Validate(meta Meta, s *Step) error {
 	if s == nil {
@@ -125,7 +126,10 @@ func (c *stepChecker) checkLayer(m *Meta, s *Step, i int) {
 	if n == 0 && s.Phase == Decode {
 		c.add(i, "a decode token routes no experts (a decode pass routes every MoE layer)")
 	}
-	if k := m.Model.TopK; n > k && k > 0 {
+	// NB: a decode token routes exactly top_k experts: fewer means the
+	// meta's top_k was edited (or the rows cut), and would change every
+	// result that reads it (candidate counts, the smallest cache) silently.
+	if k := m.Model.TopK; k > 0 && (n > k || s.Phase == Decode && n > 0 && n < k) {
 		c.add(i, "%d experts selected, the model (%s) routes each token to %d", n, m.Model.Name, k)
 	}
 	for _, e := range ls.Experts {
@@ -166,6 +170,13 @@ func (c *stepChecker) checkLayer(m *Meta, s *Step, i int) {
 			c.add(i, "lookahead depth %d scores layer %d, past the last MoE layer %d", d+1, i+d+1, layers-1)
 		case len(sc) != experts:
 			c.add(i, "lookahead depth %d has %d scores, want %d", d+1, len(sc), experts)
+		default:
+			for e, v := range sc {
+				if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
+					c.add(i, "lookahead depth %d scores expert %d %g, not a finite number", d+1, e, v)
+					break
+				}
+			}
 		}
 	}
 	switch {

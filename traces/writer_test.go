@@ -3,6 +3,7 @@ package traces
 import (
 	"bytes"
 	"errors"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -255,6 +256,35 @@ func TestWriterRejects(t *testing.T) {
 	}
 	if d := ioDiff(got, good); d != "" {
 		t.Fatal(d)
+	}
+}
+
+// TestValidateImpossibleValues: a NaN or infinite lookahead score, and a
+// decode token routing fewer experts than the meta's top_k (an edited
+// top_k), are refused, by the writer and the reader alike (both Validate).
+func TestValidateImpossibleValues(t *testing.T) {
+	m := ioTestMeta(ioShape{layers: 3, experts: 8, topK: 2, depth: 1})
+	steps := ioTestSteps(rand.New(rand.NewPCG(5, 5)), m, 20, false)
+	good := steps[len(steps)-1]
+	if good.Phase != Decode || len(good.Layers[1].Lookahead) != 1 {
+		t.Fatalf("fixture: phase %v, lookahead %v", good.Phase, good.Layers[1].Lookahead)
+	}
+	for _, v := range []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1))} {
+		s := CloneStep(&good)
+		s.Layers[1].Lookahead[0][3] = v
+		var se *StepError
+		if err := Validate(m, &s); !errors.As(err, &se) || len(se.Problems) != 1 || se.Problems[0].Layer != 1 {
+			t.Errorf("lookahead score %g: got %v, want one problem at layer 1", v, err)
+		}
+	}
+	edited := m
+	edited.Model.TopK = 3
+	var se *StepError
+	if err := Validate(edited, &good); !errors.As(err, &se) || len(se.Problems) != 3 {
+		t.Errorf("top_k edited to 3 over rows of 2: got %v, want a problem per layer", err)
+	}
+	if err := Validate(m, &good); err != nil {
+		t.Errorf("the unedited step: %v", err)
 	}
 }
 
