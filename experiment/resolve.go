@@ -373,7 +373,17 @@ func resolveCache(r *Spec, m *devices.ModelSpec, d *devices.Device, ctx int, con
 	if c.Size == "" {
 		return c.Bytes, nil
 	}
-	b, err := sim.ResolveCacheWith(c.Size, m, d, ctx, contextCost)
+	var auto func() (int64, error)
+	if d != nil {
+		auto = func() (int64, error) {
+			b := sim.MemoryBudget(m, d, ctx, contextCost)
+			if b <= 0 {
+				return 0, fmt.Errorf("cache auto: device %s leaves no RAM for experts (budget %s)", d.Name, sim.FormatBytes(b))
+			}
+			return b, nil
+		}
+	}
+	b, err := devices.ResolveCache(c.Size, m, auto)
 	if err != nil {
 		return 0, err
 	}

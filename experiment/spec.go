@@ -168,7 +168,7 @@ type PinnedHot struct {
 }
 
 // Cache is the expert cache size as the user wrote it (Size: "3GiB", "40%",
-// "auto"; see sim.ResolveCache) and in bytes. Resolve fills Bytes; when both
+// "auto"; see devices.ResolveCache) and in bytes. Resolve fills Bytes; when both
 // are set they must agree.
 type Cache struct {
 	Size  string `json:"size,omitempty"`

@@ -53,7 +53,7 @@ func (s *Spec) Validate() error {
 		ps.add("cache.bytes", "must be >= 0 (got %d)", s.Cache.Bytes)
 	}
 	if s.Cache.Size != "" {
-		if err := sim.CheckCacheSize(s.Cache.Size); err != nil {
+		if _, err := devices.ParseCacheSize(s.Cache.Size); err != nil {
 			ps = append(ps, err)
 		}
 	}

@@ -27,7 +27,7 @@ func synthReplay(t *testing.T, layout sim.Layout) Replay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cache, err := sim.ResolveCache("25%", &meta.Model, nil, 0)
+	cache, err := devices.ResolveCache("25%", &meta.Model, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,8 +139,4 @@ func TestAppLimitBoundsBudget(t *testing.T) {
 	if got := sim.MemoryBudget(m, d, 1000, true); got != ram {
 		t.Errorf("budget under a limit above RAM − reserve %d, want %d", got, ram)
 	}
-	auto, err := sim.ResolveCacheWith("auto", m, d, 1000, true)
-	if err != nil || auto != ram {
-		t.Errorf("cache auto %d (%v), want %d", auto, err, ram)
-	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/traces"
 )
@@ -109,7 +110,27 @@ func checkSpec(m map[string]any, in *experiment.Inputs) (experiment.Spec, []erro
 		return s, []error{err}
 	}
 	errs := append(split(s.Validate()), split(in.CheckInputs(s))...)
+	if errs == nil {
+		canonicalCache(&s.Cache)
+	}
 	return s, errs
+}
+
+// canonicalCache spells a cache size one way (devices.CacheSize.String), so
+// that one size written as 3GiB, 3072MiB or cache.bytes 3221225472 is one
+// point. NB: bytes stated beside a size that disagrees with them are kept,
+// for the run to refuse.
+func canonicalCache(c *experiment.Cache) {
+	size, err := devices.ParseCacheSize(c.Size)
+	switch {
+	case c.Size == "" && c.Bytes > 0:
+		c.Size, c.Bytes = devices.CacheSize{Bytes: c.Bytes}.String(), 0
+	case err != nil:
+	case size.Bytes > 0 && (c.Bytes == 0 || c.Bytes == size.Bytes):
+		c.Size, c.Bytes = size.String(), 0
+	case c.Bytes == 0:
+		c.Size = size.String()
+	}
 }
 
 // split lists the errors an errors.Join holds (one level: a problem that is

@@ -184,7 +184,7 @@ func replayFromFlags(f *fromRunFlags, run *runs.Run) (*fit.Replay, error) {
 // run summary's cache budget.
 func runCache(flag string, run *runs.Run, m *devices.ModelSpec) (int64, error) {
 	if flag != "" {
-		return sim.ResolveCache(flag, m, nil, 0)
+		return devices.ResolveCache(flag, m, nil)
 	}
 	v, ok := run.Summary["cache_budget_MiB"]
 	switch {

@@ -9,6 +9,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
@@ -85,7 +86,7 @@ func cacheFraction(model, frac string) (int64, error) {
 		return 0, err
 	}
 	mc.File.Close()
-	b, err := sim.ResolveCache(frac, mc.Spec, nil, 0)
+	b, err := devices.ResolveCache(frac, mc.Spec, nil)
 	if err != nil {
 		return 0, err
 	}

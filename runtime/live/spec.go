@@ -73,7 +73,7 @@ func (o *Options) ApplySpec(s *experiment.Spec, m *devices.ModelSpec) (warnings 
 	return warnings, nil
 }
 
-// ResolveCache is sim.ResolveCache for a run of the live engine on model
+// ResolveCache is devices.ResolveCache for a run of the live engine on model
 // m: a size ("256MiB") or a percentage of m's expert bytes ("25%"). A
 // device's budget (auto) has no meaning for a run measured in this
 // machine's page cache, so it is refused, and an error suggests only the
@@ -82,8 +82,8 @@ func ResolveCache(size string, m *devices.ModelSpec) (int64, error) {
 	if strings.TrimSpace(size) == "auto" {
 		return 0, errors.New("cache auto: a live run takes a size (256MiB) or a percentage of the expert bytes (25%), not a device's budget")
 	}
-	b, err := sim.ResolveCache(size, m, nil, 0)
-	if se := (*sim.CacheSizeError)(nil); errors.As(err, &se) {
+	b, err := devices.ResolveCache(size, m, nil)
+	if se := (*devices.CacheSizeError)(nil); errors.As(err, &se) {
 		return 0, fmt.Errorf("cache %q: %v (write e.g. 256MiB or 25%%)", se.Size, se.Err)
 	}
 	if err != nil {
