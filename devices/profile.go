@@ -208,7 +208,35 @@ func ParseProfileFile(path string) (*Profile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("device profile: %w", err)
 	}
-	return ParseProfile(data, path)
+	p, err := ParseProfile(data, path)
+	if err != nil {
+		return nil, err
+	}
+	return p, checkBuiltinName(p, path)
+}
+
+// ErrBuiltinName is a profile file named as a built-in profile whose
+// device differs from the built-in's: results would show the built-in's
+// name beside other numbers.
+var ErrBuiltinName = errors.New("has a built-in profile's name")
+
+// checkBuiltinName refuses a profile that takes a built-in profile's name
+// (stated, or its file's base name) but not its device. An unedited copy of
+// a built-in is the built-in and is accepted.
+func checkBuiltinName(p *Profile, path string) error {
+	if !slices.Contains(ProfileNames(), p.Name) {
+		return nil
+	}
+	b, err := LoadProfile(p.Name)
+	if err != nil {
+		return err
+	}
+	mine, err1 := p.Device()
+	theirs, err2 := b.Device()
+	if err1 == nil && err2 == nil && reflect.DeepEqual(mine, theirs) {
+		return nil
+	}
+	return fmt.Errorf("%s: profile %q %w but other values: give it a name of its own (name: my-%s)", path, p.Name, ErrBuiltinName, p.Name)
 }
 
 // decodeProfile decodes without validating. Only YAML syntax errors fail
