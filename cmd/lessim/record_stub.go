@@ -4,6 +4,7 @@ package main
 
 import (
 	"errors"
+	"slices"
 
 	"github.com/spf13/cobra"
 )
@@ -13,7 +14,12 @@ func newRecordCmd() *cobra.Command {
 		Use:                "record",
 		Short:              "Record router traces from llama.cpp (needs a build with -tags llamacpp)",
 		DisableFlagParsing: true,
-		RunE: func(*cobra.Command, []string) error {
+		// NB: flags are not parsed (this build has none of record's), so
+		// --help reaches RunE: it still shows the help.
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if slices.Contains(args, "--help") || slices.Contains(args, "-h") {
+				return cmd.Help()
+			}
 			return errors.New("this lessim was built without llama.cpp: build it with `make build` (go build -tags llamacpp with CGO_CPPFLAGS from the Makefile) to record traces")
 		},
 	}
