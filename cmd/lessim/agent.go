@@ -16,6 +16,7 @@ import (
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runtime/live"
 )
 
@@ -240,7 +241,7 @@ func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {
 	}
 	o := agent.CheckOptions{Model: f.model, Calibrate: f.calibrate, CancelWithin: f.cancelWithin, Client: agent.Options{Silence: f.timeout}}
 	if f.spec != "" {
-		b, err := os.ReadFile(f.spec)
+		b, err := experiment.ReadSpecFile(f.spec, cmd.InOrStdin())
 		if err != nil {
 			return err
 		}
