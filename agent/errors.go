@@ -2,7 +2,7 @@ package agent
 
 import "errors"
 
-// RemoteError is an error frame (or a busy frame) from the agent.
+// RemoteError is an error the agent answered.
 type RemoteError struct {
 	Code    string
 	Message string
@@ -27,23 +27,21 @@ func (e *RemoteError) Is(target error) bool {
 var (
 	// ErrAuth: the agent refused the token.
 	ErrAuth = &RemoteError{Code: CodeAuth}
-	// ErrVersion: client and agent speak different protocol versions.
-	ErrVersion = &RemoteError{Code: CodeVersion}
 	// ErrBusy: the agent is running another request.
 	ErrBusy = &RemoteError{Code: CodeBusy}
-	// ErrCancelled: the agent stopped the request as asked.
+	// ErrCancelled: the agent stopped the request.
 	ErrCancelled = &RemoteError{Code: CodeCancelled}
 	// ErrRefused: the engine refused the request (invalid spec, model or options).
 	ErrRefused = &RemoteError{Code: CodeInvalidSpec}
 
 	// ErrUnreachable: no connection to the target could be opened.
 	ErrUnreachable = errors.New("agent unreachable")
-	// ErrSilent: the agent stopped answering (no frame, not even a heartbeat,
-	// within the client's silence limit).
+	// ErrSilent: the agent stopped answering (no line, not even a
+	// heartbeat, within the client's silence limit).
 	ErrSilent = errors.New("agent stopped answering")
 	// ErrBadAgent: the agent sent something the protocol does not allow.
 	ErrBadAgent = errors.New("agent broke the protocol")
-	// ErrNotAgent: the peer answered the hello in another protocol: what
-	// listens at the target is not a lessim agent.
+	// ErrNotAgent: what answers at the target is not a lessim agent (not
+	// HTTP, or HTTP without the agent's answer).
 	ErrNotAgent = errors.New("not a lessim agent")
 )

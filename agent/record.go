@@ -53,15 +53,14 @@ func (c *Client) Record(ctx context.Context, tokens int) (*RecordedTrace, error)
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
-	m, err := c.do(ctx, TypeRecord, req, nil)
+	l, err := c.do(ctx, PathRecord, req, nil)
+	if err == nil && l.Trace == nil {
+		err = fmt.Errorf("%w: %s answered without a trace", ErrBadAgent, PathRecord)
+	}
 	if err != nil {
 		return nil, err
 	}
-	var p TracePayload
-	if err := want(m, TypeTrace, &p); err != nil {
-		return nil, err
-	}
-	t, err := CheckTrace(p.Parquet, tokens)
+	t, err := CheckTrace(l.Trace.Parquet, tokens)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadAgent, err)
 	}
