@@ -28,26 +28,15 @@ const DefaultCheckSpec = `{"policy": {"name": "les"}, "cache": {"size": "25%"}, 
 // to finish the decode pass in progress, and no more.
 const DefaultCancelWithin = 2 * time.Second
 
-// CheckOptions configure a conformance check.
+// CheckOptions configure a conformance check; zero fields take defaults.
 type CheckOptions struct {
-	// Spec is a short run the agent's engine accepts (default
-	// DefaultCheckSpec); it must last long enough (a few passes, a second or
-	// more) for the busy probe.
-	Spec json.RawMessage
-	// Model, when set, is loaded first (and checked).
-	Model string
-	// Calibrate includes the calibrate request (it may take minutes on a device).
-	Calibrate bool
-	// CalibrateOptions are the calibrate request's engine-defined options
-	// (nil for the engine's defaults).
-	CalibrateOptions json.RawMessage
-	// RecordTokens is the decode tokens of the record check (default 4).
-	RecordTokens int
-	// CancelWithin is how soon a closed run must free the engine (default
-	// DefaultCancelWithin).
-	CancelWithin time.Duration
-	// Client are the client options (timeouts, usbmuxd address).
-	Client Options
+	Spec             json.RawMessage // a run the engine accepts (DefaultCheckSpec), long enough (a second or more) for the busy probe
+	Model            string          // loaded first, and checked, when set
+	Calibrate        bool            // check calibrate too (it may take minutes on a device)
+	CalibrateOptions json.RawMessage // calibrate's engine-defined options (nil: the engine's defaults)
+	RecordTokens     int             // the record check's decode tokens (4)
+	CancelWithin     time.Duration   // how soon a closed run must free the engine (DefaultCancelWithin)
+	Client           Options         // timeouts, usbmuxd address
 }
 
 // Check outcomes.
@@ -78,16 +67,16 @@ func (r CheckResult) Unchecked() bool {
 
 // Check runs the conformance checks against the agent at target: its info
 // and device facts; the documented answer to a wrong token, malformed
-// requests, an oversize body and a slow client; load_model; an invalid
-// spec; a run's stream against its result, and its per-token series (or
-// their refusal); busy; cancel; record; calibrate. report (if set) gets each
-// result as it is known. A check that cannot decide says SKIP and why.
+// requests, an unknown path, an oversize body, a slow client, an unknown
+// model and an invalid spec; load_model; a run's stream against its
+// result, and its per-token series (or their refusal); busy; cancel;
+// record; calibrate. report (if set) gets each result as it is known. A
+// check that cannot decide says SKIP and why.
 func Check(ctx context.Context, target, token string, o CheckOptions, report func(CheckResult)) []CheckResult {
 	if len(o.Spec) == 0 {
 		o.Spec = json.RawMessage(DefaultCheckSpec)
 	}
-	o.CancelWithin, o.RecordTokens = cmp.Or(o.CancelWithin, DefaultCancelWithin), cmp.Or(o.RecordTokens, 4)
-	o.Client = o.Client.withDefaults()
+	o.CancelWithin, o.RecordTokens, o.Client = cmp.Or(o.CancelWithin, DefaultCancelWithin), cmp.Or(o.RecordTokens, 4), o.Client.withDefaults()
 	k := &checker{token: token, o: o}
 	var out []CheckResult
 	add := func(name string, f func(context.Context) (string, error)) {
@@ -101,8 +90,7 @@ func Check(ctx context.Context, target, token string, o CheckOptions, report fun
 			r.Outcome, detail = CheckFail, err.Error()
 		}
 		r.Detail, r.Err = detail, err
-		out = append(out, r)
-		if report != nil {
+		if out = append(out, r); report != nil {
 			report(r)
 		}
 	}
@@ -112,35 +100,55 @@ func Check(ctx context.Context, target, token string, o CheckOptions, report fun
 			return "", err
 		}
 		k.c, k.info = c, c.Info()
-		if !slices.Contains(k.info.Capabilities, CapRun) {
+		d := k.info.Device
+		switch b, _ := devices.BoundOf("memory.ram"); {
+		case !slices.Contains(k.info.Capabilities, CapRun):
 			return "", fmt.Errorf("capability %s missing from %v", CapRun, k.info.Capabilities)
+		case d.Model == "" || d.OS == "" || d.Engine == "" || d.EngineVersion == "" || d.PageBytes < 4096:
+			return "", fmt.Errorf("device: model, os, engine and engine_version must be set, page_bytes at least 4 KiB: %+v", d)
+		case !b.Contains(float64(d.RAMBytes)):
+			return "", fmt.Errorf("ram_bytes %d outside %s: a unit mistake?", d.RAMBytes, b.RangeText())
 		}
-		return fmt.Sprintf("%s, capabilities %v", k.info.Agent, k.info.Capabilities), nil
+		return fmt.Sprintf("%s, capabilities %v; %s %s, %s, %s RAM, %s pages, %s %s", k.info.Agent, k.info.Capabilities,
+			d.Kind, d.Model, d.OS, sim.FormatBytes(d.RAMBytes), sim.FormatBytes(d.PageBytes), d.Engine, d.EngineVersion), nil
 	})
 	if k.c == nil {
 		return out // nothing else can work
 	}
 	defer k.c.Close()
 	bearer, other := "Bearer "+token, "Bearer "+strings.Repeat("0", 2*TokenBytes)
-	if token == other[7:] {
+	if bearer == other {
 		other = "Bearer " + strings.Repeat("1", 2*TokenBytes)
 	}
-	add("device facts", k.facts)
-	add("wrong or missing token refused", k.refusals(CodeAuth, []probe{{"GET", PathAgent, "", ""}, {"GET", PathAgent, other, ""},
-		{"POST", PathRun, other, k.runBody()}, {"POST", PathRun, "Basic " + token, k.runBody()}, {"POST", PathRun, bearer + "0", k.runBody()}}))
-	add("malformed requests refused", k.refusals(CodeBadRequest, []probe{{"POST", PathRun, bearer, "this is not JSON"},
-		{"POST", PathRun, bearer, `{"spec": {}, "shell": "rm -rf /"}`}, {"POST", PathRun, bearer, `{}`}, {"POST", PathRun, bearer, `{"spec": [1]}`},
-		{"POST", PathRecord, bearer, `{"tokens": 0}`}, {"POST", PathLoadModel, bearer, `{"model": ""}`}, {"GET", PathRun, bearer, ""}}))
-	add("unknown path refused", k.refusals(CodeNotFound, []probe{{"GET", "/v1/exec", bearer, ""}, {"POST", "/", bearer, "{}"}}))
-	add("oversize body refused", k.oversize)
+	run, _ := json.Marshal(Run{Spec: o.Spec})
+	var bad map[string]any // the spec with a field no spec has: engines refuse what they would ignore
+	if json.Unmarshal(o.Spec, &bad); bad == nil {
+		bad = map[string]any{}
+	}
+	bad["no_such_field_lessim_check"] = true
+	badRun, _ := json.Marshal(map[string]any{"spec": bad})
+	add("wrong or missing token refused", k.refusals(CodeAuth, probe{"GET", PathAgent, "", "", 0, 0}, probe{"GET", PathAgent, other, "", 0, 0},
+		probe{"POST", PathRun, other, string(run), 0, 0}, probe{"POST", PathRun, "Basic " + token, string(run), 0, 0}, probe{"POST", PathRun, bearer + "0", string(run), 0, 0}))
+	add("malformed requests refused", k.refusals(CodeBadRequest, probe{"POST", PathRun, bearer, "this is not JSON", 0, 0},
+		probe{"POST", PathRun, bearer, `{"spec": {}, "shell": "rm -rf /"}`, 0, 0}, probe{"POST", PathRun, bearer, `{}`, 0, 0},
+		probe{"POST", PathRun, bearer, `{"spec": [1]}`, 0, 0}, probe{"POST", PathRecord, bearer, `{"tokens": 0}`, 0, 0},
+		probe{"POST", PathLoadModel, bearer, `{"model": ""}`, 0, 0}, probe{"GET", PathRun, bearer, "", 0, http.StatusMethodNotAllowed}))
+	add("unknown path refused", k.refusals(CodeNotFound, probe{"GET", "/v1/exec", bearer, "", 0, 0}, probe{"POST", "/", bearer, "{}", 0, 0}))
+	// Announced one byte above the limit, sent one byte: refused from the headers.
+	add("oversize body refused", k.refusals(CodeTooLarge, probe{"POST", PathRun, bearer, "{", k.info.Limits.MaxBodyBytes + 1, 0}))
 	add("slow client cut", k.slowClient)
 	if o.Model != "" {
 		add("load_model", k.loadModel)
 	}
-	add("unknown model refused", k.refusals(CodeInvalidSpec, []probe{{"POST", PathLoadModel, bearer, `{"model": "no-such-model-for-lessim-check"}`}}))
-	add("invalid spec refused", k.refusals(CodeInvalidSpec, []probe{{"POST", PathRun, bearer, k.badSpec()}}))
-	add("run: stream and result", k.run)
-	add("run: per-token series", k.series)
+	add("unknown model refused", k.refusals(CodeInvalidSpec, probe{"POST", PathLoadModel, bearer, `{"model": "no-such-model-for-lessim-check"}`, 0, 0}))
+	add("invalid spec refused", k.refusals(CodeInvalidSpec, probe{"POST", PathRun, bearer, string(badRun), 0, 0}))
+	add("run: stream and result", k.run(false))
+	if slices.Contains(k.info.Capabilities, CapSeries) {
+		add("run: per-token series", k.run(true))
+	} else {
+		series, _ := json.Marshal(Run{Spec: o.Spec, Series: true})
+		add("run: per-token series refused", k.refusals(CodeInvalidSpec, probe{"POST", PathRun, bearer, string(series), 0, 0}))
+	}
 	add("busy: a second request during a run", k.busy)
 	add("cancel: closing a run frees the engine", k.cancel)
 	add("record: routing trace", k.record)
@@ -162,57 +170,54 @@ type checker struct {
 	info  Info
 }
 
-func (k *checker) facts(context.Context) (string, error) {
-	d := k.info.Device
-	if d.Model == "" || d.OS == "" || d.Engine == "" || d.EngineVersion == "" {
-		return "", fmt.Errorf("model, os, engine and engine_version must be set: %+v", d)
-	}
-	if d.PageBytes < 4096 {
-		return "", fmt.Errorf("page_bytes %d below 4 KiB", d.PageBytes)
-	}
-	if b, _ := devices.BoundOf("memory.ram"); !b.Contains(float64(d.RAMBytes)) {
-		return "", fmt.Errorf("ram_bytes %d outside %s: a unit mistake?", d.RAMBytes, b.RangeText())
-	}
-	return fmt.Sprintf("%s %s, %s, %s RAM, %s pages, %s %s", d.Kind, d.Model, d.OS, sim.FormatBytes(d.RAMBytes), sim.FormatBytes(d.PageBytes), d.Engine, d.EngineVersion), nil
+// probe is a request as sent: auth is the whole Authorization header ("" for
+// none); a size above the body's announces more than is sent (the rest
+// never comes); status is the one expected, 0 for its code's.
+type probe struct {
+	method, path, auth, body string
+	size                     int64
+	status                   int
 }
 
-func (k *checker) runBody() string {
-	b, _ := json.Marshal(Run{Spec: k.o.Spec})
-	return string(b)
-}
-
-// badSpec is the check's spec with a field no spec has: engines refuse
-// what they would ignore.
-func (k *checker) badSpec() string {
-	var m map[string]any
-	json.Unmarshal(k.o.Spec, &m)
-	if m == nil {
-		m = map[string]any{}
+// refusals sends each probe and expects error code with its status (or,
+// for an engine's refusal after a heartbeat, 200 and the error line).
+func (k *checker) refusals(code string, ps ...probe) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		var status int
+		for _, p := range ps {
+			err := k.whenFree(func() error {
+				st, got, err := k.send(ctx, p)
+				switch status = st; {
+				case err != nil:
+					return err
+				case got == CodeBusy && code != CodeBusy:
+					return ErrBusy
+				case got != code || st != cmp.Or(p.status, statusOf[code]) && !(code == CodeInvalidSpec && st == 200):
+					return fmt.Errorf("%s %s with %q: status %d, error %q; want %d, error %s", p.method, p.path, clip(p.body, 60), st, got, cmp.Or(p.status, statusOf[code]), code)
+				}
+				return nil
+			})
+			if err != nil {
+				return "", err
+			}
+		}
+		return fmt.Sprintf("%d requests: status %d, error %s", len(ps), status, code), nil
 	}
-	m["no_such_field_lessim_check"] = true
-	b, _ := json.Marshal(map[string]any{"spec": m})
-	return string(b)
 }
 
-// probe is a request as sent: auth is the whole Authorization header ("" none).
-type probe struct{ method, path, auth, body string }
-
-// send sends p (its body, or size bytes of which only the start arrives
-// when size > 0) and returns the answer's status and, for an error, its
-// code.
-func (k *checker) send(ctx context.Context, p probe, size int64) (int, string, error) {
+// send sends p and returns the answer's status and, for an error, its code.
+func (k *checker) send(ctx context.Context, p probe) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.o.Client.Silence)
 	defer cancel()
 	body := io.Reader(strings.NewReader(p.body))
-	if size > 0 { // the rest never comes: the agent must answer from the headers
+	if p.size > int64(len(p.body)) {
 		body = io.MultiReader(body, stalled{ctx})
 	}
 	req, err := http.NewRequestWithContext(ctx, p.method, k.c.base+p.path, body)
 	if err != nil {
 		return 0, "", err
 	}
-	req.ContentLength = max(size, int64(len(p.body)))
-	if p.auth != "" {
+	if req.ContentLength = max(p.size, int64(len(p.body))); p.auth != "" {
 		req.Header.Set("Authorization", p.auth)
 	}
 	resp, err := k.c.hc.Do(req)
@@ -236,44 +241,6 @@ type stalled struct{ ctx context.Context }
 
 func (s stalled) Read([]byte) (int, error) { <-s.ctx.Done(); return 0, s.ctx.Err() }
 
-// refusals sends each probe and expects error code with its status (or,
-// for an engine's refusal after a heartbeat, 200 and the error line).
-func (k *checker) refusals(code string, ps []probe) func(context.Context) (string, error) {
-	return func(ctx context.Context) (string, error) {
-		var status int
-		for _, p := range ps {
-			err := k.whenFree(func() error {
-				st, got, err := k.send(ctx, p, 0)
-				status = st
-				switch want := statusOf[code]; {
-				case err != nil:
-					return err
-				case got == CodeBusy && code != CodeBusy:
-					return ErrBusy
-				case got != code || st != want && !(p.method == "GET" && p.path == PathRun && st == 405) && !(code == CodeInvalidSpec && st == 200):
-					return fmt.Errorf("%s %s with %q: status %d, error %q; want %d, error %s", p.method, p.path, clip(p.body, 60), st, got, want, code)
-				}
-				return nil
-			})
-			if err != nil {
-				return "", err
-			}
-		}
-		return fmt.Sprintf("%d requests: status %d, error %s", len(ps), status, code), nil
-	}
-}
-
-// oversize announces a body one byte above the agent's limit and sends one
-// byte of it: the agent must refuse from the headers.
-func (k *checker) oversize(ctx context.Context) (string, error) {
-	n := k.info.Limits.MaxBodyBytes + 1
-	st, code, err := k.send(ctx, probe{"POST", PathRun, "Bearer " + k.token, "{"}, n)
-	if err == nil && (st != statusOf[CodeTooLarge] || code != CodeTooLarge) {
-		err = fmt.Errorf("a body of %d bytes announced: status %d, error %q; want 413, error %s", n, st, code, CodeTooLarge)
-	}
-	return fmt.Sprintf("status 413, error too_large (announced %d bytes, sent 1)", n), err
-}
-
 // slowClient sends half a request's headers and expects the connection
 // closed at the agent's header timeout.
 func (k *checker) slowClient(ctx context.Context) (string, error) {
@@ -289,10 +256,10 @@ func (k *checker) slowClient(ctx context.Context) (string, error) {
 	}
 	defer nc.Close()
 	start := time.Now()
-	if _, err := nc.Write([]byte("POST " + PathRun + " HTTP/1.1\r\nHost: agent\r\n")); err != nil {
+	nc.SetDeadline(start.Add(limit + 5*time.Second))
+	if _, err := io.WriteString(nc, "POST "+PathRun+" HTTP/1.1\r\nHost: agent\r\n"); err != nil {
 		return "", err
 	}
-	nc.SetReadDeadline(start.Add(limit + 5*time.Second))
 	if _, err := io.Copy(io.Discard, nc); errors.Is(err, os.ErrDeadlineExceeded) {
 		return "", fmt.Errorf("the connection is still open %v after half a request (header timeout %v)", time.Since(start).Round(time.Millisecond), limit)
 	}
@@ -312,61 +279,41 @@ func (k *checker) whenFree(f func() error) error {
 	}
 }
 
+// needs skips a check whose capability the agent does not announce.
+func (k *checker) needs(capability string) error {
+	if !slices.Contains(k.info.Capabilities, capability) {
+		return skipError(fmt.Sprintf("the agent does not announce %s (capabilities %v)", capability, k.info.Capabilities))
+	}
+	return nil
+}
+
 func (k *checker) loadModel(ctx context.Context) (string, error) {
 	var info ModelInfo
 	err := k.whenFree(func() (err error) { info, err = k.c.LoadModel(ctx, k.o.Model); return err })
-	if err != nil {
-		return "", err
+	if err == nil && (info.Layers < 1 || info.Experts < 2 || info.TopK < 1 || info.TopK > info.Experts || info.TotalExpertBytes <= 0) {
+		err = fmt.Errorf("implausible model info %+v", info)
 	}
-	if info.Layers < 1 || info.Experts < 2 || info.TopK < 1 || info.TopK > info.Experts || info.TotalExpertBytes <= 0 {
-		return "", fmt.Errorf("implausible model info %+v", info)
-	}
-	return fmt.Sprintf("%s: %d MoE layers × %d experts, top-%d, %s of experts", info.Name, info.Layers, info.Experts, info.TopK, sim.FormatBytes(info.TotalExpertBytes)), nil
+	return fmt.Sprintf("%s: %d MoE layers × %d experts, top-%d, %s of experts", info.Name, info.Layers, info.Experts, info.TopK, sim.FormatBytes(info.TotalExpertBytes)), err
 }
 
-func (k *checker) run(ctx context.Context) (string, error) {
-	var samples []TokenSample
-	var res *sim.Result
-	start := time.Now()
-	err := k.whenFree(func() (err error) {
-		samples = samples[:0]
-		res, err = k.c.Run(ctx, k.o.Spec, func(s TokenSample) error { samples = append(samples, s); return nil })
-		return err
-	})
-	if err == nil {
-		err = CheckRun(samples, res)
-	}
-	if err != nil {
-		return "", err
-	}
-	return fmt.Sprintf("%d passes, %d tokens, %.2f tok/s, hit rate %.3f, %d samples valid, %v wall", res.Passes, res.Tokens, res.TokensPerSec, res.HitRate, len(samples), time.Since(start).Round(time.Millisecond)), nil
-}
-
-// series: an agent announcing CapSeries sends every series field on every
-// token of a run that asks, consistent with the result; one that does not
-// refuses such a run with invalid_spec.
-func (k *checker) series(ctx context.Context) (string, error) {
-	if k.c.SeriesSupported() != nil {
-		err := k.whenFree(func() error { _, err := k.c.run(ctx, Run{Spec: k.o.Spec, Series: true}, nil); return err })
-		if !errors.Is(err, ErrRefused) {
-			return "", fmt.Errorf("a run asking for its series from an agent without %s: got %v, want error %s", CapSeries, err, CodeInvalidSpec)
+// run checks a run's stream against its result (CheckRun), with every
+// series field on every token when series.
+func (k *checker) run(series bool) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		var samples []TokenSample
+		var res *sim.Result
+		start := time.Now()
+		err := k.whenFree(func() (err error) {
+			samples = samples[:0]
+			res, err = k.c.run(ctx, Run{Spec: k.o.Spec, Series: series}, func(s TokenSample) error { samples = append(samples, s); return nil })
+			return err
+		})
+		if err = cmp.Or(err, CheckRun(samples, res)); err != nil {
+			return "", err
 		}
-		return "not announced: error " + CodeInvalidSpec, nil
+		return fmt.Sprintf("%d passes, %d tokens, %.2f tok/s, hit rate %.3f, %d samples valid (series %v), %v wall",
+			res.Passes, res.Tokens, res.TokensPerSec, res.HitRate, len(samples), series, time.Since(start).Round(time.Millisecond)), nil
 	}
-	var res *sim.Result
-	var samples []TokenSample
-	err := k.whenFree(func() (err error) { res, samples, err = k.c.RunSeries(ctx, k.o.Spec); return err })
-	if err == nil {
-		err = CheckRun(samples, res)
-	}
-	if err != nil {
-		return "", err
-	}
-	var faults int64
-	for _, s := range samples {
-		faults += *s.MajorFaults
-	}
-	return fmt.Sprintf("%d passes, each with every series field; %d major faults", len(samples), faults), nil
 }
 
 // errStop ends a probe's run at its first token.
@@ -455,8 +402,8 @@ func (k *checker) cancel(ctx context.Context) (string, error) {
 // record asks for a short routing trace and checks it reads back, has the
 // tokens asked for and describes a MoE model.
 func (k *checker) record(ctx context.Context) (string, error) {
-	if !slices.Contains(k.info.Capabilities, CapRecord) {
-		return "", skipError(fmt.Sprintf("the agent does not announce %s (capabilities %v)", CapRecord, k.info.Capabilities))
+	if err := k.needs(CapRecord); err != nil {
+		return "", err
 	}
 	var t *RecordedTrace
 	if err := k.whenFree(func() (err error) { t, err = k.c.Record(ctx, k.o.RecordTokens); return err }); err != nil {
@@ -471,8 +418,8 @@ func (k *checker) record(ctx context.Context) (string, error) {
 }
 
 func (k *checker) calibrate(ctx context.Context) (string, error) {
-	if !slices.Contains(k.info.Capabilities, CapCalibrate) {
-		return "", skipError(fmt.Sprintf("the agent does not announce %s (capabilities %v)", CapCalibrate, k.info.Capabilities))
+	if err := k.needs(CapCalibrate); err != nil {
+		return "", err
 	}
 	var y []byte
 	if err := k.whenFree(func() (err error) { y, err = k.c.Calibrate(ctx, k.o.CalibrateOptions); return err }); err != nil {
@@ -499,22 +446,18 @@ func CheckRun(samples []TokenSample, r *sim.Result) error {
 	if len(samples) == 0 || int64(len(samples)) != r.Passes {
 		return fmt.Errorf("%d samples for %d passes", len(samples), r.Passes)
 	}
-	var tokens, sumTime, sumStall int64
-	var end int64
+	var tokens, sumTime, sumStall, end int64
 	for i, s := range samples {
-		if err := s.Validate(); err != nil {
+		switch err := s.Validate(); {
+		case err != nil:
 			return err
-		}
-		if s.Pass != int64(i) {
+		case s.Pass != int64(i):
 			return fmt.Errorf("sample %d is pass %d", i, s.Pass)
-		}
-		if s.StartNS < end {
+		case s.StartNS < end:
 			return fmt.Errorf("pass %d starts at %d ns, before pass %d ended (%d ns)", i, s.StartNS, i-1, end)
 		}
 		end = s.StartNS + s.TimeNS
-		tokens += int64(s.Tokens)
-		sumTime += s.TimeNS
-		sumStall += s.StallNS
+		tokens, sumTime, sumStall = tokens+int64(s.Tokens), sumTime+s.TimeNS, sumStall+s.StallNS
 	}
 	if tokens != r.Tokens {
 		return fmt.Errorf("samples carry %d tokens, the result %d", tokens, r.Tokens)
@@ -552,13 +495,8 @@ func CheckRun(samples []TokenSample, r *sim.Result) error {
 			return fmt.Errorf("result: %s %g, its counters give %g", f.name, f.got, f.want)
 		}
 	}
-	for _, f := range []struct {
-		name string
-		v    float64
-	}{{"hit_rate", r.HitRate}, {"prefetch_recall", r.PrefetchRecall}, {"prefetch_precision", r.PrefetchPrecision}} {
-		if f.v < 0 || f.v > 1 {
-			return fmt.Errorf("result: %s %g outside [0,1]", f.name, f.v)
-		}
+	if p, q := r.PrefetchRecall, r.PrefetchPrecision; !(p >= 0 && p <= 1 && q >= 0 && q <= 1) {
+		return fmt.Errorf("result: prefetch_recall %g and prefetch_precision %g must lie in [0,1]", p, q)
 	}
 	return nil
 }

@@ -232,11 +232,8 @@ func (c *Client) do(ctx context.Context, path string, req any, onToken func(Toke
 // LoadModel asks the agent's engine to load a model.
 func (c *Client) LoadModel(ctx context.Context, model string) (ModelInfo, error) {
 	l, err := c.do(ctx, PathLoadModel, LoadModel{Model: model}, nil)
-	if err == nil && l.Model == nil {
-		err = fmt.Errorf("%w: %s answered without a model", ErrBadAgent, PathLoadModel)
-	}
-	if err != nil {
-		return ModelInfo{}, err
+	if err != nil || l.Model == nil {
+		return ModelInfo{}, cmp.Or(err, c.missing("model"))
 	}
 	return *l.Model, nil
 }
@@ -245,13 +242,15 @@ func (c *Client) LoadModel(ctx context.Context, model string) (ModelInfo, error)
 // YAML. options is engine-defined JSON (nil for the defaults).
 func (c *Client) Calibrate(ctx context.Context, options json.RawMessage) ([]byte, error) {
 	l, err := c.do(ctx, PathCalibrate, Calibrate{Options: options}, nil)
-	if err == nil && l.Calibration == nil {
-		err = fmt.Errorf("%w: %s answered without a calibration", ErrBadAgent, PathCalibrate)
-	}
-	if err != nil {
-		return nil, err
+	if err != nil || l.Calibration == nil {
+		return nil, cmp.Or(err, c.missing("calibration"))
 	}
 	return []byte(l.Calibration.ProfileYAML), nil
+}
+
+// missing is a final line of the wrong kind.
+func (c *Client) missing(kind string) error {
+	return fmt.Errorf("%w: %s answered without a %s line", ErrBadAgent, c.target, kind)
 }
 
 // Run runs an experiment spec on the agent, passing each validated token
@@ -317,7 +316,7 @@ func (c *Client) run(ctx context.Context, req Run, emit func(TokenSample) error)
 	}
 	var res sim.Result
 	if l.Result == nil || string(l.Result) == "null" || json.Unmarshal(l.Result, &res) != nil {
-		return nil, fmt.Errorf("%w: the final line of a run is not a result", ErrBadAgent)
+		return nil, c.missing("result")
 	}
 	if res.Passes != next {
 		return nil, fmt.Errorf("%w: result has %d passes, the agent streamed %d", ErrBadAgent, res.Passes, next)

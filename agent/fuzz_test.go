@@ -104,6 +104,7 @@ func FuzzTokenLine(f *testing.F) {
 		}
 	})
 }
+
 // FuzzCheckTrace: any bytes as a record answer's trace give a checked trace
 // or an error, never a panic. Seeds: a real recorded trace (the simulator
 // engine's) and damaged copies of it.

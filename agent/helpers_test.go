@@ -5,8 +5,8 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"strings"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 

@@ -47,9 +47,7 @@ const (
 	CapRun       = "run"
 	CapCancel    = "cancel" // closing a request stops the engine (every agent must)
 	CapRecord    = "record"
-	// CapSeries: the engine measures per-token series and sends them on a
-	// run that asks (Run.Series).
-	CapSeries = "series"
+	CapSeries    = "series" // the engine measures per-token series, sent on a run that asks (Run.Series)
 )
 
 // Info is the answer to GET PathAgent: what the agent is and serves.
@@ -76,8 +74,7 @@ type DeviceFacts struct {
 
 // Fact kinds.
 const (
-	KindMeasured  = "measured"
-	KindSimulated = "simulated"
+	KindMeasured, KindSimulated = "measured", "simulated"
 )
 
 // ModelInfo is what an engine reports after loading a model.
@@ -158,12 +155,9 @@ type Line struct {
 }
 
 // fields counts the fields set in l (a valid line has one).
-func (l *Line) fields() int {
-	n := 0
+func (l *Line) fields() (n int) {
 	for _, set := range []bool{l.Token != nil, l.Heartbeat != nil, l.Result != nil, l.Model != nil, l.Calibration != nil, l.Trace != nil, l.Error != nil} {
-		if set {
-			n++
-		}
+		n += map[bool]int{true: 1}[set]
 	}
 	return n
 }

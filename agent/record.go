@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 
@@ -54,11 +55,8 @@ func (c *Client) Record(ctx context.Context, tokens int) (*RecordedTrace, error)
 		return nil, fmt.Errorf("record: %w", err)
 	}
 	l, err := c.do(ctx, PathRecord, req, nil)
-	if err == nil && l.Trace == nil {
-		err = fmt.Errorf("%w: %s answered without a trace", ErrBadAgent, PathRecord)
-	}
-	if err != nil {
-		return nil, err
+	if err != nil || l.Trace == nil {
+		return nil, cmp.Or(err, c.missing("trace"))
 	}
 	t, err := CheckTrace(l.Trace.Parquet, tokens)
 	if err != nil {

@@ -17,26 +17,15 @@ import (
 	"time"
 )
 
-// Limits bound what one request may cost the agent; the agent announces
-// them in its Info (durations as integer nanoseconds).
+// Limits bound what one request may cost the agent, announced in its Info
+// (durations as integer nanoseconds).
 type Limits struct {
-	// MaxBodyBytes is the largest request body read (after the token is
-	// checked; a larger one is too_large).
-	MaxBodyBytes int64 `json:"max_body_bytes"`
-	// HeaderTimeout is how long a connection has to send a request's
-	// headers (http.Server.ReadHeaderTimeout); then it is closed unanswered.
-	HeaderTimeout time.Duration `json:"header_timeout_ns"`
-	// ReadTimeout bounds reading a whole request, headers and body
-	// (http.Server.ReadTimeout); a body cut by it is answered timeout.
-	ReadTimeout time.Duration `json:"read_timeout_ns"`
-	// WriteTimeout bounds writing each line of an answer (a client that
-	// stops reading its stream is cut, and its request cancelled).
-	WriteTimeout time.Duration `json:"write_timeout_ns"`
-	// IdleTimeout closes a kept-alive connection with no request.
-	IdleTimeout time.Duration `json:"idle_timeout_ns"`
-	// Heartbeat is the interval of heartbeat lines while a request runs, so
-	// a client can tell a long step from a dead agent.
-	Heartbeat time.Duration `json:"heartbeat_ns"`
+	MaxBodyBytes  int64         `json:"max_body_bytes"`    // the largest request body read, after the token
+	HeaderTimeout time.Duration `json:"header_timeout_ns"` // for a request's headers; then the connection is closed unanswered
+	ReadTimeout   time.Duration `json:"read_timeout_ns"`   // for a whole request, headers and body; then timeout
+	WriteTimeout  time.Duration `json:"write_timeout_ns"`  // for each line of an answer; then the request is cancelled
+	IdleTimeout   time.Duration `json:"idle_timeout_ns"`   // closes a kept-alive connection without a request
+	Heartbeat     time.Duration `json:"heartbeat_ns"`      // interval of heartbeat lines while a request runs
 }
 
 // DefaultLimits are the agent's defaults: 1 MiB bodies, 10 s for the
@@ -49,39 +38,31 @@ func DefaultLimits() Limits {
 
 // Validate reports a limit that is out of range.
 func (l Limits) Validate() error {
-	if l.MaxBodyBytes < 1024 || l.MaxBodyBytes > 64<<20 {
-		return fmt.Errorf("max body bytes %d: want 1 KiB to 64 MiB", l.MaxBodyBytes)
-	}
-	if l.HeaderTimeout <= 0 || l.ReadTimeout <= 0 || l.WriteTimeout <= 0 || l.IdleTimeout <= 0 || l.Heartbeat <= 0 {
-		return fmt.Errorf("timeouts must be positive (%+v)", l)
+	if l.MaxBodyBytes < 1024 || l.MaxBodyBytes > 64<<20 || min(l.HeaderTimeout, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.Heartbeat) <= 0 {
+		return fmt.Errorf("limits %+v: want 1 KiB to 64 MiB bodies and positive timeouts", l)
 	}
 	return nil
 }
 
-// maxHeaderBytes bounds a request's headers (http.Server.MaxHeaderBytes;
-// more is answered 431 by net/http).
+// maxHeaderBytes bounds a request's headers (net/http answers more with 431).
 const maxHeaderBytes = 16 << 10
 
-// Server is an agent: it serves one Engine over HTTP to clients holding
-// its token, one engine request at a time.
+// Server is an agent: it serves one Engine over HTTP (net/http's server,
+// with Limits as its timeouts) to clients holding its token, one engine
+// request at a time.
 type Server struct {
-	// Engine is what the agent runs; nothing else is reachable over the wire.
-	Engine Engine
-	// Token is the secret every request must carry (NewToken).
-	Token string
-	// Limits bound each request; the zero value means DefaultLimits.
-	Limits Limits
-	// Agent names the implementation in the Info, e.g. "lessim 0.1.0".
-	Agent string
-	// Log, when set, gets one line per request event. Whatever a client
-	// sent appears in it quoted (%q), never raw.
+	Engine Engine // what the agent runs; nothing else is reachable over the wire
+	Token  string // the secret every request must carry (NewToken)
+	Limits Limits // the zero value means DefaultLimits
+	Agent  string // the implementation in the Info, e.g. "lessim 0.1.0"
+	// Log, when set, gets one line per request event, from any goroutine;
+	// what a client sent appears in it only quoted (%q).
 	Log io.Writer
 
-	stopping context.Context // Serve's context
+	stopping context.Context // Serve's
 	mu       sync.Mutex
 	running  string // what holds the engine, "" when free
 	stats    Stats
-	logMu    sync.Mutex
 }
 
 // Stats count what a server has done; Active and Running say what it is
@@ -115,16 +96,15 @@ func (s *Server) limits() Limits {
 // Serve serves HTTP on ln until ctx is done, then closes ln, cancels every
 // running request and returns once all of them have returned.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	lim := s.limits()
+	err := lim.Validate()
 	switch {
 	case s.Engine == nil:
-		ln.Close()
-		return errors.New("agent: no engine")
+		err = errors.New("agent: no engine")
 	case !ValidToken(s.Token):
-		ln.Close()
-		return errors.New("agent: the token must be 32 hex characters (NewToken)")
+		err = errors.New("agent: the token must be 32 hex characters (NewToken)")
 	}
-	lim := s.limits()
-	if err := lim.Validate(); err != nil {
+	if err != nil {
 		ln.Close()
 		return err
 	}
@@ -141,8 +121,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			hs.Close()
 		}
 	})
-	err := hs.Serve(ln)
-	if stop() {
+	if err := hs.Serve(ln); stop() {
 		return err // Serve failed on its own (a permanent Accept error)
 	}
 	<-done
@@ -166,58 +145,78 @@ func (s *Server) connState(_ net.Conn, st http.ConnState) {
 // engine, sending token lines for a run, and returns the final line.
 type work func(ctx context.Context, send func(Line) error) (Line, error)
 
-// ServeHTTP answers one request: the token first (before any of the body is
-// read), then the path, the body within its limit, and the engine.
+// refusal is a request answered with an error before the engine runs.
+type refusal struct {
+	code   string
+	status int // 0: the code's
+	msg    string
+}
+
+// ServeHTTP answers one request: the token first (before any of the body
+// is read), then the path, the body within its limit, and the engine.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	run, rf := s.admit(w, r)
+	switch {
+	case rf != nil:
+		s.logf("%s %q %q: refused: %s", r.RemoteAddr, r.Method, r.URL.Path, rf.code)
+		if rf.code == CodeAuth {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lessim agent"`)
+		}
+		if rf.code != CodeBusy {
+			w.Header().Set("Connection", "close") // the body of a refused request is not read
+		}
+		writeError(w, cmp.Or(rf.status, statusOf[rf.code]), rf.code, rf.msg)
+	case run != nil:
+		s.stream(w, r, run)
+	}
+}
+
+// admit checks a request and, for an engine request, takes the engine and
+// returns its work; it answers the info itself.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (work, *refusal) {
 	lim := s.limits()
 	if !authorized(r, s.Token) {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="lessim agent"`)
-		s.refuse(w, r, CodeAuth, 0, "wrong token or none (send Authorization: Bearer TOKEN; the agent prints its token when it starts)")
-		return
+		return nil, &refusal{CodeAuth, 0, "wrong token or none (send Authorization: Bearer TOKEN; the agent prints its token when it starts)"}
 	}
 	kind, known := map[string]string{PathAgent: "info", PathLoadModel: "load_model", PathCalibrate: "calibrate", PathRecord: "record", PathRun: "run"}[r.URL.Path]
 	method := map[bool]string{true: http.MethodGet, false: http.MethodPost}[kind == "info"]
 	switch {
 	case !known:
-		s.refuse(w, r, CodeNotFound, 0, fmt.Sprintf("no path %q (see docs/agent-protocol.md)", clip(r.URL.Path, 200)))
-		return
+		return nil, &refusal{CodeNotFound, 0, fmt.Sprintf("no path %q (see docs/agent-protocol.md)", clip(r.URL.Path, 200))}
 	case r.Method != method:
 		w.Header().Set("Allow", method)
-		s.refuse(w, r, CodeBadRequest, http.StatusMethodNotAllowed, fmt.Sprintf("%s takes %s", r.URL.Path, method))
-		return
+		return nil, &refusal{CodeBadRequest, http.StatusMethodNotAllowed, r.URL.Path + " takes " + method}
 	case kind == "info":
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(Info{Agent: s.Agent, Capabilities: capabilities(s.Engine), Device: s.Engine.Facts(), Limits: lim})
-		return
+		return nil, nil
 	case r.ContentLength > lim.MaxBodyBytes:
-		s.refuse(w, r, CodeTooLarge, 0, fmt.Sprintf("a body of %d bytes; the limit is %d", r.ContentLength, lim.MaxBodyBytes))
-		return
+		return nil, &refusal{CodeTooLarge, 0, fmt.Sprintf("a body of %d bytes; the limit is %d", r.ContentLength, lim.MaxBodyBytes)}
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim.MaxBodyBytes))
 	var tooLarge *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooLarge):
-		s.refuse(w, r, CodeTooLarge, 0, fmt.Sprintf("a body above the limit of %d bytes", lim.MaxBodyBytes))
-		return
+		return nil, &refusal{CodeTooLarge, 0, fmt.Sprintf("a body above the limit of %d bytes", lim.MaxBodyBytes)}
 	case errors.Is(err, os.ErrDeadlineExceeded):
-		s.refuse(w, r, CodeTimeout, 0, fmt.Sprintf("the request did not arrive within %v", lim.ReadTimeout))
-		return
+		return nil, &refusal{CodeTimeout, 0, fmt.Sprintf("the request did not arrive within %v", lim.ReadTimeout)}
 	case err != nil:
-		s.refuse(w, r, CodeBadRequest, 0, "reading the body: "+err.Error())
-		return
+		return nil, &refusal{CodeBadRequest, 0, "reading the body: " + err.Error()}
 	}
 	run, err := s.parse(kind, body)
 	if err != nil {
-		s.refuse(w, r, CodeBadRequest, 0, kind+": "+err.Error())
-		return
+		return nil, &refusal{CodeBadRequest, 0, kind + ": " + err.Error()}
 	}
-	what := fmt.Sprintf("%s from %s", kind, r.RemoteAddr)
-	if holder, ok := s.acquire(what); !ok {
-		s.refuse(w, r, CodeBusy, 0, "the engine is busy with "+holder+"; one request at a time")
-		return
+	what := kind + " from " + r.RemoteAddr
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.running != "" {
+		return nil, &refusal{CodeBusy, 0, "the engine is busy with " + s.running + "; one request at a time"}
 	}
+	s.running = what
+	s.stats.Requests++
 	s.logf("%s started", what)
-	s.stream(w, r, run)
+	return run, nil
 }
 
 // parse checks an engine request's body and returns its work.
@@ -225,11 +224,8 @@ func (s *Server) parse(kind string, body []byte) (work, error) {
 	switch kind {
 	case "load_model":
 		var p LoadModel
-		if err := decodeStrict(body, &p); err != nil {
-			return nil, err
-		}
-		if p.Model == "" || validText("model", p.Model) != nil {
-			return nil, fmt.Errorf("model must be non-empty UTF-8 of at most %d bytes", maxTextBytes)
+		if err := decodeStrict(body, &p); err != nil || p.Model == "" || validText("model", p.Model) != nil {
+			return nil, cmp.Or(err, fmt.Errorf("model must be non-empty UTF-8 of at most %d bytes", maxTextBytes))
 		}
 		return func(ctx context.Context, _ func(Line) error) (Line, error) {
 			info, err := s.Engine.LoadModel(ctx, p.Model)
@@ -237,20 +233,14 @@ func (s *Server) parse(kind string, body []byte) (work, error) {
 		}, nil
 	case "calibrate":
 		var p Calibrate
-		if err := decodeStrict(body, &p); err != nil {
-			return nil, err
-		}
 		return func(ctx context.Context, _ func(Line) error) (Line, error) {
 			y, err := s.Engine.Calibrate(ctx, p.Options)
 			return Line{Calibration: &Calibration{ProfileYAML: string(y)}}, err
-		}, nil
+		}, decodeStrict(body, &p)
 	case "record":
 		var p Record
-		if err := decodeStrict(body, &p); err != nil {
-			return nil, err
-		}
-		if err := p.Validate(); err != nil {
-			return nil, err
+		if err := decodeStrict(body, &p); err != nil || p.Validate() != nil {
+			return nil, cmp.Or(err, p.Validate())
 		}
 		return func(ctx context.Context, _ func(Line) error) (Line, error) {
 			r, ok := s.Engine.(Recorder)
@@ -265,11 +255,8 @@ func (s *Server) parse(kind string, body []byte) (work, error) {
 		}, nil
 	}
 	var p Run
-	if err := decodeStrict(body, &p); err != nil {
-		return nil, err
-	}
-	if len(p.Spec) == 0 || p.Spec[0] != '{' {
-		return nil, errors.New(`a run carries {"spec": {...}}, an experiment spec (docs/experiment-spec.md) as a JSON object`)
+	if err := decodeStrict(body, &p); err != nil || len(p.Spec) == 0 || p.Spec[0] != '{' {
+		return nil, cmp.Or(err, errors.New(`a run carries {"spec": {...}}, an experiment spec (docs/experiment-spec.md) as a JSON object`))
 	}
 	return func(ctx context.Context, send func(Line) error) (Line, error) {
 		if p.Series && !slices.Contains(capabilities(s.Engine), CapSeries) {
@@ -294,10 +281,10 @@ func (s *Server) parse(kind string, body []byte) (work, error) {
 }
 
 // stream runs an engine request and writes its answer: heartbeat (and
-// token) lines while it runs, then its final line. The answer's status is
-// 200 once a line is written; an error before any line is answered with
-// its code's status instead. The engine is released before the final line,
-// so that a client may start the next request at once.
+// token) lines while it runs, then its final line. The status is 200 once
+// a line is written; an error before any line gets its code's status. The
+// engine is released before the final line, so that a client may start the
+// next request at once.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, run work) {
 	lim := s.limits()
 	rc := http.NewResponseController(w)
@@ -316,10 +303,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run work) {
 		rc.SetWriteDeadline(time.Now().Add(lim.WriteTimeout))
 		b, _ := json.Marshal(l)
 		_, err := w.Write(append(b, '\n'))
-		if err == nil {
-			err = rc.Flush()
-		}
-		if err != nil {
+		if err = cmp.Or(err, rc.Flush()); err != nil {
 			cancel() // the client is gone or stopped reading: stop the engine
 		}
 		return err
@@ -339,14 +323,12 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run work) {
 		}
 	}()
 	final, err := guard(ctx, run, send)
-	if err == nil && ctx.Err() != nil {
-		err = ctx.Err() // cancelled as it finished: the client asked not to get it
-	}
+	err = cmp.Or(err, ctx.Err()) // cancelled as it finished: the client asked not to get it
 	cancel()
 	<-beat
 	s.release(err)
 	if err == nil {
-		s.logf("%s %s done", r.RemoteAddr, r.URL.Path)
+		s.logf("%s %q done", r.RemoteAddr, r.URL.Path)
 		send(final)
 		return
 	}
@@ -354,15 +336,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run work) {
 	if code == CodeCancelled && s.stopping != nil && s.stopping.Err() != nil {
 		code = CodeShuttingDown
 	}
-	s.logf("%s %s ended: %s: %q", r.RemoteAddr, r.URL.Path, code, err.Error())
-	msg := clip(err.Error(), maxTextBytes)
-	mu.Lock()
-	defer mu.Unlock()
-	if started {
-		b, _ := json.Marshal(Line{Error: &ErrorBody{Code: code, Message: msg}})
-		w.Write(append(b, '\n'))
+	s.logf("%s %q ended: %s: %q", r.RemoteAddr, r.URL.Path, code, err.Error())
+	if started { // the engine and the heartbeat are done: nothing else sends
+		send(Line{Error: &ErrorBody{Code: code, Message: clip(err.Error(), maxTextBytes)}})
 	} else {
-		writeError(w, statusOf[code], code, msg)
+		writeError(w, statusOf[code], code, clip(err.Error(), maxTextBytes))
 	}
 }
 
@@ -376,32 +354,10 @@ func guard(ctx context.Context, run work, send func(Line) error) (l Line, err er
 	return run(ctx, send)
 }
 
-// refuse answers an error before any line (status 0: the code's own) and
-// logs it, the client's path quoted.
-func (s *Server) refuse(w http.ResponseWriter, r *http.Request, code string, status int, msg string) {
-	s.logf("%s %q %q: refused: %s", r.RemoteAddr, r.Method, r.URL.Path, code)
-	if code != CodeBusy {
-		w.Header().Set("Connection", "close") // no body of a refused request is read
-	}
-	writeError(w, cmp.Or(status, statusOf[code]), code, msg)
-}
-
 func writeError(w http.ResponseWriter, status int, code, msg string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	json.NewEncoder(w).Encode(Line{Error: &ErrorBody{Code: code, Message: msg}})
-}
-
-// acquire takes the engine for one request, or says who holds it.
-func (s *Server) acquire(what string) (holder string, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.running != "" {
-		return s.running, false
-	}
-	s.running = what
-	s.stats.Requests++
-	return "", true
 }
 
 // release frees the engine and counts how the request ended.
@@ -419,13 +375,11 @@ func (s *Server) release(err error) {
 	}
 }
 
+// logf writes one line to the log.
 func (s *Server) logf(format string, a ...any) {
-	if s.Log == nil {
-		return
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, format+"\n", a...)
 	}
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	fmt.Fprintf(s.Log, format+"\n", a...)
 }
 
 // quoted is net/http's error log: each of its lines quoted, since some
