@@ -319,20 +319,19 @@ func (k *checker) run(series bool) func(context.Context) (string, error) {
 // errStop ends a probe's run at its first token.
 var errStop = errors.New("stop")
 
-// busy: a run requested while another run streams is answered busy. A
-// second run accepted is a fault when the first streams on after it (at
-// least 3 more passes); otherwise the first run may have ended before the
+// busy: a run requested (on a new connection) while another streams is
+// answered busy. A second run accepted is a fault when the first streams on
+// after it (3 more passes); otherwise the first may have ended before the
 // probe reached the agent, and the attempt is repeated, 3 times at most.
 func (k *checker) busy(ctx context.Context) (string, error) {
+	dial := func() (*Client, error) { return DialWith(ctx, k.c.target.String(), k.token, k.o.Client) }
 	for range 3 {
-		var passes atomic.Int64
-		first := make(chan struct{})
-		ended := make(chan error, 1)
-		a, err := DialWith(ctx, k.c.target.String(), k.token, k.o.Client) // a new connection each, for agents that serve each apart
+		a, err := dial() // new connections each, for agents that serve connections apart
 		if err != nil {
 			return "", err
 		}
-		defer a.Close()
+		var passes atomic.Int64
+		first, ended := make(chan struct{}), make(chan error, 1)
 		go func() {
 			ended <- k.whenFree(func() error {
 				_, err := a.Run(ctx, k.o.Spec, func(TokenSample) error {
@@ -350,20 +349,19 @@ func (k *checker) busy(ctx context.Context) (string, error) {
 			return "", fmt.Errorf("the check's run: %v", cmp.Or(err, errors.New("no token")))
 		}
 		at := int64(-1)
-		b, err := DialWith(ctx, k.c.target.String(), k.token, k.o.Client)
+		b, err := dial()
 		if err == nil {
 			_, err = b.Run(ctx, k.o.Spec, func(TokenSample) error { at = passes.Load(); return errStop })
 			b.Close()
 		}
+		errA := <-ended
+		a.Close()
 		var re *RemoteError
-		if errors.As(err, &re) && re.Code == CodeBusy {
-			<-ended
-			return "409 busy: " + re.Message, nil
-		}
-		if err := <-ended; err != nil {
-			return "", fmt.Errorf("the check's run: %v", err)
-		}
 		switch {
+		case errA != nil:
+			return "", fmt.Errorf("the check's run: %v", errA)
+		case errors.As(err, &re) && re.Code == CodeBusy:
+			return "409 busy: " + re.Message, nil
 		case at < 0:
 			return "", fmt.Errorf("a second run during a run: %v, want busy", err)
 		case passes.Load()-at >= 3:

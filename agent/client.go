@@ -23,23 +23,13 @@ import (
 
 // Options tune a client; zero fields take the defaults.
 type Options struct {
-	// DialTimeout bounds connecting and the Info request of Dial (default 10 s).
-	DialTimeout time.Duration
-	// Silence is the longest the agent may send nothing while a request
-	// runs (default 15 s; agents send a heartbeat every few seconds).
-	Silence time.Duration
-	// Usbmux is where usbmuxd listens, for usb:// targets (default
-	// usbmux.DefaultAddress()).
-	Usbmux usbmux.Address
+	DialTimeout time.Duration  // connecting, and the Info request of Dial (10 s)
+	Silence     time.Duration  // the longest the agent may send nothing while a request runs (15 s; heartbeats come every few)
+	Usbmux      usbmux.Address // where usbmuxd listens, for usb:// targets (usbmux.DefaultAddress())
 }
 
 func (o Options) withDefaults() Options {
-	if o.DialTimeout <= 0 {
-		o.DialTimeout = 10 * time.Second
-	}
-	if o.Silence <= 0 {
-		o.Silence = 15 * time.Second
-	}
+	o.DialTimeout, o.Silence = cmp.Or(max(o.DialTimeout, 0), 10*time.Second), cmp.Or(max(o.Silence, 0), 15*time.Second)
 	if o.Usbmux == (usbmux.Address{}) {
 		o.Usbmux = usbmux.DefaultAddress()
 	}
@@ -105,22 +95,17 @@ func (c *Client) Ping(ctx context.Context) error {
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	if err != nil {
-		return c.transportErr(ctx, err)
-	}
 	var l Line
-	if resp.StatusCode != http.StatusOK {
-		if decodeStrict(b, &l) == nil && l.Error != nil {
-			return &RemoteError{Code: l.Error.Code, Message: l.Error.Message}
-		}
-		return fmt.Errorf("%w: %s answered %s %s", ErrNotAgent, c.target, resp.Status, strconv.Quote(clip(string(b), 80)))
-	}
 	var in Info
-	if err := decodeStrict(b, &in); err != nil {
-		return fmt.Errorf("%w: %s answered %s: %v", ErrNotAgent, c.target, PathAgent, err)
-	}
-	if err := in.Validate(); err != nil {
-		return fmt.Errorf("%w: info: %v", ErrBadAgent, err)
+	switch {
+	case err != nil:
+		return c.transportErr(ctx, err)
+	case resp.StatusCode != http.StatusOK && decodeStrict(b, &l) == nil && l.Error != nil:
+		return &RemoteError{Code: l.Error.Code, Message: l.Error.Message}
+	case resp.StatusCode != http.StatusOK || decodeStrict(b, &in) != nil:
+		return fmt.Errorf("%w: %s answered %s %s", ErrNotAgent, c.target, resp.Status, strconv.Quote(clip(string(b), 80)))
+	case in.Validate() != nil:
+		return fmt.Errorf("%w: info: %v", ErrBadAgent, in.Validate())
 	}
 	c.info = in
 	return nil
@@ -205,23 +190,19 @@ func (c *Client) do(ctx context.Context, path string, req any, onToken func(Toke
 		}
 		switch {
 		case l.Error != nil:
-			if want := statusOf[l.Error.Code]; resp.StatusCode != http.StatusOK && resp.StatusCode != want && resp.StatusCode != http.StatusMethodNotAllowed {
-				return nil, fmt.Errorf("%w: error %s with status %s", ErrBadAgent, l.Error.Code, resp.Status)
-			}
 			return nil, &RemoteError{Code: l.Error.Code, Message: l.Error.Message}
 		case resp.StatusCode != http.StatusOK:
 			return nil, fmt.Errorf("%w: status %s without an error", ErrBadAgent, resp.Status)
-		case l.Heartbeat != nil:
-			continue
-		case l.Token != nil && onToken != nil:
-			if err := onToken(*l.Token); err != nil {
-				return nil, err
-			}
-			continue
-		case l.Token != nil:
+		case l.Token != nil && onToken == nil:
 			return nil, fmt.Errorf("%w: a token line in the answer to %s", ErrBadAgent, path)
+		case l.Token != nil:
+			err = onToken(*l.Token)
+		case l.Heartbeat == nil:
+			return &l, nil
 		}
-		return &l, nil
+		if err != nil {
+			return nil, err
+		}
 	}
 	if ctx.Err() != nil {
 		return nil, c.transportErr(ctx, ctx.Err())

@@ -24,21 +24,20 @@ const (
 // Error codes, each answered with its HTTP status (statusOf) when it ends
 // a request before the stream of lines started.
 const (
-	CodeBadRequest   = "bad_request"   // 400: a body that does not decode or validate; 405: a wrong method
-	CodeAuth         = "auth"          // 401: wrong or missing token
-	CodeNotFound     = "not_found"     // 404: no such path
-	CodeTimeout      = "timeout"       // 408: the body did not arrive in time
-	CodeBusy         = "busy"          // 409: the engine is running another request
-	CodeTooLarge     = "too_large"     // 413: a body above the limit
-	CodeInvalidSpec  = "invalid_spec"  // 422: the engine refused the spec, model name or options
-	CodeEngine       = "engine"        // 500: the engine failed
-	CodeCancelled    = "cancelled"     // 503: the request was cancelled
-	CodeShuttingDown = "shutting_down" // 503: the agent is stopping
+	CodeBadRequest  = "bad_request"  // 400: a body that does not decode or validate; 405: a wrong method
+	CodeAuth        = "auth"         // 401: wrong or missing token
+	CodeNotFound    = "not_found"    // 404: no such path
+	CodeTimeout     = "timeout"      // 408: the body did not arrive in time
+	CodeBusy        = "busy"         // 409: the engine is running another request
+	CodeTooLarge    = "too_large"    // 413: a body above the limit
+	CodeInvalidSpec = "invalid_spec" // 422: the engine refused the spec, model name or options
+	CodeEngine      = "engine"       // 500: the engine failed
+	CodeCancelled   = "cancelled"    // 503: the request was cancelled (or the agent is stopping)
 )
 
 // statusOf is the HTTP status of an error answered before any line.
 var statusOf = map[string]int{CodeBadRequest: 400, CodeAuth: 401, CodeNotFound: 404, CodeTimeout: 408, CodeBusy: 409,
-	CodeTooLarge: 413, CodeInvalidSpec: 422, CodeEngine: 500, CodeCancelled: 503, CodeShuttingDown: 503}
+	CodeTooLarge: 413, CodeInvalidSpec: 422, CodeEngine: 500, CodeCancelled: 503}
 
 // Capabilities an agent may announce in its Info.
 const (

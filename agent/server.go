@@ -59,10 +59,9 @@ type Server struct {
 	// what a client sent appears in it only quoted (%q).
 	Log io.Writer
 
-	stopping context.Context // Serve's
-	mu       sync.Mutex
-	running  string // what holds the engine, "" when free
-	stats    Stats
+	mu      sync.Mutex
+	running string // what holds the engine, "" when free
+	stats   Stats
 }
 
 // Stats count what a server has done; Active and Running say what it is
@@ -72,7 +71,7 @@ type Stats struct {
 	Active      int   // open now
 	Requests    int64 // engine requests started
 	Completed   int64
-	Cancelled   int64 // by the client closing its request, or shutdown
+	Cancelled   int64 // by the client closing its request, or Serve's end
 	Failed      int64
 	Running     bool // a request holds the engine
 }
@@ -86,12 +85,7 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-func (s *Server) limits() Limits {
-	if s.Limits == (Limits{}) {
-		return DefaultLimits()
-	}
-	return s.Limits
-}
+func (s *Server) limits() Limits { return cmp.Or(s.Limits, DefaultLimits()) }
 
 // Serve serves HTTP on ln until ctx is done, then closes ln, cancels every
 // running request and returns once all of them have returned.
@@ -108,7 +102,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ln.Close()
 		return err
 	}
-	s.stopping = ctx
 	hs := &http.Server{Handler: s, ReadHeaderTimeout: lim.HeaderTimeout, ReadTimeout: lim.ReadTimeout, WriteTimeout: lim.WriteTimeout,
 		IdleTimeout: lim.IdleTimeout, MaxHeaderBytes: maxHeaderBytes, ConnState: s.connState,
 		BaseContext: func(net.Listener) context.Context { return ctx }, ErrorLog: log.New(quoted{s}, "", 0)}
@@ -333,9 +326,6 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, run work) {
 		return
 	}
 	code := errorCode(err)
-	if code == CodeCancelled && s.stopping != nil && s.stopping.Err() != nil {
-		code = CodeShuttingDown
-	}
 	s.logf("%s %q ended: %s: %q", r.RemoteAddr, r.URL.Path, code, err.Error())
 	if started { // the engine and the heartbeat are done: nothing else sends
 		send(Line{Error: &ErrorBody{Code: code, Message: clip(err.Error(), maxTextBytes)}})
