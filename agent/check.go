@@ -213,16 +213,9 @@ func (k *checker) send(ctx context.Context, p probe) (int, string, error) {
 	if p.size > int64(len(p.body)) {
 		body = io.MultiReader(body, stalled{ctx})
 	}
-	req, err := http.NewRequestWithContext(ctx, p.method, k.c.base+p.path, body)
+	resp, err := k.c.send(ctx, p.method, p.path, p.auth, body, max(p.size, int64(len(p.body))))
 	if err != nil {
 		return 0, "", err
-	}
-	if req.ContentLength = max(p.size, int64(len(p.body))); p.auth != "" {
-		req.Header.Set("Authorization", p.auth)
-	}
-	resp, err := k.c.hc.Do(req)
-	if err != nil {
-		return 0, "", fmt.Errorf("%s %s: %w", p.method, p.path, k.c.transportErr(ctx, err))
 	}
 	defer resp.Body.Close()
 	sc := bufio.NewScanner(resp.Body)

@@ -89,7 +89,7 @@ func DialWith(ctx context.Context, target, token string, o Options) (*Client, er
 func (c *Client) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.o.DialTimeout, fmt.Errorf("%w: %s did not answer within %v", ErrSilent, c.target, c.o.DialTimeout))
 	defer cancel()
-	resp, err := c.send(ctx, http.MethodGet, PathAgent, nil)
+	resp, err := c.send(ctx, http.MethodGet, PathAgent, "Bearer "+c.token, nil, 0)
 	if err != nil {
 		return err
 	}
@@ -127,15 +127,16 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// send sends one request with the token.
-func (c *Client) send(ctx context.Context, method, path string, body []byte) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(body))
+// send sends one request with auth as its Authorization header and body,
+// of which it announces size bytes (more than it has for a probe of the
+// agent's limit).
+func (c *Client) send(ctx context.Context, method, path, auth string, body io.Reader, size int64) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
 		return nil, err
 	}
-	req.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
+	if req.ContentLength = size; auth != "" {
+		req.Header.Set("Authorization", auth)
 	}
 	resp, err := c.hc.Do(req)
 	if err != nil {
@@ -175,7 +176,7 @@ func (c *Client) do(ctx context.Context, path string, req any, onToken func(Toke
 	defer cancel(nil)
 	watchdog := time.AfterFunc(c.o.Silence, func() { cancel(fmt.Errorf("%w: %s sent nothing for %v", ErrSilent, c.target, c.o.Silence)) })
 	defer watchdog.Stop()
-	resp, err := c.send(ctx, http.MethodPost, path, body)
+	resp, err := c.send(ctx, http.MethodPost, path, "Bearer "+c.token, bytes.NewReader(body), int64(len(body)))
 	if err != nil {
 		return nil, err
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"unicode/utf8"
 )
 
 // The agent's HTTP paths (docs/agent-protocol.md). GET PathAgent answers
@@ -237,15 +236,18 @@ func (s TokenSample) WithoutSeries() TokenSample {
 
 // Validate checks a token sample's units and internal consistency.
 func (s *TokenSample) Validate() error {
-	if s.Pass < 0 || s.Tokens < 1 || s.StartNS < 0 || s.TimeNS <= 0 || s.StallNS < 0 {
+	switch {
+	case s.Pass < 0 || s.Tokens < 1 || s.StartNS < 0 || s.TimeNS <= 0 || s.StallNS < 0:
 		return fmt.Errorf("pass %d: need pass >= 0, tokens >= 1, start_ns >= 0, time_ns > 0, stall_ns >= 0 (got tokens %d, start_ns %d, time_ns %d, stall_ns %d)",
 			s.Pass, s.Tokens, s.StartNS, s.TimeNS, s.StallNS)
-	}
-	if s.StallNS > s.TimeNS {
+	case s.StallNS > s.TimeNS:
 		return fmt.Errorf("pass %d: stall_ns %d exceeds time_ns %d", s.Pass, s.StallNS, s.TimeNS)
-	}
-	if s.StartNS > math.MaxInt64-s.TimeNS {
+	case s.StartNS > math.MaxInt64-s.TimeNS:
 		return fmt.Errorf("pass %d: start_ns + time_ns overflows", s.Pass)
+	case s.ComputeNS != nil && *s.ComputeNS > s.TimeNS:
+		return fmt.Errorf("pass %d: compute_ns %d exceeds time_ns %d", s.Pass, *s.ComputeNS, s.TimeNS)
+	case s.Reads != nil && s.ReadBytes != nil && *s.Reads > 0 && *s.ReadBytes == 0:
+		return fmt.Errorf("pass %d: %d reads of 0 bytes", s.Pass, *s.Reads)
 	}
 	for _, f := range append([]namedField{{"read_bytes", s.ReadBytes}, {"reads", s.Reads}, {"hits", s.Hits}, {"misses", s.Misses},
 		{"resident_bytes", s.ResidentBytes}}, s.seriesFields()...) {
@@ -253,36 +255,16 @@ func (s *TokenSample) Validate() error {
 			return fmt.Errorf("pass %d: %s %d is negative", s.Pass, f.n, *f.v)
 		}
 	}
-	if s.ComputeNS != nil && *s.ComputeNS > s.TimeNS {
-		return fmt.Errorf("pass %d: compute_ns %d exceeds time_ns %d", s.Pass, *s.ComputeNS, s.TimeNS)
-	}
-	if s.Reads != nil && s.ReadBytes != nil && *s.Reads > 0 && *s.ReadBytes == 0 {
-		return fmt.Errorf("pass %d: %d reads of 0 bytes", s.Pass, *s.Reads)
-	}
 	return nil
 }
 
-// maxTextBytes bounds the free-text fields.
+// maxTextBytes bounds the free-text fields (a model name, a message).
 const maxTextBytes = 4096
 
-// validText checks a free-text field: bounded, valid UTF-8.
-func validText(name, s string) error {
-	if len(s) > maxTextBytes || !utf8.ValidString(s) {
-		return fmt.Errorf("%s: want valid UTF-8 of at most %d bytes", name, maxTextBytes)
-	}
-	return nil
-}
-
-// Validate checks an Info as a client receives it.
+// Validate checks an Info as a client receives it (its text is bounded by
+// the size of the answer, 1 MiB).
 func (in *Info) Validate() error {
-	d := in.Device
-	for _, f := range []struct{ n, v string }{{"agent", in.Agent}, {"device.kind", d.Kind}, {"device.model", d.Model},
-		{"device.os", d.OS}, {"device.cpu", d.CPU}, {"device.engine", d.Engine}, {"device.engine_version", d.EngineVersion}} {
-		if err := validText(f.n, f.v); err != nil {
-			return err
-		}
-	}
-	switch {
+	switch d := in.Device; {
 	case len(in.Capabilities) > 64:
 		return fmt.Errorf("capabilities: %d entries (at most 64)", len(in.Capabilities))
 	case d.Kind != KindMeasured && d.Kind != KindSimulated:

@@ -217,8 +217,8 @@ func (s *Server) parse(kind string, body []byte) (work, error) {
 	switch kind {
 	case "load_model":
 		var p LoadModel
-		if err := decodeStrict(body, &p); err != nil || p.Model == "" || validText("model", p.Model) != nil {
-			return nil, cmp.Or(err, fmt.Errorf("model must be non-empty UTF-8 of at most %d bytes", maxTextBytes))
+		if err := decodeStrict(body, &p); err != nil || p.Model == "" || len(p.Model) > maxTextBytes {
+			return nil, cmp.Or(err, fmt.Errorf("model must be a name of 1 to %d bytes", maxTextBytes))
 		}
 		return func(ctx context.Context, _ func(Line) error) (Line, error) {
 			info, err := s.Engine.LoadModel(ctx, p.Model)
