@@ -28,24 +28,6 @@ func (e seriesSim) Run(ctx context.Context, spec json.RawMessage, emit func(Toke
 	})
 }
 
-// startServer serves srv (Engine and limits set, token and listener
-// filled in here) on a loopback port until the test ends.
-func startServer(t *testing.T, srv *Server) (target string) {
-	t.Helper()
-	tok, ln := tokenAndListener(t)
-	srv.Token = tok
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return "tcp://" + ln.Addr().String()
-}
-
 // TestRunSeries: a run that asks for its series gets every series field on
 // every token, consistent with the run's result; the same run without the
 // opt-in gets none of them; the samples are otherwise
