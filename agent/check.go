@@ -183,11 +183,11 @@ type probe struct {
 // for an engine's refusal after a heartbeat, 200 and the error line).
 func (k *checker) refusals(code string, ps ...probe) func(context.Context) (string, error) {
 	return func(ctx context.Context) (string, error) {
-		var status int
+		var statuses []int
 		for _, p := range ps {
 			err := k.whenFree(func() error {
 				st, got, err := k.send(ctx, p)
-				switch status = st; {
+				switch statuses = append(statuses, st); {
 				case err != nil:
 					return err
 				case got == CodeBusy && code != CodeBusy:
@@ -201,7 +201,8 @@ func (k *checker) refusals(code string, ps ...probe) func(context.Context) (stri
 				return "", err
 			}
 		}
-		return fmt.Sprintf("%d requests: status %d, error %s", len(ps), status, code), nil
+		slices.Sort(statuses)
+		return fmt.Sprintf("%d requests: error %s, status %v", len(ps), code, slices.Compact(statuses)), nil
 	}
 }
 
