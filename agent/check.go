@@ -381,7 +381,7 @@ func (k *checker) cancel(ctx context.Context) (string, error) {
 		_, err := k.c.Run(ctx, k.o.Spec, func(TokenSample) error { return errStop })
 		switch took := sent.Sub(closed); {
 		case errors.Is(err, errStop) && took <= k.o.CancelWithin:
-			return fmt.Sprintf("a new run was accepted %v after the first was closed", took.Round(time.Millisecond)), nil
+			return fmt.Sprintf("a new run was accepted %v after the first was closed", took.Round(time.Microsecond)), nil
 		case errors.Is(err, errStop) || errors.Is(err, ErrBusy) && time.Since(closed) > k.o.CancelWithin:
 			return "", fmt.Errorf("the engine was still busy %v after its run was closed, more than %v: it does not stop when cancelled", took.Round(time.Millisecond), k.o.CancelWithin)
 		case !errors.Is(err, ErrBusy):
