@@ -34,7 +34,6 @@ type CheckOptions struct {
 	Model            string          // loaded first, and checked, when set
 	Calibrate        bool            // check calibrate too (it may take minutes on a device)
 	CalibrateOptions json.RawMessage // calibrate's engine-defined options (nil: the engine's defaults)
-	RecordTokens     int             // the record check's decode tokens (4)
 	CancelWithin     time.Duration   // how soon a closed run must free the engine (DefaultCancelWithin)
 	Client           Options         // timeouts, usbmuxd address
 }
@@ -65,18 +64,16 @@ func (r CheckResult) Unchecked() bool {
 		func(e error) bool { return errors.Is(r.Err, e) })
 }
 
-// Check runs the conformance checks against the agent at target: its info
-// and device facts; the documented answer to a wrong token, malformed
-// requests, an unknown path, an oversize body, a slow client, an unknown
-// model and an invalid spec; load_model; a run's stream against its
-// result, and its per-token series (or their refusal); busy; cancel;
-// record; calibrate. report (if set) gets each result as it is known. A
-// check that cannot decide says SKIP and why.
+// Check runs the conformance checks against the agent at target (its
+// info; the documented answer to hostile and malformed requests; every
+// request, busy and cancel; the stream against the result), calling report
+// (if set) with each result as it is known. A check that cannot decide
+// says SKIP and why.
 func Check(ctx context.Context, target, token string, o CheckOptions, report func(CheckResult)) []CheckResult {
 	if len(o.Spec) == 0 {
 		o.Spec = json.RawMessage(DefaultCheckSpec)
 	}
-	o.CancelWithin, o.RecordTokens, o.Client = cmp.Or(o.CancelWithin, DefaultCancelWithin), cmp.Or(o.RecordTokens, 4), o.Client.withDefaults()
+	o.CancelWithin, o.Client = cmp.Or(o.CancelWithin, DefaultCancelWithin), o.Client.withDefaults()
 	k := &checker{token: token, o: o}
 	var out []CheckResult
 	add := func(name string, f func(context.Context) (string, error)) {
@@ -170,9 +167,8 @@ type checker struct {
 	info  Info
 }
 
-// probe is a request as sent: auth is the whole Authorization header ("" for
-// none); a size above the body's announces more than is sent (the rest
-// never comes); status is the one expected, 0 for its code's.
+// probe is a request as sent (auth: the Authorization header; size above
+// the body's: announced, never sent) and the status expected (0: the code's).
 type probe struct {
 	method, path, auth, body string
 	size                     int64
@@ -314,9 +310,8 @@ func (k *checker) run(series bool) func(context.Context) (string, error) {
 var errStop = errors.New("stop")
 
 // busy: a run requested (on a new connection) while another streams is
-// answered busy. A second run accepted is a fault when the first streams on
-// after it (3 more passes); otherwise the first may have ended before the
-// probe reached the agent, and the attempt is repeated, 3 times at most.
+// answered busy; one accepted is a fault if the first streams on (3 more
+// passes), else the first ended first and the attempt is repeated (3 at most).
 func (k *checker) busy(ctx context.Context) (string, error) {
 	dial := func() (*Client, error) { return DialWith(ctx, k.c.target.String(), k.token, k.o.Client) }
 	for range 3 {
@@ -398,7 +393,7 @@ func (k *checker) record(ctx context.Context) (string, error) {
 		return "", err
 	}
 	var t *RecordedTrace
-	if err := k.whenFree(func() (err error) { t, err = k.c.Record(ctx, k.o.RecordTokens); return err }); err != nil {
+	if err := k.whenFree(func() (err error) { t, err = k.c.Record(ctx, 4); return err }); err != nil {
 		return "", err
 	}
 	m := t.Meta.Model
