@@ -1,11 +1,19 @@
 package agent
 
 import (
+	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/lessim/lessim/devices"
@@ -16,31 +24,19 @@ import (
 // otherwise: short, with the fields every engine's spec has.
 const DefaultCheckSpec = `{"policy": {"name": "les"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 16}}}`
 
-// CheckOptions configure a conformance check.
-type CheckOptions struct {
-	// Spec is a short run the agent's engine accepts (default
-	// DefaultCheckSpec); it must last long enough (a few passes, a second or
-	// more) for the busy and cancel probes.
-	Spec json.RawMessage
-	// Model, when set, is loaded first (and checked).
-	Model string
-	// Calibrate includes the calibrate request (it may take minutes on a device).
-	Calibrate bool
-	// CalibrateOptions are the calibrate request's engine-defined options
-	// (nil for the engine's defaults).
-	CalibrateOptions json.RawMessage
-	// RecordTokens is the decode tokens of the record check (default 4).
-	RecordTokens int
-	// CancelWithin is how soon the agent must confirm a cancel (default
-	// DefaultCancelWithin).
-	CancelWithin time.Duration
-	// Client are the client options (timeouts, usbmuxd address).
-	Client Options
-}
-
-// DefaultCancelWithin is how soon an agent must confirm a cancel: time to
-// finish the decode pass in progress, and no more.
+// DefaultCancelWithin is how soon a closed run must free the engine: time
+// to finish the decode pass in progress, and no more.
 const DefaultCancelWithin = 2 * time.Second
+
+// CheckOptions configure a conformance check; zero fields take defaults.
+type CheckOptions struct {
+	Spec             json.RawMessage // a run the engine accepts (DefaultCheckSpec), long enough (a second or more) for the busy probe
+	Model            string          // loaded first, and checked, when set
+	Calibrate        bool            // check calibrate too (it may take minutes on a device)
+	CalibrateOptions json.RawMessage // calibrate's engine-defined options (nil: the engine's defaults)
+	CancelWithin     time.Duration   // how soon a closed run must free the engine (DefaultCancelWithin)
+	Client           Options         // timeouts, usbmuxd address
+}
 
 // Check outcomes.
 const (
@@ -57,41 +53,28 @@ type CheckResult struct {
 	Err     error // the check's error (nil when it passed)
 }
 
-// Unchecked reports whether r is a failed handshake that says nothing about
-// conformance, so that nothing was checked: no connection, no answer to the
-// hello, the token refused, no protocol version in common, or not a lessim
-// agent at the target.
+// infoCheck is the first check's name: when it fails, no other runs.
+const infoCheck = "agent info"
+
+// Unchecked reports whether r is a failed first check that says nothing
+// about conformance: no connection, no answer, the token refused, or not a
+// lessim agent at the target.
 func (r CheckResult) Unchecked() bool {
-	if r.Name != handshakeCheck || r.Outcome != CheckFail {
-		return false
-	}
-	for _, e := range []error{ErrUnreachable, ErrSilent, ErrAuth, ErrVersion, ErrNotAgent} {
-		if errors.Is(r.Err, e) {
-			return true
-		}
-	}
-	return false
+	return r.Name == infoCheck && r.Outcome == CheckFail && slices.ContainsFunc([]error{ErrUnreachable, ErrSilent, ErrAuth, ErrNotAgent},
+		func(e error) bool { return errors.Is(r.Err, e) })
 }
 
-// handshakeCheck is the first check's name: when it fails, no other runs.
-const handshakeCheck = "handshake"
-
-// Check runs the conformance checks against the agent at target: every
-// message type, the error paths (token, version, garbage, unknown type,
-// oversize frame, invalid spec), the previous protocol version served,
-// busy, cancel, disconnect mid-run, the units and sanity of the
-// measurements, and a run's per-token series (or its refusal by an agent
-// without CapSeries). report (if set) gets each result as
-// it is known. A check that cannot decide says SKIP and why.
+// Check runs the conformance checks against the agent at target (its
+// info; the documented answer to hostile and malformed requests; every
+// request, busy and cancel; the stream against the result), calling report
+// (if set) with each result as it is known. A check that cannot decide
+// says SKIP and why.
 func Check(ctx context.Context, target, token string, o CheckOptions, report func(CheckResult)) []CheckResult {
 	if len(o.Spec) == 0 {
 		o.Spec = json.RawMessage(DefaultCheckSpec)
 	}
-	o.Client = o.Client.withDefaults()
-	if o.CancelWithin <= 0 {
-		o.CancelWithin = DefaultCancelWithin
-	}
-	k := &checker{target: target, token: token, o: o}
+	o.CancelWithin, o.Client = cmp.Or(o.CancelWithin, DefaultCancelWithin), o.Client.withDefaults()
+	k := &checker{token: token, o: o}
 	var out []CheckResult
 	add := func(name string, f func(context.Context) (string, error)) {
 		r := CheckResult{Name: name, Outcome: CheckPass}
@@ -104,37 +87,68 @@ func Check(ctx context.Context, target, token string, o CheckOptions, report fun
 			r.Outcome, detail = CheckFail, err.Error()
 		}
 		r.Detail, r.Err = detail, err
-		out = append(out, r)
-		if report != nil {
+		if out = append(out, r); report != nil {
 			report(r)
 		}
 	}
-	add(handshakeCheck, k.handshake)
-	if k.welcome == nil {
+	add(infoCheck, func(ctx context.Context) (string, error) {
+		c, err := DialWith(ctx, target, token, o.Client)
+		if err != nil {
+			return "", err
+		}
+		k.c, k.info = c, c.Info()
+		d := k.info.Device
+		switch b, _ := devices.BoundOf("memory.ram"); {
+		case !slices.Contains(k.info.Capabilities, CapRun):
+			return "", fmt.Errorf("capability %s missing from %v", CapRun, k.info.Capabilities)
+		case d.Model == "" || d.OS == "" || d.Engine == "" || d.EngineVersion == "" || d.PageBytes < 4096:
+			return "", fmt.Errorf("device: model, os, engine and engine_version must be set, page_bytes at least 4 KiB: %+v", d)
+		case !b.Contains(float64(d.RAMBytes)):
+			return "", fmt.Errorf("ram_bytes %d outside %s: a unit mistake?", d.RAMBytes, b.RangeText())
+		}
+		return fmt.Sprintf("%s, capabilities %v; %s %s, %s, %s RAM, %s pages, %s %s", k.info.Agent, k.info.Capabilities,
+			d.Kind, d.Model, d.OS, sim.FormatBytes(d.RAMBytes), sim.FormatBytes(d.PageBytes), d.Engine, d.EngineVersion), nil
+	})
+	if k.c == nil {
 		return out // nothing else can work
 	}
-	add("device facts", k.facts)
-	add("ping", k.ping)
-	add("wrong token refused", k.wrongToken)
-	add("version mismatch refused", k.versionMismatch)
-	add("previous version served", k.previousVersion)
-	add("garbage frame", k.fatalFrame(rawBody("this is not JSON"), CodeBadFrame))
-	add("unknown message type", k.fatalFrame(rawBody(`{"type":"frobnicate","id":1}`), CodeUnknownType))
-	add("oversize frame", k.oversize)
-	add("silent client cut at handshake timeout", k.silentClient)
+	defer k.c.Close()
+	bearer, other := "Bearer "+token, "Bearer "+strings.Repeat("0", 2*TokenBytes)
+	if bearer == other {
+		other = "Bearer " + strings.Repeat("1", 2*TokenBytes)
+	}
+	run, _ := json.Marshal(Run{Spec: o.Spec})
+	var bad map[string]any // the spec with a field no spec has: engines refuse what they would ignore
+	if json.Unmarshal(o.Spec, &bad); bad == nil {
+		bad = map[string]any{}
+	}
+	bad["no_such_field_lessim_check"] = true
+	badRun, _ := json.Marshal(map[string]any{"spec": bad})
+	add("wrong or missing token refused", k.refusals(CodeAuth, probe{"GET", PathAgent, "", "", 0, 0}, probe{"GET", PathAgent, other, "", 0, 0},
+		probe{"POST", PathRun, other, string(run), 0, 0}, probe{"POST", PathRun, "Basic " + token, string(run), 0, 0}, probe{"POST", PathRun, bearer + "0", string(run), 0, 0}))
+	add("malformed requests refused", k.refusals(CodeBadRequest, probe{"POST", PathRun, bearer, "this is not JSON", 0, 0},
+		probe{"POST", PathRun, bearer, `{"spec": {}, "shell": "rm -rf /"}`, 0, 0}, probe{"POST", PathRun, bearer, `{}`, 0, 0},
+		probe{"POST", PathRun, bearer, `{"spec": [1]}`, 0, 0}, probe{"POST", PathRecord, bearer, `{"tokens": 0}`, 0, 0},
+		probe{"POST", PathLoadModel, bearer, `{"model": ""}`, 0, 0}, probe{"GET", PathRun, bearer, "", 0, http.StatusMethodNotAllowed}))
+	add("unknown path refused", k.refusals(CodeNotFound, probe{"GET", "/v1/exec", bearer, "", 0, 0}, probe{"POST", "/", bearer, "{}", 0, 0}))
+	// Announced one byte above the limit, sent one byte: refused from the headers.
+	add("oversize body refused", k.refusals(CodeTooLarge, probe{"POST", PathRun, bearer, "{", k.info.Limits.MaxBodyBytes + 1, 0}))
+	add("slow client cut", k.slowClient)
 	if o.Model != "" {
 		add("load_model", k.loadModel)
 	}
-	add("load_model of an unknown model refused", k.loadUnknown)
-	add("invalid spec refused", k.invalidSpec)
-	add("run: stream and result", k.run)
-	add("run: per-token series", k.series)
-	add("busy: second connection", k.busyOther)
-	add("busy: same connection, then cancel", k.busySameAndCancel)
-	add("cancel of no running request", k.cancelUnknown)
-	add("disconnect mid-run frees the engine", k.disconnect)
+	add("unknown model refused", k.refusals(CodeInvalidSpec, probe{"POST", PathLoadModel, bearer, `{"model": "no-such-model-for-lessim-check"}`, 0, 0}))
+	add("invalid spec refused", k.refusals(CodeInvalidSpec, probe{"POST", PathRun, bearer, string(badRun), 0, 0}))
+	add("run: stream and result", k.run(false))
+	if slices.Contains(k.info.Capabilities, CapSeries) {
+		add("run: per-token series", k.run(true))
+	} else {
+		series, _ := json.Marshal(Run{Spec: o.Spec, Series: true})
+		add("run: per-token series refused", k.refusals(CodeInvalidSpec, probe{"POST", PathRun, bearer, string(series), 0, 0}))
+	}
+	add("busy: a second request during a run", k.busy)
+	add("cancel: closing a run frees the engine", k.cancel)
 	add("record: routing trace", k.record)
-	add("record of 0 tokens refused", k.recordBad)
 	if o.Calibrate {
 		add("calibrate", k.calibrate)
 	}
@@ -147,54 +161,336 @@ type skipError string
 func (s skipError) Error() string { return string(s) }
 
 type checker struct {
-	target, token string
-	o             CheckOptions
-	welcome       *Welcome
+	token string
+	o     CheckOptions
+	c     *Client
+	info  Info
 }
 
-func (k *checker) dial(ctx context.Context) (*Client, error) {
-	return DialWith(ctx, k.target, k.token, k.o.Client)
+// probe is a request as sent (auth: the Authorization header; size above
+// the body's: announced, never sent) and the status expected (0: the code's).
+type probe struct {
+	method, path, auth, body string
+	size                     int64
+	status                   int
 }
 
-func (k *checker) handshake(ctx context.Context) (string, error) {
-	c, err := k.dial(ctx)
-	if err != nil {
-		return "", err
+// refusals sends each probe and expects error code with its status (or,
+// for an engine's refusal after a heartbeat, 200 and the error line).
+func (k *checker) refusals(code string, ps ...probe) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		var statuses []int
+		for _, p := range ps {
+			err := k.whenFree(func() error {
+				st, got, err := k.send(ctx, p)
+				switch statuses = append(statuses, st); {
+				case err != nil:
+					return err
+				case got == CodeBusy && code != CodeBusy:
+					return ErrBusy
+				case got != code || st != cmp.Or(p.status, statusOf[code]) && !(code == CodeInvalidSpec && st == 200):
+					return fmt.Errorf("%s %s with %q: status %d, error %q; want %d, error %s", p.method, p.path, clip(p.body, 60), st, got, cmp.Or(p.status, statusOf[code]), code)
+				}
+				return nil
+			})
+			if err != nil {
+				return "", err
+			}
+		}
+		slices.Sort(statuses)
+		return fmt.Sprintf("%d requests: error %s, status %v", len(ps), code, slices.Compact(statuses)), nil
 	}
-	defer c.Close()
-	w := c.Welcome()
-	k.welcome = &w
-	for _, want := range []string{CapRun, CapCancel} {
-		if !slices.Contains(w.Capabilities, want) {
-			return "", fmt.Errorf("capability %s missing from %v", want, w.Capabilities)
+}
+
+// send sends p and returns the answer's status and, for an error, its code.
+func (k *checker) send(ctx context.Context, p probe) (int, string, error) {
+	ctx, cancel := context.WithTimeout(ctx, k.o.Client.Silence)
+	defer cancel()
+	body := io.Reader(strings.NewReader(p.body))
+	if p.size > int64(len(p.body)) {
+		body = io.MultiReader(body, stalled{ctx})
+	}
+	resp, err := k.c.send(ctx, p.method, p.path, p.auth, body, max(p.size, int64(len(p.body))))
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, maxLineBytes)
+	for sc.Scan() {
+		var l Line
+		if json.Unmarshal(sc.Bytes(), &l) == nil && l.Error != nil {
+			return resp.StatusCode, l.Error.Code, nil
 		}
 	}
-	return fmt.Sprintf("protocol %d, %s, capabilities %v", w.ProtocolVersion, w.Agent, w.Capabilities), nil
+	return resp.StatusCode, "", sc.Err()
 }
 
-func (k *checker) facts(context.Context) (string, error) {
-	d := k.welcome.Device
-	if d.Model == "" || d.OS == "" || d.Engine == "" || d.EngineVersion == "" {
-		return "", fmt.Errorf("model, os, engine and engine_version must be set: %+v", d)
+// stalled is a body that sends nothing until its context ends.
+type stalled struct{ ctx context.Context }
+
+func (s stalled) Read([]byte) (int, error) { <-s.ctx.Done(); return 0, s.ctx.Err() }
+
+// slowClient sends half a request's headers and expects the connection
+// closed at the agent's header timeout.
+func (k *checker) slowClient(ctx context.Context) (string, error) {
+	limit := k.info.Limits.HeaderTimeout
+	if limit > 30*time.Second {
+		return "", skipError(fmt.Sprintf("header timeout %v is too long to wait for", limit))
 	}
-	if d.PageBytes < 4096 {
-		return "", fmt.Errorf("page_bytes %d below 4 KiB", d.PageBytes)
+	dctx, cancel := context.WithTimeout(ctx, k.o.Client.DialTimeout)
+	defer cancel()
+	nc, err := k.c.target.dial(dctx, k.o.Client.Usbmux)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
-	if b, _ := devices.BoundOf("memory.ram"); !b.Contains(float64(d.RAMBytes)) {
-		return "", fmt.Errorf("ram_bytes %d outside %s: a unit mistake?", d.RAMBytes, b.RangeText())
+	defer nc.Close()
+	start := time.Now()
+	nc.SetDeadline(start.Add(limit + 5*time.Second))
+	if _, err := io.WriteString(nc, "POST "+PathRun+" HTTP/1.1\r\nHost: agent\r\n"); err != nil {
+		return "", err
 	}
-	return fmt.Sprintf("%s %s, %s, %s RAM, %s pages, %s %s", d.Kind, d.Model, d.OS, sim.FormatBytes(d.RAMBytes), sim.FormatBytes(d.PageBytes), d.Engine, d.EngineVersion), nil
+	if _, err := io.Copy(io.Discard, nc); errors.Is(err, os.ErrDeadlineExceeded) {
+		return "", fmt.Errorf("the connection is still open %v after half a request (header timeout %v)", time.Since(start).Round(time.Millisecond), limit)
+	}
+	return fmt.Sprintf("closed after %v (header timeout %v)", time.Since(start).Round(time.Millisecond), limit), nil
 }
 
-func (k *checker) ping(ctx context.Context) (string, error) {
-	c, err := k.dial(ctx)
+// whenFree calls f until it is not refused as busy (a previous check's
+// cancelled request may still be stopping), for at most the silence limit.
+func (k *checker) whenFree(f func() error) error {
+	deadline := time.Now().Add(k.o.Client.Silence)
+	for {
+		err := f()
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// needs skips a check whose capability the agent does not announce.
+func (k *checker) needs(capability string) error {
+	if !slices.Contains(k.info.Capabilities, capability) {
+		return skipError(fmt.Sprintf("the agent does not announce %s (capabilities %v)", capability, k.info.Capabilities))
+	}
+	return nil
+}
+
+func (k *checker) loadModel(ctx context.Context) (string, error) {
+	var info ModelInfo
+	err := k.whenFree(func() (err error) { info, err = k.c.LoadModel(ctx, k.o.Model); return err })
+	if err == nil && (info.Layers < 1 || info.Experts < 2 || info.TopK < 1 || info.TopK > info.Experts || info.TotalExpertBytes <= 0) {
+		err = fmt.Errorf("implausible model info %+v", info)
+	}
+	return fmt.Sprintf("%s: %d MoE layers × %d experts, top-%d, %s of experts", info.Name, info.Layers, info.Experts, info.TopK, sim.FormatBytes(info.TotalExpertBytes)), err
+}
+
+// run checks a run's stream against its result (CheckRun), with every
+// series field on every token when series.
+func (k *checker) run(series bool) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		var samples []TokenSample
+		var res *sim.Result
+		start := time.Now()
+		err := k.whenFree(func() (err error) {
+			samples = samples[:0]
+			res, err = k.c.run(ctx, Run{Spec: k.o.Spec, Series: series}, func(s TokenSample) error { samples = append(samples, s); return nil })
+			return err
+		})
+		if err = cmp.Or(err, CheckRun(samples, res)); err != nil {
+			return "", err
+		}
+		return fmt.Sprintf("%d passes, %d tokens, %.2f tok/s, hit rate %.3f, %d samples valid (series %v), %v wall",
+			res.Passes, res.Tokens, res.TokensPerSec, res.HitRate, len(samples), series, time.Since(start).Round(time.Millisecond)), nil
+	}
+}
+
+// errStop ends a probe's run at its first token.
+var errStop = errors.New("stop")
+
+// busy: a run requested (on a new connection) while another streams is
+// answered busy; one accepted is a fault if the first streams on (3 more
+// passes), else the first ended first and the attempt is repeated (3 at most).
+func (k *checker) busy(ctx context.Context) (string, error) {
+	dial := func() (*Client, error) { return DialWith(ctx, k.c.target.String(), k.token, k.o.Client) }
+	for range 3 {
+		a, err := dial() // new connections each, for agents that serve connections apart
+		if err != nil {
+			return "", err
+		}
+		var passes atomic.Int64
+		first, ended := make(chan struct{}), make(chan error, 1)
+		go func() {
+			ended <- k.whenFree(func() error {
+				_, err := a.Run(ctx, k.o.Spec, func(TokenSample) error {
+					if passes.Add(1) == 1 {
+						close(first)
+					}
+					return nil
+				})
+				return err
+			})
+		}()
+		select {
+		case <-first:
+		case err := <-ended:
+			return "", fmt.Errorf("the check's run: %v", cmp.Or(err, errors.New("no token")))
+		}
+		at := int64(-1)
+		b, err := dial()
+		if err == nil {
+			_, err = b.Run(ctx, k.o.Spec, func(TokenSample) error { at = passes.Load(); return errStop })
+			b.Close()
+		}
+		errA := <-ended
+		a.Close()
+		var re *RemoteError
+		switch {
+		case errA != nil:
+			return "", fmt.Errorf("the check's run: %v", errA)
+		case errors.As(err, &re) && re.Code == CodeBusy:
+			return "409 busy: " + re.Message, nil
+		case at < 0:
+			return "", fmt.Errorf("a second run during a run: %v, want busy", err)
+		case passes.Load()-at >= 3:
+			return "", fmt.Errorf("a second run was accepted while the first streamed on (%d more passes): want busy", passes.Load()-at)
+		}
+	}
+	return "", skipError("the run ended before the second run reached the agent, 3 times: give --spec a longer run")
+}
+
+// cancel: a run closed at its first token frees the engine within
+// CancelWithin (the time until a new run is accepted, less the polling).
+func (k *checker) cancel(ctx context.Context) (string, error) {
+	var closed time.Time
+	err := k.whenFree(func() error {
+		_, err := k.c.Run(ctx, k.o.Spec, func(TokenSample) error { closed = time.Now(); return errStop })
+		return err
+	})
+	if !errors.Is(err, errStop) {
+		return "", fmt.Errorf("the check's run: %v", err)
+	}
+	for {
+		sent := time.Now()
+		_, err := k.c.Run(ctx, k.o.Spec, func(TokenSample) error { return errStop })
+		switch took := sent.Sub(closed); {
+		case errors.Is(err, errStop) && took <= k.o.CancelWithin:
+			return fmt.Sprintf("a new run was accepted %v after the first was closed", took.Round(time.Microsecond)), nil
+		case errors.Is(err, errStop) || errors.Is(err, ErrBusy) && time.Since(closed) > k.o.CancelWithin:
+			return "", fmt.Errorf("the engine was still busy %v after its run was closed, more than %v: it does not stop when cancelled", took.Round(time.Millisecond), k.o.CancelWithin)
+		case !errors.Is(err, ErrBusy):
+			return "", err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// record asks for a short routing trace and checks it reads back, has the
+// tokens asked for and describes a MoE model.
+func (k *checker) record(ctx context.Context) (string, error) {
+	if err := k.needs(CapRecord); err != nil {
+		return "", err
+	}
+	var t *RecordedTrace
+	if err := k.whenFree(func() (err error) { t, err = k.c.Record(ctx, 4); return err }); err != nil {
+		return "", err
+	}
+	m := t.Meta.Model
+	if len(m.Layers) == 0 || m.TopK < 1 || m.Experts < m.TopK {
+		return "", fmt.Errorf("the trace's model %q: %d MoE layers, top-%d of %d experts", m.Name, len(m.Layers), m.TopK, m.Experts)
+	}
+	return fmt.Sprintf("%d bytes: %d prefill + %d decode tokens of %s (%d MoE layers, top-%d of %d)",
+		len(t.Parquet), t.PrefillTokens, t.DecodeTokens, m.Name, len(m.Layers), m.TopK, m.Experts), nil
+}
+
+func (k *checker) calibrate(ctx context.Context) (string, error) {
+	if err := k.needs(CapCalibrate); err != nil {
+		return "", err
+	}
+	var y []byte
+	if err := k.whenFree(func() (err error) { y, err = k.c.Calibrate(ctx, k.o.CalibrateOptions); return err }); err != nil {
+		return "", err
+	}
+	p, err := devices.ParseProfile(y, "calibration")
 	if err != nil {
 		return "", err
 	}
-	defer c.Close()
-	start := time.Now()
-	if err := c.Ping(ctx); err != nil {
+	d, err := p.Device()
+	if err != nil {
 		return "", err
 	}
-	return fmt.Sprintf("pong in %v", time.Since(start).Round(time.Microsecond)), nil
+	return fmt.Sprintf("profile %q: %s RAM, %d flash lanes", p.Name, sim.FormatBytes(d.RAMBytes), d.Flash.Lanes), nil
+}
+
+// CheckRun checks a run's samples against each other and its Result: units
+// and ranges, passes in order without overlap, counts and sums that agree,
+// ratios that match their counters.
+func CheckRun(samples []TokenSample, r *sim.Result) error {
+	if r == nil {
+		return errors.New("no result")
+	}
+	if len(samples) == 0 || int64(len(samples)) != r.Passes {
+		return fmt.Errorf("%d samples for %d passes", len(samples), r.Passes)
+	}
+	var tokens, sumTime, sumStall, end int64
+	for i, s := range samples {
+		switch err := s.Validate(); {
+		case err != nil:
+			return err
+		case s.Pass != int64(i):
+			return fmt.Errorf("sample %d is pass %d", i, s.Pass)
+		case s.StartNS < end:
+			return fmt.Errorf("pass %d starts at %d ns, before pass %d ended (%d ns)", i, s.StartNS, i-1, end)
+		}
+		end = s.StartNS + s.TimeNS
+		tokens, sumTime, sumStall = tokens+int64(s.Tokens), sumTime+s.TimeNS, sumStall+s.StallNS
+	}
+	if tokens != r.Tokens {
+		return fmt.Errorf("samples carry %d tokens, the result %d", tokens, r.Tokens)
+	}
+	if samples[0].StartNS != 0 {
+		return fmt.Errorf("the first pass starts at %d ns, not 0 (start_ns counts from the first pass)", samples[0].StartNS)
+	}
+	if slack := r.TimeNS/100 + int64(time.Millisecond); end < r.TimeNS-slack || end > r.TimeNS+slack || sumTime > end {
+		return fmt.Errorf("the last pass ends at %d ns (passes take %d ns in all); the result's time_ns is %d: they must agree within 1%% + 1 ms",
+			end, sumTime, r.TimeNS)
+	}
+	if sumStall > r.StallNS+r.StallNS/100+int64(time.Microsecond) {
+		return fmt.Errorf("passes stall %d ns, above the result's stall_ns %d", sumStall, r.StallNS)
+	}
+	if r.TimeNS <= 0 || r.StallNS < 0 || r.StallNS > r.TimeNS || r.ComputeNS < 0 || r.FlashBytes < 0 || r.FlashReads < 0 || r.PeakResidentBytes < 0 {
+		return fmt.Errorf("result: time_ns %d, stall_ns %d, compute_ns %d, flash_bytes %d, flash_reads %d, peak_resident_bytes %d out of range",
+			r.TimeNS, r.StallNS, r.ComputeNS, r.FlashBytes, r.FlashReads, r.PeakResidentBytes)
+	}
+	if r.Hits < 0 || r.InflightHits < 0 || r.Misses < 0 || r.Hits+r.InflightHits+r.Misses != r.Uses {
+		return fmt.Errorf("result: hits %d + inflight_hits %d + misses %d != uses %d", r.Hits, r.InflightHits, r.Misses, r.Uses)
+	}
+	if !(r.LatencyP50NS <= r.LatencyP90NS && r.LatencyP90NS <= r.LatencyP99NS && r.LatencyP99NS <= r.LatencyMaxNS && r.LatencyMaxNS <= r.TimeNS) {
+		return fmt.Errorf("result: latency percentiles %d ≤ %d ≤ %d ≤ %d ≤ time_ns %d do not hold", r.LatencyP50NS, r.LatencyP90NS, r.LatencyP99NS, r.LatencyMaxNS, r.TimeNS)
+	}
+	for _, f := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"tokens_per_sec", r.TokensPerSec, float64(r.Tokens) * 1e9 / float64(r.TimeNS)},
+		{"hit_rate", r.HitRate, ratio(r.Hits, r.Uses)},
+		{"accepted_per_pass", r.AcceptedPerPass, ratio(r.Tokens, r.Passes)},
+		{"flash_bytes_per_token", r.FlashBytesPerToken, ratio(r.FlashBytes, r.Tokens)},
+	} {
+		if math.IsNaN(f.got) || math.Abs(f.got-f.want) > 1e-6*math.Max(1, math.Abs(f.want)) {
+			return fmt.Errorf("result: %s %g, its counters give %g", f.name, f.got, f.want)
+		}
+	}
+	if p, q := r.PrefetchRecall, r.PrefetchPrecision; !(p >= 0 && p <= 1 && q >= 0 && q <= 1) {
+		return fmt.Errorf("result: prefetch_recall %g and prefetch_precision %g must lie in [0,1]", p, q)
+	}
+	return nil
+}
+
+func ratio(a, b int64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
 }

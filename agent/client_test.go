@@ -5,96 +5,102 @@ import (
 	"encoding/json"
 	"errors"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
 )
 
-// fakePeer is a scripted agent for the client's error paths: it reads the
-// hello, then answers each frame it reads with the next reply of script.
-func fakePeer(t *testing.T, script ...[]byte) string {
+// fakePeer is a scripted agent for the client's error paths: it answers
+// GET PathAgent with info (a JSON value, or raw text when a string) and
+// POST PathRun with the lines of run.
+func fakePeer(t *testing.T, info any, run ...string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == PathRun {
+			w.Write([]byte(strings.Join(run, "\n") + "\n"))
+			return
+		}
+		if s, ok := info.(string); ok {
+			w.Write([]byte(s))
+			return
+		}
+		json.NewEncoder(w).Encode(info)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "tcp://" + ln.Addr().String()
+}
+
+// fakeRaw is a peer that answers anything with the bytes b and closes.
+func fakeRaw(t *testing.T, b []byte) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	go func() {
-		c, err := ln.Accept()
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		for _, reply := range script {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
 			c.SetDeadline(time.Now().Add(5 * time.Second))
-			if _, err := ReadFrame(c, 0); err != nil {
-				return
-			}
-			if _, err := c.Write(reply); err != nil {
-				return
-			}
+			c.Read(make([]byte, 4096))
+			c.Write(b)
+			c.Close()
 		}
-		time.Sleep(time.Second)
 	}()
 	return "tcp://" + ln.Addr().String()
 }
 
-func frameOf(t *testing.T, typ string, id uint64, payload any) []byte {
-	b, err := json.Marshal(Message{Type: typ, ID: id, Payload: mustJSON(t, payload)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rawFrame(string(b))
-}
-
-func mustJSON(t *testing.T, v any) json.RawMessage {
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func goodWelcome(version int) Welcome {
-	return Welcome{ProtocolVersion: version, Agent: "fake", Capabilities: []string{CapRun},
+func goodInfo() Info {
+	return Info{Agent: "fake", Capabilities: []string{CapRun},
 		Device: DeviceFacts{Kind: KindMeasured, Model: "x", OS: "y", CPU: "z", RAMBytes: 1 << 30, PageBytes: 16384, Engine: "e", EngineVersion: "1"},
-		Limits: DefaultLimits().wire()}
+		Limits: DefaultLimits()}
 }
 
-// TestClientRejectsBadAgents: a welcome of another version, a malformed
-// welcome, and a token sample with impossible units are clear errors.
+// TestClientRejectsBadAgents: a malformed info, a peer that is not an
+// agent, and a token sample with impossible units are clear errors.
 func TestClientRejectsBadAgents(t *testing.T) {
 	ctx := context.Background()
 	tok := "0123456789abcdef0123456789abcdef"
-	if _, err := Dial(ctx, fakePeer(t, frameOf(t, TypeWelcome, 0, goodWelcome(ProtocolVersion+1))), tok); !errors.Is(err, ErrVersion) {
-		t.Errorf("welcome of another version: %v", err)
-	}
-	bad := goodWelcome(ProtocolVersion)
+	bad := goodInfo()
 	bad.Device.PageBytes = 1000
-	if _, err := Dial(ctx, fakePeer(t, frameOf(t, TypeWelcome, 0, bad)), tok); !errors.Is(err, ErrBadAgent) {
+	if _, err := Dial(ctx, fakePeer(t, bad), tok); !errors.Is(err, ErrBadAgent) {
 		t.Errorf("page size not a power of two: %v", err)
 	}
-	if _, err := Dial(ctx, fakePeer(t, rawFrame("garbage")), tok); !errors.Is(err, ErrBadAgent) {
-		t.Errorf("garbage welcome: %v", err)
+	for name, target := range map[string]string{
+		"garbage":         fakePeer(t, "garbage"),
+		"another service": fakePeer(t, map[string]int{"version": 2}),
+		"not HTTP":        fakeRaw(t, []byte("SSH-2.0-OpenSSH_9.6\r\n")),
+		"an HTTP 404":     fakeRaw(t, []byte("HTTP/1.1 404 Not Found\r\nContent-Length: 9\r\n\r\nnot found")),
+	} {
+		if _, err := Dial(ctx, target, tok); !errors.Is(err, ErrNotAgent) {
+			t.Errorf("%s: %v, want %v", name, err, ErrNotAgent)
+		}
 	}
-	if _, err := Dial(ctx, fakePeer(t, []byte{0xff, 0xff, 0xff, 0xff}), tok); !errors.Is(err, ErrBadAgent) {
-		t.Errorf("oversize welcome: %v", err)
-	}
-	// An HTTP server answers the binary hello with a 400 in text; its first
-	// four bytes read as a length of over a GiB.
-	http := []byte("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n")
-	if _, err := Dial(ctx, fakePeer(t, http), tok); !errors.Is(err, ErrNotAgent) || !strings.Contains(err.Error(), `"HTTP"`) {
-		t.Errorf("an HTTP server's answer: %v, want %v naming the text", err, ErrNotAgent)
-	}
-	stallAboveTime := frameOf(t, TypeToken, 1, TokenSample{Pass: 0, Tokens: 1, TimeNS: 10, StallNS: 20})
-	c, err := Dial(ctx, fakePeer(t, frameOf(t, TypeWelcome, 0, goodWelcome(ProtocolVersion)), stallAboveTime), tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	if _, err := c.Run(ctx, json.RawMessage(`{}`), nil); !errors.Is(err, ErrBadAgent) {
-		t.Errorf("stall above time: %v", err)
-	}
-	if err := c.Ping(ctx); err == nil {
-		t.Error("connection still usable after the agent broke the protocol")
+	for name, lines := range map[string][]string{
+		"stall above time":  {`{"token":{"pass":0,"tokens":1,"start_ns":0,"time_ns":10,"stall_ns":20}}`},
+		"two fields":        {`{"heartbeat":{"elapsed_ns":1},"token":{"pass":0,"tokens":1,"start_ns":0,"time_ns":10,"stall_ns":2}}`},
+		"not json":          {`<html>`},
+		"no final line":     {`{"heartbeat":{"elapsed_ns":1}}`},
+		"wrong final line":  {`{"model":{"name":"x","arch":"y","layers":1,"experts":2,"top_k":1,"total_expert_bytes":1}}`},
+		"passes disagree":   {`{"token":{"pass":0,"tokens":1,"start_ns":0,"time_ns":10,"stall_ns":2}}`, `{"result":{"passes":3}}`},
+		"pass out of order": {`{"token":{"pass":1,"tokens":1,"start_ns":0,"time_ns":10,"stall_ns":2}}`},
+	} {
+		c, err := Dial(ctx, fakePeer(t, goodInfo(), lines...), tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Run(ctx, json.RawMessage(`{}`), nil); !errors.Is(err, ErrBadAgent) {
+			t.Errorf("%s: %v, want %v", name, err, ErrBadAgent)
+		}
+		c.Close()
 	}
 }

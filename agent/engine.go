@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/lessim/lessim/sim"
 )
@@ -28,12 +27,12 @@ type Engine interface {
 	// emit once per decode pass in pass order, and returns the run's Result.
 	// An error from emit ends the run with that error. An engine that
 	// announces CapSeries fills every sample's series fields (the server
-	// removes them from the frames of a run that did not ask for them).
+	// removes them from the lines of a run that did not ask for them).
 	Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error)
 }
 
 // Capable is an Engine that serves fewer than all requests: the agent
-// announces Capabilities in its welcome instead of all four (an engine
+// announces Capabilities in its Info instead of all four (an engine
 // must still answer a request it does not serve, with an error).
 type Capable interface {
 	Capabilities() []string
@@ -60,16 +59,6 @@ func capabilities(e Engine) []string {
 	return caps
 }
 
-// capabilitiesAt are e's capabilities in protocol version v: version 3
-// has no series.
-func capabilitiesAt(e Engine, v int) []string {
-	caps := capabilities(e)
-	if v < 4 {
-		caps = slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return c == CapSeries })
-	}
-	return caps
-}
-
 // errNoSeries answers a run that asks for its series on an engine that
 // does not measure them.
 var errNoSeries = fmt.Errorf("%w: this agent's engine measures no per-token series (capability %s absent)", ErrInvalidSpec, CapSeries)
@@ -82,7 +71,7 @@ var errNoRecord = fmt.Errorf("%w: this agent's engine does not record routing (c
 // invalid_spec rather than engine.
 var ErrInvalidSpec = errors.New("invalid request")
 
-// errorCode classifies an engine error for an error frame.
+// errorCode classifies an engine error for an error answer.
 func errorCode(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):

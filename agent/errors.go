@@ -2,7 +2,7 @@ package agent
 
 import "errors"
 
-// RemoteError is an error frame (or a busy frame) from the agent.
+// RemoteError is an error the agent answered.
 type RemoteError struct {
 	Code    string
 	Message string
@@ -25,25 +25,13 @@ func (e *RemoteError) Is(target error) bool {
 
 // Errors a client can test for with errors.Is.
 var (
-	// ErrAuth: the agent refused the token.
-	ErrAuth = &RemoteError{Code: CodeAuth}
-	// ErrVersion: client and agent speak different protocol versions.
-	ErrVersion = &RemoteError{Code: CodeVersion}
-	// ErrBusy: the agent is running another request.
-	ErrBusy = &RemoteError{Code: CodeBusy}
-	// ErrCancelled: the agent stopped the request as asked.
-	ErrCancelled = &RemoteError{Code: CodeCancelled}
-	// ErrRefused: the engine refused the request (invalid spec, model or options).
-	ErrRefused = &RemoteError{Code: CodeInvalidSpec}
+	ErrAuth      = &RemoteError{Code: CodeAuth}        // the agent refused the token
+	ErrBusy      = &RemoteError{Code: CodeBusy}        // the agent is running another request
+	ErrCancelled = &RemoteError{Code: CodeCancelled}   // the agent stopped the request
+	ErrRefused   = &RemoteError{Code: CodeInvalidSpec} // the engine refused the request (spec, model or options)
 
-	// ErrUnreachable: no connection to the target could be opened.
-	ErrUnreachable = errors.New("agent unreachable")
-	// ErrSilent: the agent stopped answering (no frame, not even a heartbeat,
-	// within the client's silence limit).
-	ErrSilent = errors.New("agent stopped answering")
-	// ErrBadAgent: the agent sent something the protocol does not allow.
-	ErrBadAgent = errors.New("agent broke the protocol")
-	// ErrNotAgent: the peer answered the hello in another protocol: what
-	// listens at the target is not a lessim agent.
-	ErrNotAgent = errors.New("not a lessim agent")
+	ErrUnreachable = errors.New("agent unreachable")        // no connection to the target could be opened
+	ErrSilent      = errors.New("agent stopped answering")  // no line, not even a heartbeat, within the silence limit
+	ErrBadAgent    = errors.New("agent broke the protocol") // the agent sent what the protocol does not allow
+	ErrNotAgent    = errors.New("not a lessim agent")       // what answers is not HTTP, or HTTP without an agent's answer
 )

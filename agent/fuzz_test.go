@@ -1,109 +1,85 @@
 package agent
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"io"
-	"net"
-	"runtime"
-	"strconv"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
-	"time"
 )
 
-// FuzzReadFrame: any bytes give a message or an error, never a panic, and
-// nothing longer than the limit is accepted (the length is checked before
-// the body is allocated). A decoded message survives a write/read round trip.
-func FuzzReadFrame(f *testing.F) {
-	for _, s := range []string{`{"type":"hello","id":0,"payload":{"protocol_version":1,"token":"x","client":"y"}}`,
-		`{"type":"run","id":9,"payload":{"spec":{"trace":{"synthetic":{"tokens":4}}}}}`, `{"type":"record","id":3,"payload":{"tokens":8}}`,
-		`{"type":"trace","id":3,"payload":{"parquet":"UEFSMQ=="}}`, `{"type":"ping","id":1}`, `[]`, ``, `{"type":"nope"}`,
-		`{"type":"run","id":4,"payload":{"spec":{"trace":{"synthetic":{"tokens":4}}},"series":true}}`,
-		`{"type":"token","id":4,"payload":{"pass":0,"tokens":1,"start_ns":0,"time_ns":90,"stall_ns":30,"compute_ns":60,"inflight_hits":0,"prefetch_loads":2,"major_faults":0,"stray_bytes":0}}`} {
-		f.Add(rawFrame(s))
+// FuzzLine: any line a client reads is refused or has exactly one field,
+// and a token line's sample is refused or valid; a decoded line survives a
+// write/read round trip.
+func FuzzLine(f *testing.F) {
+	for _, s := range []string{`{"heartbeat":{"elapsed_ns":5}}`, `{"result":{"passes":1}}`, `{"trace":{"parquet":"UEFSMQ=="}}`,
+		`{"error":{"code":"busy","message":"x"}}`, `{"token":{"pass":0,"tokens":1,"start_ns":0,"time_ns":90,"stall_ns":30}}`,
+		`{"token":null,"model":{"name":"m"}}`, `{}`, `[]`, `{"calibration":{"profile_yaml":"name: x"}}`} {
+		f.Add([]byte(s))
 	}
-	f.Add([]byte{0xff, 0xff, 0xff, 0xff, '{'})
-	f.Add([]byte{0, 0, 0, 3, '{', '}'})
-	const limit = 1024
 	f.Fuzz(func(t *testing.T, data []byte) {
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		m, err := ReadFrame(bytes.NewReader(data), limit)
-		runtime.ReadMemStats(&after)
-		if got := after.TotalAlloc - before.TotalAlloc; got > uint64(64*len(data)+64<<10) {
-			t.Fatalf("reading %d bytes allocated %d bytes", len(data), got)
-		}
-		if err != nil {
-			var pe *ProtocolError
-			if !errors.As(err, &pe) && !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
-				t.Fatalf("unexpected error kind: %v", err)
-			}
+		var l Line
+		if decodeStrict(data, &l) != nil || l.fields() != 1 {
 			return
 		}
-		if len(data) < 4 || int(uint32(data[0])<<24|uint32(data[1])<<16|uint32(data[2])<<8|uint32(data[3])) > limit {
-			t.Fatalf("accepted a frame above the limit")
-		}
-		var buf bytes.Buffer
-		if err := WriteFrame(&buf, m, limit+64); err != nil {
+		b, err := json.Marshal(l)
+		if err != nil {
 			t.Fatal(err)
 		}
-		m2, err := ReadFrame(&buf, limit+64)
-		if err != nil || m2.Type != m.Type || m2.ID != m.ID {
-			t.Fatalf("round trip: %v %+v %+v", err, m, m2)
+		var l2 Line
+		if err := decodeStrict(b, &l2); err != nil || l2.fields() != 1 {
+			t.Fatalf("round trip of %q: %s: %v", data, b, err)
 		}
 	})
 }
 
-// FuzzServeConn: a server connection fed arbitrary bytes (after an optional
-// valid hello) neither panics nor hangs: it answers and closes, or waits for
-// more input until the client closes.
-func FuzzServeConn(f *testing.F) {
-	f.Add(false, rawFrame(`{"type":"ping","id":1}`))
-	f.Add(true, rawFrame(`{"type":"ping","id":1}`))
-	f.Add(true, rawFrame(`{"type":"run","id":2,"payload":{"spec":{"model":{"name":"qwen3-30b-a3b"},"trace":{"synthetic":{"tokens":1}}}}}`))
-	f.Add(true, rawFrame(`{"type":"load_model","id":2,"payload":{"model":"qwen3-30b-a3b"}}`))
-	f.Add(true, rawFrame(`{"type":"calibrate","id":2,"payload":{}}`))
-	f.Add(true, rawFrame(`{"type":"cancel","id":2}`))
-	f.Add(true, rawFrame(`{"type":"record","id":2,"payload":{"tokens":2}}`))
-	f.Add(true, rawFrame(`{"type":"record","id":2,"payload":{"tokens":0}}`))
-	f.Add(true, rawFrame(`{"type":"record","id":2,"payload":{"tokens":"x","more":1}}`))
-	f.Add(true, rawFrame(`{"type":"trace","id":2,"payload":{"parquet":"UEFSMQ=="}}`))
-	f.Add(true, []byte{0, 0, 0, 1, '{'})
-	f.Add(true, rawFrame(`{"type":"run","id":2,"payload":{"spec":{"model":{"name":"qwen3-30b-a3b"},"trace":{"synthetic":{"tokens":1}}},"series":true}}`))
-	f.Add(true, rawFrame(`{"type":"run","id":2,"payload":{"spec":{},"series":"yes"}}`))
-	f.Add(false, append(rawFrame(`{"type":"hello","id":0,"payload":{"protocol_version":3,"token":"00000000000000000000000000000000","client":"v3"}}`),
-		rawFrame(`{"type":"run","id":2,"payload":{"spec":{},"series":true}}`)...))
-	e := seriesSim{newTestEngine(f, 0)}
+// FuzzServeHTTP: any request the HTTP parser accepts, with or without the
+// token, gets a status and JSON lines, never a panic or a hang.
+func FuzzServeHTTP(f *testing.F) {
 	tok, _ := NewToken()
-	f.Fuzz(func(t *testing.T, handshake bool, data []byte) {
-		lim := fastLimits()
-		lim.HandshakeTimeout, lim.FrameTimeout = time.Second, time.Second
-		srv := &Server{Engine: e, Token: tok, Limits: lim}
-		client, server := net.Pipe()
-		done := make(chan struct{})
-		go func() { defer close(done); srv.serveConn(context.Background(), server) }()
-		go io.Copy(io.Discard, client) // the server's replies
-		if handshake {
-			b, _ := json.Marshal(Message{Type: TypeHello, Payload: json.RawMessage(`{"protocol_version":` + strconv.Itoa(ProtocolVersion) + `,"token":"` + tok + `","client":"fuzz"}`)})
-			client.Write(rawFrame(string(b)))
+	for _, s := range []string{
+		"GET /v1/agent HTTP/1.1\r\nHost: x\r\n\r\n",
+		"POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Length: 70\r\n\r\n" + `{"spec":{"model":{"name":"qwen3-30b-a3b"},"trace":{"synthetic":{"tokens":1}}}}`,
+		"POST /v1/load_model HTTP/1.1\r\nHost: x\r\nContent-Length: 27\r\n\r\n" + `{"model":"qwen3-30b-a3b"}`,
+		"POST /v1/calibrate HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}",
+		"POST /v1/record HTTP/1.1\r\nHost: x\r\nContent-Length: 12\r\n\r\n" + `{"tokens":2}`,
+		"POST /v1/run HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{\"sp\"\r\n0\r\n\r\n",
+		"POST /v1/run HTTP/1.1\r\nHost: x\r\nContent-Length: 30\r\n\r\n" + `{"spec":{},"series":true}`,
+	} {
+		f.Add(true, s)
+		f.Add(false, s)
+	}
+	e := seriesSim{newTestEngine(f, 0)}
+	srv := &Server{Engine: e, Token: tok, Limits: fastLimits()}
+	f.Fuzz(func(t *testing.T, auth bool, raw string) {
+		req, err := http.ReadRequest(bufio.NewReader(strings.NewReader(raw)))
+		if err != nil {
+			return
 		}
-		client.SetWriteDeadline(time.Now().Add(2 * time.Second))
-		client.Write(data)
-		client.Close()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Fatal("connection handler still running 10 s after the client closed")
+		if auth {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		req = req.WithContext(context.Background())
+		w := httptest.NewRecorder()
+		srv.ServeHTTP(w, req)
+		if w.Code < 200 || w.Code > 599 {
+			t.Fatalf("status %d", w.Code)
+		}
+		for _, line := range bytes.Split(bytes.TrimSpace(w.Body.Bytes()), []byte("\n")) {
+			if !json.Valid(line) {
+				t.Fatalf("%q answered with %q", raw, w.Body.Bytes())
+			}
 		}
 	})
 }
 
-// FuzzTokenFrame: any token payload is refused or gives a sample whose
-// every field is in range (what the client does with each token frame):
-// counts and sizes non-negative, stall and compute within the pass's time.
-func FuzzTokenFrame(f *testing.F) {
+// FuzzTokenLine: any token sample is refused or gives a sample whose every
+// field is in range (what the client does with each token line): counts
+// and sizes non-negative, stall and compute within the pass's time.
+func FuzzTokenLine(f *testing.F) {
 	f.Add(`{"pass":0,"tokens":1,"start_ns":0,"time_ns":90,"stall_ns":30}`)
 	f.Add(`{"pass":3,"tokens":1,"start_ns":500,"time_ns":90,"stall_ns":30,"read_bytes":4096,"reads":1,"hits":3,"misses":1,"resident_bytes":65536,` +
 		`"compute_ns":60,"inflight_hits":1,"prefetch_loads":2,"major_faults":0,"stray_bytes":0}`)
@@ -123,8 +99,8 @@ func FuzzTokenFrame(f *testing.F) {
 				t.Fatalf("accepted %s: %s negative", payload, f.n)
 			}
 		}
-		if s.HasSeries() != (s.WithoutSeries() != s) {
-			t.Fatalf("HasSeries and WithoutSeries disagree on %s", payload)
+		if s.HasSeries() != (s.ComputeNS != nil || s.InflightHits != nil || s.PrefetchLoads != nil || s.MajorFaults != nil || s.StrayBytes != nil) {
+			t.Fatalf("HasSeries wrong on %s", payload)
 		}
 	})
 }

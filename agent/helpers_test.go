@@ -1,10 +1,12 @@
 package agent
 
 import (
+	"bufio"
 	"context"
-	"encoding/json"
 	"net"
+	"net/http"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -82,97 +84,46 @@ func startAgent(t testing.TB, e Engine, lim Limits) *testAgent {
 // fastLimits are limits short enough for tests.
 func fastLimits() Limits {
 	l := DefaultLimits()
-	l.HandshakeTimeout, l.FrameTimeout, l.IdleTimeout, l.Heartbeat = 2*time.Second, 2*time.Second, 30*time.Second, 100*time.Millisecond
+	l.HeaderTimeout, l.ReadTimeout, l.WriteTimeout, l.Heartbeat = 2*time.Second, 2*time.Second, 2*time.Second, 100*time.Millisecond
 	return l
 }
 
-// rawConn is a protocol-level connection for tests that break the rules.
-type rawConn struct {
-	t  testing.TB
-	nc net.Conn
-}
-
-func dialRaw(t testing.TB, a *testAgent) *rawConn {
+// ask sends one request to the agent as given (auth: the whole
+// Authorization header, "" none) and returns the status and the lines of
+// the answer, decoded strictly.
+func ask(t testing.TB, a *testAgent, method, path, auth, body string) (int, []Line) {
 	t.Helper()
-	tg, err := ParseTarget(a.target)
+	req, err := http.NewRequest(method, "http://"+strings.TrimPrefix(a.target, "tcp://")+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	nc, err := net.DialTimeout("tcp", net.JoinHostPort(tg.Host, itoa(int(tg.Port))), 5*time.Second)
+	if auth != "" {
+		req.Header.Set("Authorization", auth)
+	}
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { nc.Close() })
-	return &rawConn{t: t, nc: nc}
-}
-
-func itoa(n int) string { b, _ := json.Marshal(n); return string(b) }
-
-func (r *rawConn) send(typ string, id uint64, payload any) {
-	r.t.Helper()
-	var raw json.RawMessage
-	if payload != nil {
-		b, err := json.Marshal(payload)
-		if err != nil {
-			r.t.Fatal(err)
+	defer resp.Body.Close()
+	var lines []Line
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var l Line
+		if err := decodeStrict(sc.Bytes(), &l); err != nil || l.fields() != 1 {
+			t.Fatalf("%s %s: line %q: %v", method, path, sc.Text(), err)
 		}
-		raw = b
+		lines = append(lines, l)
 	}
-	r.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	if err := WriteFrame(r.nc, &Message{Type: typ, ID: id, Payload: raw}, 0); err != nil {
-		r.t.Fatal(err)
-	}
+	return resp.StatusCode, lines
 }
 
-func (r *rawConn) hello(token string) {
-	r.t.Helper()
-	r.send(TypeHello, 0, Hello{ProtocolVersion: ProtocolVersion, Token: token, Client: "raw test"})
-	if m := r.read(); m.Type != TypeWelcome {
-		r.t.Fatalf("hello answered with %s %s", m.Type, m.Payload)
+// errorCodeOf is the code of the last line if it is an error, else "".
+func errorCodeOf(lines []Line) string {
+	if len(lines) == 0 || lines[len(lines)-1].Error == nil {
+		return ""
 	}
-}
-
-// read reads one frame, failing the test after 5 s.
-func (r *rawConn) read() *Message {
-	r.t.Helper()
-	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	m, err := ReadFrame(r.nc, 0)
-	if err != nil {
-		r.t.Fatalf("read: %v", err)
-	}
-	return m
-}
-
-// readSkipping reads the next frame that is not a heartbeat.
-func (r *rawConn) readSkipping() *Message {
-	r.t.Helper()
-	for {
-		if m := r.read(); m.Type != TypeHeartbeat {
-			return m
-		}
-	}
-}
-
-// expectError reads an error frame with code, then (fatal) the connection's end.
-func (r *rawConn) expectError(code string, fatal bool) {
-	r.t.Helper()
-	m := r.readSkipping()
-	var p ErrorPayload
-	if m.Type != TypeError || json.Unmarshal(m.Payload, &p) != nil || p.Code != code {
-		r.t.Fatalf("got %s %s, want error %s", m.Type, m.Payload, code)
-	}
-	if fatal {
-		r.expectClosed()
-	}
-}
-
-func (r *rawConn) expectClosed() {
-	r.t.Helper()
-	r.nc.SetReadDeadline(time.Now().Add(5 * time.Second))
-	var b [1]byte
-	if n, err := r.nc.Read(b[:]); err == nil || isTimeout(err) {
-		r.t.Fatalf("connection still open after a fatal error (read %d bytes, %v)", n, err)
-	}
+	return lines[len(lines)-1].Error.Code
 }
 
 // settle waits until the goroutine count is back to base (the test's own

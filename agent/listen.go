@@ -16,10 +16,8 @@ func Listen(addr string, allowRemote bool) (net.Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen address %q: %v (want HOST:PORT, e.g. 127.0.0.1:7070)", addr, err)
 	}
-	if !allowRemote {
-		if err := requireLoopback(host); err != nil {
-			return nil, fmt.Errorf("listen address %q: %v; pass --allow-remote to listen on a network", addr, err)
-		}
+	if err := requireLoopback(host); err != nil && !allowRemote {
+		return nil, fmt.Errorf("listen address %q: %v; pass --allow-remote to listen on a network", addr, err)
 	}
 	return net.Listen("tcp", addr)
 }
@@ -28,22 +26,16 @@ func requireLoopback(host string) error {
 	if host == "" {
 		return fmt.Errorf("an empty host listens on every interface")
 	}
-	if ip := net.ParseIP(host); ip != nil {
-		if !ip.IsLoopback() {
-			return fmt.Errorf("%s is not a loopback address", host)
-		}
-		return nil
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	ips, err := net.DefaultResolver.LookupIPAddr(ctx, host)
-	if err != nil {
-		return err
-	}
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host) // an address is itself
 	for _, ip := range ips {
-		if !ip.IP.IsLoopback() {
-			return fmt.Errorf("%s resolves to %s, not a loopback address", host, ip.IP)
+		if !ip.IsLoopback() {
+			if net.ParseIP(host) != nil {
+				return fmt.Errorf("%s is not a loopback address", host)
+			}
+			return fmt.Errorf("%s resolves to %s, not a loopback address", host, ip)
 		}
 	}
-	return nil
+	return err
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/usbmux"
+	"github.com/lessim/lessim/usbmux/usbmuxtest"
 )
 
 // liveModel writes a small synthetic qwen3moe GGUF on a real disk (tmpfs
@@ -93,6 +95,25 @@ func TestLiveEngine(t *testing.T) {
 		}
 	})
 	t.Logf("agent check against the live engine:\n%s", strings.Join(lines, "\n"))
+
+	// The same checks over usb:// through the stand-in usbmuxd relaying to the agent.
+	const udid = "00008130-001A2B3C4D5E6F70"
+	d, err := usbmuxtest.Start(t.TempDir(), usbmuxtest.Device{ID: 5, UDID: udid, Ports: map[uint16]string{7070: strings.TrimPrefix(a.target, "tcp://")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	rs := Check(context.Background(), "usb://"+udid+":7070", a.token, CheckOptions{Model: "tiny.gguf", Calibrate: true, CalibrateOptions: quickCalibration,
+		Spec:   json.RawMessage(`{"policy": {"name": "les"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 64}}}`),
+		Client: Options{Silence: 10 * time.Second, Usbmux: usbmux.ParseAddress(d.Address())}}, nil)
+	for _, r := range rs {
+		if r.Outcome != CheckPass {
+			t.Errorf("usb: %s %s: %s", r.Outcome, r.Name, r.Detail)
+		}
+	}
+	if len(rs) != 15 || d.Count("Connect") < 10 {
+		t.Errorf("usb: %d checks, %d connections through the stand-in", len(rs), d.Count("Connect"))
+	}
 }
 
 // quickCalibration are live calibrate options for tests: a few samples of

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 
@@ -53,15 +54,11 @@ func (c *Client) Record(ctx context.Context, tokens int) (*RecordedTrace, error)
 	if err := req.Validate(); err != nil {
 		return nil, fmt.Errorf("record: %w", err)
 	}
-	m, err := c.do(ctx, TypeRecord, req, nil)
-	if err != nil {
-		return nil, err
+	l, err := c.do(ctx, PathRecord, req, nil)
+	if err != nil || l.Trace == nil {
+		return nil, cmp.Or(err, c.missing("trace"))
 	}
-	var p TracePayload
-	if err := want(m, TypeTrace, &p); err != nil {
-		return nil, err
-	}
-	t, err := CheckTrace(p.Parquet, tokens)
+	t, err := CheckTrace(l.Trace.Parquet, tokens)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrBadAgent, err)
 	}

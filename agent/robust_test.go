@@ -2,112 +2,133 @@ package agent
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 )
 
-// rawFrame is a length header and body as given (no validation).
-func rawFrame(body string) []byte {
-	b := make([]byte, 4+len(body))
-	binary.BigEndian.PutUint32(b, uint32(len(body)))
-	copy(b[4:], body)
-	return b
-}
-
-// TestGarbage: every malformed frame, before or after the handshake, gets an
-// error frame with its code and the connection closed, never a hang.
-func TestGarbage(t *testing.T) {
+// TestWire: every request that breaks a rule gets the documented status and
+// error code, and none reaches the engine.
+func TestWire(t *testing.T) {
 	a := startAgent(t, newTestEngine(t, 0), fastLimits())
-	hello := func(tok string) string {
-		b, _ := json.Marshal(Message{Type: TypeHello, Payload: json.RawMessage(`{"protocol_version":1,"token":"` + tok + `","client":"x"}`)})
-		return string(b)
-	}
+	bearer, other := "Bearer "+a.token, "Bearer "+strings.Repeat("0", 32)
+	run := `{"spec": {"model": {"name": "qwen3-30b-a3b"}, "trace": {"synthetic": {"tokens": 2}}}}`
 	for _, tc := range []struct {
-		name      string
-		handshake bool // send a valid hello first
-		bytes     []byte
-		code      string
+		name, method, path, auth, body string
+		status                         int
+		code                           string
 	}{
-		{"not json", false, rawFrame("GET / HTTP/1.1\r\n\r\n"), CodeBadFrame},
-		{"empty frame", false, rawFrame(""), CodeBadFrame},
-		{"json array", false, rawFrame(`[1,2]`), CodeBadFrame},
-		{"unknown envelope field", false, rawFrame(`{"type":"hello","id":0,"extra":1}`), CodeBadFrame},
-		{"two values", false, rawFrame(hello(a.token) + `{}`), CodeBadFrame},
-		{"unknown type", false, rawFrame(`{"type":"exec","id":1}`), CodeUnknownType},
-		{"first frame not hello", false, rawFrame(`{"type":"run","id":1,"payload":{"spec":{}}}`), CodeUnexpected},
-		{"hello payload garbage", false, rawFrame(`{"type":"hello","id":0,"payload":{"protocol_version":"one"}}`), CodeBadRequest},
-		{"hello without payload", false, rawFrame(`{"type":"hello","id":0}`), CodeBadRequest},
-		{"oversize header", false, []byte{0x01, 0x00, 0x00, 0x01}, CodeTooLarge},
-		{"max uint32 header", false, []byte{0xff, 0xff, 0xff, 0xff}, CodeTooLarge},
-		{"hello twice", true, rawFrame(hello(a.token)), CodeUnexpected},
-		{"agent-only type", true, rawFrame(`{"type":"result","id":3,"payload":{}}`), CodeUnexpected},
-		{"run spec not object", true, rawFrame(`{"type":"run","id":3,"payload":{"spec":[1]}}`), CodeBadRequest},
-		{"run unknown field", true, rawFrame(`{"type":"run","id":3,"payload":{"spec":{},"shell":"rm -rf /"}}`), CodeBadRequest},
-		{"ping with payload", true, rawFrame(`{"type":"ping","id":3,"payload":{"x":1}}`), CodeBadRequest},
-		{"load_model empty", true, rawFrame(`{"type":"load_model","id":3,"payload":{"model":""}}`), CodeBadRequest},
-		{"negative id", true, rawFrame(`{"type":"ping","id":-1}`), CodeBadFrame},
-		{"oversize after hello", true, []byte{0x7f, 0xff, 0xff, 0xff}, CodeTooLarge},
+		{"no token", "GET", PathAgent, "", "", 401, CodeAuth},
+		{"wrong token", "POST", PathRun, other, run, 401, CodeAuth},
+		{"token with a byte more", "POST", PathRun, bearer + "0", run, 401, CodeAuth},
+		{"another scheme", "POST", PathRun, "Basic " + a.token, run, 401, CodeAuth},
+		{"bearer in lower case", "POST", PathRun, "bearer " + a.token, run, 401, CodeAuth},
+		{"wrong token, unknown path", "GET", "/etc/passwd", other, "", 401, CodeAuth},
+		{"not json", "POST", PathRun, bearer, "GET / HTTP/1.1", 400, CodeBadRequest},
+		{"two values", "POST", PathRun, bearer, run + "{}", 400, CodeBadRequest},
+		{"unknown field", "POST", PathRun, bearer, `{"spec": {}, "shell": "rm -rf /"}`, 400, CodeBadRequest},
+		{"no spec", "POST", PathRun, bearer, `{}`, 400, CodeBadRequest},
+		{"spec not an object", "POST", PathRun, bearer, `{"spec": [1]}`, 400, CodeBadRequest},
+		{"series not a bool", "POST", PathRun, bearer, `{"spec": {}, "series": "yes"}`, 400, CodeBadRequest},
+		{"empty body", "POST", PathCalibrate, bearer, ``, 400, CodeBadRequest},
+		{"empty model", "POST", PathLoadModel, bearer, `{"model": ""}`, 400, CodeBadRequest},
+		{"record 0 tokens", "POST", PathRecord, bearer, `{"tokens": 0}`, 400, CodeBadRequest},
+		{"record too many", "POST", PathRecord, bearer, `{"tokens": 5000}`, 400, CodeBadRequest},
+		{"GET a request", "GET", PathRun, bearer, "", 405, CodeBadRequest},
+		{"POST the info", "POST", PathAgent, bearer, "{}", 405, CodeBadRequest},
+		{"unknown path", "GET", "/v1/exec", bearer, "", 404, CodeNotFound},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			r := dialRaw(t, a)
-			if tc.handshake {
-				r.hello(a.token)
-			}
-			r.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-			if _, err := r.nc.Write(tc.bytes); err != nil {
-				t.Fatal(err)
-			}
-			r.expectError(tc.code, true)
-		})
+		status, lines := ask(t, a, tc.method, tc.path, tc.auth, tc.body)
+		if status != tc.status || len(lines) != 1 || errorCodeOf(lines) != tc.code {
+			t.Errorf("%s: status %d, lines %+v; want %d, error %s", tc.name, status, lines, tc.status, tc.code)
+		}
+	}
+	if _, lines := ask(t, a, "POST", PathRun, bearer, "{}"); !strings.Contains(lines[0].Error.Message, `a run carries {"spec": {...}}`) {
+		t.Errorf("a run without a spec: %q", lines[0].Error.Message)
 	}
 	if st := a.srv.Stats(); st.Requests != 0 {
-		t.Errorf("garbage started requests: %+v", st)
+		t.Errorf("refused requests reached the engine: %+v", st)
 	}
 }
 
-// TestTruncatedFrame: a body that never completes is cut at the frame
-// timeout, with an error frame.
-func TestTruncatedFrame(t *testing.T) {
-	lim := fastLimits()
-	lim.FrameTimeout = 200 * time.Millisecond
-	a := startAgent(t, newTestEngine(t, 0), lim)
-	r := dialRaw(t, a)
-	r.hello(a.token)
-	r.nc.Write(rawFrame(`{"type":"ping","id":1}`)[:10])
-	r.expectError(CodeTimeout, true)
+// TestStreamLines: a run's answer is 200, application/x-ndjson: token
+// lines with heartbeats between them while passes take long, then the
+// result; an engine's refusal before any line is 422 with one error line.
+func TestStreamLines(t *testing.T) {
+	a := startAgent(t, newTestEngine(t, 1), fastLimits())
+	status, lines := ask(t, a, "POST", PathRun, "Bearer "+a.token, `{"spec": `+testSpec+`}`)
+	var tokens, beats int
+	for _, l := range lines[:len(lines)-1] {
+		tokens += map[bool]int{true: 1}[l.Token != nil]
+		beats += map[bool]int{true: 1}[l.Heartbeat != nil]
+	}
+	if status != 200 || tokens != 24 || beats == 0 || tokens+beats != len(lines)-1 || lines[len(lines)-1].Result == nil {
+		t.Errorf("status %d, %d tokens and %d heartbeats of %d lines, last %+v", status, tokens, beats, len(lines), lines[len(lines)-1])
+	}
+	status, lines = ask(t, a, "POST", PathRun, "Bearer "+a.token, `{"spec": {"policy": {"name": "nope"}}}`)
+	if status != 422 || len(lines) != 1 || errorCodeOf(lines) != CodeInvalidSpec {
+		t.Errorf("an invalid spec: status %d, %+v", status, lines)
+	}
 }
 
-// TestHandshakeAndIdleTimeouts: a silent new connection and an idle one are
-// closed with an error frame.
-func TestHandshakeAndIdleTimeouts(t *testing.T) {
-	lim := fastLimits()
-	lim.HandshakeTimeout, lim.IdleTimeout = 200*time.Millisecond, 300*time.Millisecond
-	a := startAgent(t, newTestEngine(t, 0), lim)
-	r := dialRaw(t, a)
-	r.expectError(CodeTimeout, true)
-	r2 := dialRaw(t, a)
-	r2.hello(a.token)
-	r2.expectError(CodeTimeout, true)
+// rawRequest writes head (and then body, unless nil) on a new connection
+// and returns what the agent answers until it closes (or 10 s pass).
+func rawRequest(t *testing.T, a *testAgent, head string, body []byte) string {
+	t.Helper()
+	nc, err := net.Dial("tcp", strings.TrimPrefix(a.target, "tcp://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	io.WriteString(nc, head)
+	if body != nil {
+		nc.Write(body)
+	}
+	nc.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b, err := io.ReadAll(nc)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the agent kept the connection open 10 s: %q", b)
+	}
+	return string(b)
 }
 
-// TestCancelUnknown: cancel naming no running request is answered and
-// harmless.
-func TestCancelUnknown(t *testing.T) {
-	a := startAgent(t, newTestEngine(t, 0), fastLimits())
-	r := dialRaw(t, a)
-	r.hello(a.token)
-	r.send(TypeCancel, 42, nil)
-	r.expectError(CodeNoSuchRun, false)
-	r.send(TypePing, 43, nil)
-	if m := r.read(); m.Type != TypePong || m.ID != 43 {
-		t.Fatalf("got %s %d", m.Type, m.ID)
+// TestLimits: a body above the limit is 413 too_large (announced or
+// chunked), after the token only; a slow body is 408 timeout; headers that
+// never end are cut at the header timeout without an answer; a header block
+// above its limit is 431.
+func TestLimits(t *testing.T) {
+	lim := fastLimits()
+	lim.HeaderTimeout, lim.ReadTimeout = 300*time.Millisecond, 600*time.Millisecond
+	a := startAgent(t, newTestEngine(t, 0), lim)
+	post := "POST /v1/run HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n%s\r\n"
+	big := make([]byte, lim.MaxBodyBytes+1)
+	for _, tc := range []struct {
+		name, head string
+		body       []byte
+		want       string
+	}{
+		{"announced", fmt.Sprintf(post, a.token, "Content-Length: 99999999\r\n"), []byte("{"), "413"},
+		{"chunked", fmt.Sprintf(post, a.token, "Transfer-Encoding: chunked\r\n"), append(fmt.Appendf(nil, "%x\r\n", len(big)), big...), "413"},
+		{"wrong token first", fmt.Sprintf(post, strings.Repeat("0", 32), "Content-Length: 99999999\r\n"), []byte("{"), "401"},
+		{"slow body", fmt.Sprintf(post, a.token, "Content-Length: 100\r\n"), []byte("{"), "408"},
+		{"slow headers", "POST /v1/run HTTP/1.1\r\nHost: x\r\n", nil, ""},
+		{"silent", "", nil, ""},
+		{"huge headers", fmt.Sprintf(post, a.token, "X-Pad: "+strings.Repeat("a", 64<<10)+"\r\n"), nil, "431"},
+	} {
+		got := rawRequest(t, a, tc.head, tc.body)
+		if tc.want == "" && got != "" || tc.want != "" && !strings.HasPrefix(got, "HTTP/1.1 "+tc.want) {
+			t.Errorf("%s: got %q, want status %q", tc.name, clip(got, 200), tc.want)
+		}
+		if code := map[string]string{"413": CodeTooLarge, "401": CodeAuth, "408": CodeTimeout}[tc.want]; code != "" && !strings.Contains(got, `"code":"`+code+`"`) {
+			t.Errorf("%s: no error %s in %q", tc.name, code, clip(got, 300))
+		}
 	}
 }
 
@@ -176,60 +197,6 @@ func (b *blackhole) pipe(dst, src net.Conn) {
 
 func (b *blackhole) freeze() { b.mu.Lock(); b.frozen = true; b.mu.Unlock() }
 
-// TestStalledAgent: an agent that stops answering mid-run (here: the link
-// goes silent) fails the client within its silence limit, with ErrSilent.
-func TestStalledAgent(t *testing.T) {
-	a := startAgent(t, newTestEngine(t, 5), fastLimits())
-	b := newBlackhole(t, strings.TrimPrefix(a.target, "tcp://"))
-	c, err := DialWith(context.Background(), "tcp://"+b.ln.Addr().String(), a.token, Options{Silence: 500 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	var frozeAt time.Time
-	_, err = c.Run(context.Background(), json.RawMessage(testSpec), func(s TokenSample) error {
-		if s.Pass == 0 {
-			frozeAt = time.Now()
-			b.freeze()
-		}
-		return nil
-	})
-	if !errors.Is(err, ErrSilent) {
-		t.Fatalf("%v, want ErrSilent", err)
-	}
-	if d := time.Since(frozeAt); d > 5*time.Second {
-		t.Errorf("noticed after %v with a 500 ms limit", d)
-	}
-	if err := c.Ping(context.Background()); err == nil {
-		t.Error("connection still usable after the agent went silent")
-	}
-}
-
-// TestHandshakeSilent: an endpoint that accepts but never answers the hello
-// fails Dial within its timeout.
-func TestHandshakeSilent(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			defer c.Close()
-			io.Copy(io.Discard, c)
-		}
-	}()
-	start := time.Now()
-	_, err = DialWith(context.Background(), "tcp://"+ln.Addr().String(), strings.Repeat("a", 32), Options{DialTimeout: 300 * time.Millisecond})
-	if !errors.Is(err, ErrSilent) {
-		t.Fatalf("%v, want ErrSilent", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("took %v", d)
-	}
-}
-
 // TestListenLoopbackOnly: non-loopback listen addresses need allowRemote.
 func TestListenLoopbackOnly(t *testing.T) {
 	for _, addr := range []string{":0", "0.0.0.0:0", "[::]:0", "192.0.2.1:0", "7070"} {
@@ -253,7 +220,7 @@ func TestListenLoopbackOnly(t *testing.T) {
 func TestServerRefusesBadConfig(t *testing.T) {
 	e := newTestEngine(t, 0)
 	tok, _ := NewToken()
-	for _, s := range []*Server{{Token: tok}, {Engine: e, Token: "secret"}, {Engine: e, Token: tok, Limits: Limits{MaxFrameBytes: 10}}} {
+	for _, s := range []*Server{{Token: tok}, {Engine: e, Token: "secret"}, {Engine: e, Token: tok, Limits: Limits{MaxBodyBytes: 10}}} {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			t.Fatal(err)
@@ -296,5 +263,56 @@ func TestToken(t *testing.T) {
 	}
 	if ValidToken("xyz") || ValidToken(strings.Repeat("g", 32)) {
 		t.Fatal("accepted a malformed token")
+	}
+}
+
+// TestStalledAgent: an agent that stops answering mid-run (here: the link
+// goes silent) fails the client within its silence limit, with ErrSilent.
+func TestStalledAgent(t *testing.T) {
+	a := startAgent(t, newTestEngine(t, 5), fastLimits())
+	b := newBlackhole(t, strings.TrimPrefix(a.target, "tcp://"))
+	c, err := DialWith(context.Background(), "tcp://"+b.ln.Addr().String(), a.token, Options{Silence: 500 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var frozeAt time.Time
+	_, err = c.Run(context.Background(), json.RawMessage(testSpec), func(s TokenSample) error {
+		if s.Pass == 0 {
+			frozeAt = time.Now()
+			b.freeze()
+		}
+		return nil
+	})
+	if !errors.Is(err, ErrSilent) {
+		t.Fatalf("%v, want ErrSilent", err)
+	}
+	if d := time.Since(frozeAt); d > 5*time.Second {
+		t.Errorf("noticed after %v with a 500 ms limit", d)
+	}
+}
+
+// TestDialSilent: an endpoint that accepts but never answers fails Dial
+// within its timeout.
+func TestDialSilent(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			defer c.Close()
+			io.Copy(io.Discard, c)
+		}
+	}()
+	start := time.Now()
+	_, err = DialWith(context.Background(), "tcp://"+ln.Addr().String(), strings.Repeat("a", 32), Options{DialTimeout: 300 * time.Millisecond})
+	if !errors.Is(err, ErrSilent) {
+		t.Fatalf("%v, want ErrSilent", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("took %v", d)
 	}
 }

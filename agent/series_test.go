@@ -28,27 +28,9 @@ func (e seriesSim) Run(ctx context.Context, spec json.RawMessage, emit func(Toke
 	})
 }
 
-// startServer serves srv (Engine and limits set, token and listener
-// filled in here) on a loopback port until the test ends.
-func startServer(t *testing.T, srv *Server) (target string) {
-	t.Helper()
-	tok, ln := tokenAndListener(t)
-	srv.Token = tok
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return "tcp://" + ln.Addr().String()
-}
-
 // TestRunSeries: a run that asks for its series gets every series field on
 // every token, consistent with the run's result; the same run without the
-// opt-in gets none of them (as in version 3); the samples are otherwise
+// opt-in gets none of them; the samples are otherwise
 // identical (the simulator is deterministic).
 func TestRunSeries(t *testing.T) {
 	a := startAgent(t, seriesSim{newTestEngine(t, 0)}, fastLimits())
@@ -57,8 +39,8 @@ func TestRunSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if c.Version() != ProtocolVersion || c.SeriesSupported() != nil {
-		t.Fatalf("version %d, series: %v", c.Version(), c.SeriesSupported())
+	if err := c.SeriesSupported(); err != nil {
+		t.Fatal(err)
 	}
 	res, series, err := c.RunSeries(context.Background(), json.RawMessage(testSpec))
 	if err != nil {
@@ -111,60 +93,6 @@ func TestRunSeriesNotAnnounced(t *testing.T) {
 	if err := c.Ping(context.Background()); err != nil {
 		t.Errorf("connection unusable after the refusal: %v", err)
 	}
-}
-
-// TestVersion3: a version-3 client is served as version 3 (no series
-// capability; a run asking for series is a bad request, as an unknown
-// field was in version 3), and this client falls back to version 3 with a
-// version-3 agent: everything works but the series, which it refuses
-// before asking with a message that names the versions.
-func TestVersion3(t *testing.T) {
-	t.Run("old client", func(t *testing.T) {
-		a := startAgent(t, seriesSim{newTestEngine(t, 0)}, fastLimits())
-		r := dialRaw(t, a)
-		r.send(TypeHello, 0, Hello{ProtocolVersion: 3, Token: a.token, Client: "v3"})
-		m := r.read()
-		var w Welcome
-		if err := want(m, TypeWelcome, &w); err != nil {
-			t.Fatal(err)
-		}
-		if w.ProtocolVersion != 3 || strings.Contains(strings.Join(w.Capabilities, ","), CapSeries) {
-			t.Fatalf("welcome version %d, capabilities %v", w.ProtocolVersion, w.Capabilities)
-		}
-		r.send(TypeRun, 1, Run{Spec: json.RawMessage(testSpec)})
-		for m := r.readSkipping(); m.Type == TypeToken; m = r.readSkipping() {
-			var s TokenSample
-			if err := decodeStrict(m.Payload, &s); err != nil || s.HasSeries() {
-				t.Fatalf("a version-3 token frame: %s (%v)", m.Payload, err)
-			}
-		}
-		r.send(TypeRun, 2, Run{Spec: json.RawMessage(testSpec), Series: true})
-		r.expectError(CodeBadRequest, true)
-	})
-	t.Run("old agent", func(t *testing.T) {
-		srv := &Server{Engine: seriesSim{newTestEngine(t, 0)}, Limits: fastLimits(), Agent: "a version-3 agent", maxVersion: 3}
-		target := startServer(t, srv)
-		c, err := Dial(context.Background(), target, srv.Token)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		if c.Version() != 3 {
-			t.Fatalf("version %d, want 3", c.Version())
-		}
-		if _, err := c.Run(context.Background(), json.RawMessage(testSpec), nil); err != nil {
-			t.Errorf("run in version 3: %v", err)
-		}
-		if _, _, err := c.RunSeries(context.Background(), json.RawMessage(testSpec)); err == nil || !strings.Contains(err.Error(), "version 3") {
-			t.Errorf("RunSeries in version 3: %v", err)
-		}
-	})
-	t.Run("too old", func(t *testing.T) {
-		a := startAgent(t, newTestEngine(t, 0), fastLimits())
-		r := dialRaw(t, a)
-		r.send(TypeHello, 0, Hello{ProtocolVersion: MinProtocolVersion - 1, Token: a.token, Client: "v2"})
-		r.expectError(CodeVersion, true)
-	})
 }
 
 // TestTokenSampleSeriesValidate: series fields are checked like the

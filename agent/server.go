@@ -1,59 +1,67 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
+	"net/http"
 	"os"
+	"runtime/debug"
+	"slices"
 	"sync"
-	"syscall"
 	"time"
 )
 
-// DefaultMaxConns bounds the connections an agent holds at once unless
-// Server.MaxConns says otherwise; more get a busy frame and are closed.
-// One request runs at a time, so a handful of clients is all an agent
-// serves; 32 leaves room for the conformance check's probes while keeping
-// one client from exhausting the process's file descriptors.
-const DefaultMaxConns = 32
+// Limits bound what one request may cost the agent, announced in its Info
+// (durations as integer nanoseconds).
+type Limits struct {
+	MaxBodyBytes  int64         `json:"max_body_bytes"`    // the largest request body read, after the token
+	HeaderTimeout time.Duration `json:"header_timeout_ns"` // for a request's headers; then the connection is closed unanswered
+	ReadTimeout   time.Duration `json:"read_timeout_ns"`   // for a whole request, headers and body; then timeout
+	WriteTimeout  time.Duration `json:"write_timeout_ns"`  // for each line of an answer; then the request is cancelled
+	IdleTimeout   time.Duration `json:"idle_timeout_ns"`   // closes a kept-alive connection without a request
+	Heartbeat     time.Duration `json:"heartbeat_ns"`      // interval of heartbeat lines while a request runs
+}
 
-// Accept retries: a temporary Accept error (out of file descriptors, a
-// timeout) waits acceptDelayMin, doubling up to acceptDelayMax, as
-// net/http's Server.Serve does, instead of ending Serve.
-const (
-	acceptDelayMin = 5 * time.Millisecond
-	acceptDelayMax = time.Second
-)
+// DefaultLimits are the agent's defaults: 1 MiB bodies, 10 s for the
+// headers, the whole request and each line written, 2 min idle, a heartbeat
+// every 2 s.
+func DefaultLimits() Limits {
+	return Limits{MaxBodyBytes: 1 << 20, HeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
+		WriteTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, Heartbeat: 2 * time.Second}
+}
 
-// Server is an agent: it serves one Engine over the protocol to clients
-// holding its token, one request at a time.
+// Validate reports a limit that is out of range.
+func (l Limits) Validate() error {
+	if l.MaxBodyBytes < 1024 || l.MaxBodyBytes > 64<<20 || min(l.HeaderTimeout, l.ReadTimeout, l.WriteTimeout, l.IdleTimeout, l.Heartbeat) <= 0 {
+		return fmt.Errorf("limits %+v: want 1 KiB to 64 MiB bodies and positive timeouts", l)
+	}
+	return nil
+}
+
+// maxHeaderBytes bounds a request's headers (net/http answers more with 431).
+const maxHeaderBytes = 16 << 10
+
+// Server is an agent: it serves one Engine over HTTP (net/http's server,
+// with Limits as its timeouts) to clients holding its token, one engine
+// request at a time.
 type Server struct {
-	// Engine is what the agent runs; nothing else is reachable over the wire.
-	Engine Engine
-	// Token is the secret every connection's hello must carry (NewToken).
-	Token string
-	// Limits bound each connection; the zero value means DefaultLimits.
-	Limits Limits
-	// Agent names the implementation in the welcome, e.g. "lessim 0.1.0".
-	Agent string
-	// Log, when set, gets one line per connection event.
+	Engine Engine // what the agent runs; nothing else is reachable over the wire
+	Token  string // the secret every request must carry (NewToken)
+	Limits Limits // the zero value means DefaultLimits
+	Agent  string // the implementation in the Info, e.g. "lessim 0.1.0"
+	// Log, when set, gets one line per request event, from any goroutine;
+	// what a client sent appears in it only quoted (%q).
 	Log io.Writer
-	// MaxConns bounds the connections held at once (0 = DefaultMaxConns);
-	// one more is answered with a busy frame and closed.
-	MaxConns int
-
-	// maxVersion, when set, is the newest protocol version served (tests
-	// play an older agent with it); 0 is ProtocolVersion.
-	maxVersion int
 
 	mu      sync.Mutex
 	running string // what holds the engine, "" when free
 	stats   Stats
-	conns   sync.WaitGroup
-	logMu   sync.Mutex
 }
 
 // Stats count what a server has done; Active and Running say what it is
@@ -61,9 +69,9 @@ type Server struct {
 type Stats struct {
 	Connections int64 // accepted
 	Active      int   // open now
-	Requests    int64 // load_model, calibrate and run requests started
+	Requests    int64 // engine requests started
 	Completed   int64
-	Cancelled   int64 // by cancel, disconnect or shutdown
+	Cancelled   int64 // by the client closing its request, or Serve's end
 	Failed      int64
 	Running     bool // a request holds the engine
 }
@@ -77,124 +85,266 @@ func (s *Server) Stats() Stats {
 	return st
 }
 
-func (s *Server) limits() Limits {
-	if s.Limits == (Limits{}) {
-		return DefaultLimits()
-	}
-	return s.Limits
-}
+func (s *Server) limits() Limits { return cmp.Or(s.Limits, DefaultLimits()) }
 
-func (s *Server) check() error {
-	if s.Engine == nil {
-		return errors.New("agent: no engine")
-	}
-	if !ValidToken(s.Token) {
-		return errors.New("agent: the token must be 32 hex characters (NewToken)")
-	}
-	if s.MaxConns < 0 {
-		return fmt.Errorf("agent: max connections %d: want >= 1 (0 = %d)", s.MaxConns, DefaultMaxConns)
-	}
-	return s.limits().Validate()
-}
-
-func (s *Server) maxConns() int {
-	if s.MaxConns == 0 {
-		return DefaultMaxConns
-	}
-	return s.MaxConns
-}
-
-// Serve accepts connections on ln until ctx is done, then closes ln, cancels
-// every running request, closes every connection and returns once all of
-// them are gone.
+// Serve serves HTTP on ln until ctx is done, then closes ln, cancels every
+// running request and returns once all of them have returned.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	if err := s.check(); err != nil {
+	lim := s.limits()
+	err := lim.Validate()
+	switch {
+	case s.Engine == nil:
+		err = errors.New("agent: no engine")
+	case !ValidToken(s.Token):
+		err = errors.New("agent: the token must be 32 hex characters (NewToken)")
+	}
+	if err != nil {
 		ln.Close()
 		return err
 	}
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	defer s.conns.Wait()
-	var delay time.Duration
-	for {
-		nc, err := ln.Accept()
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if !temporaryAccept(err) {
-				ln.Close()
-				return err
-			}
-			delay = min(max(2*delay, acceptDelayMin), acceptDelayMax)
-			s.logf("accept: %v; retrying in %v", err, delay)
-			select {
-			case <-time.After(delay):
-			case <-ctx.Done():
-				return nil
-			}
-			continue
+	hs := &http.Server{Handler: s, ReadHeaderTimeout: lim.HeaderTimeout, ReadTimeout: lim.ReadTimeout, WriteTimeout: lim.WriteTimeout,
+		IdleTimeout: lim.IdleTimeout, MaxHeaderBytes: maxHeaderBytes, ConnState: s.connState,
+		BaseContext: func(net.Listener) context.Context { return ctx }, ErrorLog: log.New(quoted{s}, "", 0)}
+	done := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		defer close(done)
+		wait, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if hs.Shutdown(wait) != nil {
+			hs.Close()
 		}
-		delay = 0
-		if !s.admit(nc) {
-			continue
-		}
-		s.conns.Add(1)
-		go func() {
-			defer s.conns.Done()
-			s.serveConn(ctx, nc)
-			s.mu.Lock()
-			s.stats.Active--
-			s.mu.Unlock()
-		}()
+	})
+	if err := hs.Serve(ln); stop() {
+		return err // Serve failed on its own (a permanent Accept error)
 	}
+	<-done
+	return nil
 }
 
-// temporaryAccept reports whether an Accept error passes: the process or
-// the system is out of file descriptors or buffers (EMFILE, ENFILE,
-// ENOBUFS, ENOMEM), a connection was aborted before it was accepted, or a
-// timeout.
-func temporaryAccept(err error) bool {
-	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ENOBUFS, syscall.ENOMEM, syscall.ECONNABORTED} {
-		if errors.Is(err, e) {
-			return true
-		}
-	}
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
-
-// admit counts a new connection and keeps it, or, when the server holds
-// MaxConns already, answers it busy, closes it and logs why.
-func (s *Server) admit(nc net.Conn) bool {
-	most := s.maxConns()
+// connState counts connections.
+func (s *Server) connState(_ net.Conn, st http.ConnState) {
 	s.mu.Lock()
-	s.stats.Connections++
-	full := s.stats.Active >= most
-	if !full {
+	defer s.mu.Unlock()
+	switch st {
+	case http.StateNew:
+		s.stats.Connections++
 		s.stats.Active++
+	case http.StateClosed, http.StateHijacked:
+		s.stats.Active--
 	}
-	s.mu.Unlock()
-	if full {
-		msg := fmt.Sprintf("the agent holds %d connections already", most)
-		s.logf("%s: refused: %s", nc.RemoteAddr(), msg)
-		nc.SetWriteDeadline(time.Now().Add(s.limits().FrameTimeout))
-		WriteFrame(nc, errorMessage(0, CodeBusy, msg), 0)
-		nc.Close()
-	}
-	return !full
 }
 
-// acquire takes the engine for one request, or says who holds it.
-func (s *Server) acquire(what string) (holder string, ok bool) {
+// work is an engine request once its body is checked: it runs on the
+// engine, sending token lines for a run, and returns the final line.
+type work func(ctx context.Context, send func(Line) error) (Line, error)
+
+// refusal is a request answered with an error before the engine runs.
+type refusal struct {
+	code   string
+	status int // 0: the code's
+	msg    string
+}
+
+// ServeHTTP answers one request: the token first (before any of the body
+// is read), then the path, the body within its limit, and the engine.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	run, rf := s.admit(w, r)
+	switch {
+	case rf != nil:
+		s.logf("%s %q %q: refused: %s", r.RemoteAddr, r.Method, r.URL.Path, rf.code)
+		if rf.code == CodeAuth {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="lessim agent"`)
+		}
+		if rf.code != CodeBusy {
+			w.Header().Set("Connection", "close") // the body of a refused request is not read
+		}
+		writeError(w, cmp.Or(rf.status, statusOf[rf.code]), rf.code, rf.msg)
+	case run != nil:
+		s.stream(w, r, run)
+	}
+}
+
+// admit checks a request and, for an engine request, takes the engine and
+// returns its work; it answers the info itself.
+func (s *Server) admit(w http.ResponseWriter, r *http.Request) (work, *refusal) {
+	lim := s.limits()
+	if !authorized(r, s.Token) {
+		return nil, &refusal{CodeAuth, 0, "wrong token or none (send Authorization: Bearer TOKEN; the agent prints its token when it starts)"}
+	}
+	kind, known := map[string]string{PathAgent: "info", PathLoadModel: "load_model", PathCalibrate: "calibrate", PathRecord: "record", PathRun: "run"}[r.URL.Path]
+	method := map[bool]string{true: http.MethodGet, false: http.MethodPost}[kind == "info"]
+	switch {
+	case !known:
+		return nil, &refusal{CodeNotFound, 0, fmt.Sprintf("no path %q (see docs/agent-protocol.md)", clip(r.URL.Path, 200))}
+	case r.Method != method:
+		w.Header().Set("Allow", method)
+		return nil, &refusal{CodeBadRequest, http.StatusMethodNotAllowed, r.URL.Path + " takes " + method}
+	case kind == "info":
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(Info{Agent: s.Agent, Capabilities: capabilities(s.Engine), Device: s.Engine.Facts(), Limits: lim})
+		return nil, nil
+	case r.ContentLength > lim.MaxBodyBytes:
+		return nil, &refusal{CodeTooLarge, 0, fmt.Sprintf("a body of %d bytes; the limit is %d", r.ContentLength, lim.MaxBodyBytes)}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, lim.MaxBodyBytes))
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, &refusal{CodeTooLarge, 0, fmt.Sprintf("a body above the limit of %d bytes", lim.MaxBodyBytes)}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &refusal{CodeTimeout, 0, fmt.Sprintf("the request did not arrive within %v", lim.ReadTimeout)}
+	case err != nil:
+		return nil, &refusal{CodeBadRequest, 0, "reading the body: " + err.Error()}
+	}
+	run, err := s.parse(kind, body)
+	if err != nil {
+		return nil, &refusal{CodeBadRequest, 0, kind + ": " + err.Error()}
+	}
+	what := kind + " from " + r.RemoteAddr
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.running != "" {
-		return s.running, false
+		return nil, &refusal{CodeBusy, 0, "the engine is busy with " + s.running + "; one request at a time"}
 	}
 	s.running = what
 	s.stats.Requests++
-	return "", true
+	s.logf("%s started", what)
+	return run, nil
+}
+
+// parse checks an engine request's body and returns its work.
+func (s *Server) parse(kind string, body []byte) (work, error) {
+	switch kind {
+	case "load_model":
+		var p LoadModel
+		if err := decodeStrict(body, &p); err != nil || p.Model == "" || len(p.Model) > maxTextBytes {
+			return nil, cmp.Or(err, fmt.Errorf("model must be a name of 1 to %d bytes", maxTextBytes))
+		}
+		return func(ctx context.Context, _ func(Line) error) (Line, error) {
+			info, err := s.Engine.LoadModel(ctx, p.Model)
+			return Line{Model: &info}, err
+		}, nil
+	case "calibrate":
+		var p Calibrate
+		return func(ctx context.Context, _ func(Line) error) (Line, error) {
+			y, err := s.Engine.Calibrate(ctx, p.Options)
+			return Line{Calibration: &Calibration{ProfileYAML: string(y)}}, err
+		}, decodeStrict(body, &p)
+	case "record":
+		var p Record
+		if err := decodeStrict(body, &p); err != nil || p.Validate() != nil {
+			return nil, cmp.Or(err, p.Validate())
+		}
+		return func(ctx context.Context, _ func(Line) error) (Line, error) {
+			r, ok := s.Engine.(Recorder)
+			if !ok {
+				return Line{}, errNoRecord
+			}
+			b, err := r.Record(ctx, p.Tokens) // the client reads it back (CheckTrace)
+			return Line{Trace: &TracePayload{Parquet: b}}, err
+		}, nil
+	}
+	var p Run
+	if err := decodeStrict(body, &p); err != nil || len(p.Spec) == 0 || p.Spec[0] != '{' {
+		return nil, cmp.Or(err, errors.New(`a run carries {"spec": {...}}, an experiment spec (docs/experiment-spec.md) as a JSON object`))
+	}
+	return func(ctx context.Context, send func(Line) error) (Line, error) {
+		if p.Series && !slices.Contains(capabilities(s.Engine), CapSeries) {
+			return Line{}, errNoSeries
+		}
+		var pass int64
+		res, err := s.Engine.Run(ctx, p.Spec, func(ts TokenSample) error {
+			if ts.Pass != pass {
+				return fmt.Errorf("engine emitted pass %d, expected %d", ts.Pass, pass)
+			}
+			if pass++; !p.Series {
+				ts = ts.WithoutSeries()
+			}
+			return send(Line{Token: &ts})
+		})
+		if err != nil || res == nil {
+			return Line{}, cmp.Or(err, errors.New("engine returned no result"))
+		}
+		b, err := json.Marshal(res)
+		return Line{Result: b}, err
+	}, nil
+}
+
+// stream runs an engine request and writes its answer: heartbeat (and
+// token) lines while it runs, then its final line. The status is 200 once
+// a line is written; an error before any line gets its code's status. The
+// engine is released before the final line, so that a client may start the
+// next request at once.
+func (s *Server) stream(w http.ResponseWriter, r *http.Request, run work) {
+	lim := s.limits()
+	rc := http.NewResponseController(w)
+	rc.SetReadDeadline(time.Time{}) // the body is in; the request may run for long
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	var mu sync.Mutex
+	started := false
+	send := func(l Line) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !started {
+			w.Header().Set("Content-Type", "application/x-ndjson")
+			started = true
+		}
+		rc.SetWriteDeadline(time.Now().Add(lim.WriteTimeout))
+		b, _ := json.Marshal(l)
+		_, err := w.Write(append(b, '\n'))
+		if err = cmp.Or(err, rc.Flush()); err != nil {
+			cancel() // the client is gone or stopped reading: stop the engine
+		}
+		return err
+	}
+	beat := make(chan struct{})
+	go func() {
+		defer close(beat)
+		t0, t := time.Now(), time.NewTicker(lim.Heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				send(Line{Heartbeat: &Heartbeat{ElapsedNS: int64(time.Since(t0))}})
+			}
+		}
+	}()
+	final, err := guard(ctx, run, send)
+	err = cmp.Or(err, ctx.Err()) // cancelled as it finished: the client asked not to get it
+	cancel()
+	<-beat
+	s.release(err)
+	if err == nil {
+		s.logf("%s %q done", r.RemoteAddr, r.URL.Path)
+		send(final)
+		return
+	}
+	code := errorCode(err)
+	s.logf("%s %q ended: %s: %q", r.RemoteAddr, r.URL.Path, code, err.Error())
+	if started { // the engine and the heartbeat are done: nothing else sends
+		send(Line{Error: &ErrorBody{Code: code, Message: clip(err.Error(), maxTextBytes)}})
+	} else {
+		writeError(w, statusOf[code], code, clip(err.Error(), maxTextBytes))
+	}
+}
+
+// guard runs work, turning an engine panic into an error.
+func guard(ctx context.Context, run work, send func(Line) error) (l Line, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("engine panicked: %v\n%s", r, debug.Stack())
+		}
+	}()
+	return run(ctx, send)
+}
+
+func writeError(w http.ResponseWriter, status int, code, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(Line{Error: &ErrorBody{Code: code, Message: msg}})
 }
 
 // release frees the engine and counts how the request ended.
@@ -212,22 +362,18 @@ func (s *Server) release(err error) {
 	}
 }
 
+// logf writes one line to the log.
 func (s *Server) logf(format string, a ...any) {
-	if s.Log == nil {
-		return
+	if s.Log != nil {
+		fmt.Fprintf(s.Log, format+"\n", a...)
 	}
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	fmt.Fprintf(s.Log, format+"\n", a...)
 }
 
-func errorMessage(id uint64, code, msg string) *Message {
-	b, _ := json.Marshal(ErrorPayload{Code: code, Message: msg})
-	return &Message{Type: TypeError, ID: id, Payload: b}
-}
+// quoted is net/http's error log: each of its lines quoted, since some
+// carry what a client sent.
+type quoted struct{ s *Server }
 
-// isTimeout reports a deadline error from a net.Conn.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+func (q quoted) Write(p []byte) (int, error) {
+	q.s.logf("http: %q", p)
+	return len(p), nil
 }

@@ -5,6 +5,8 @@ import (
 	"crypto/subtle"
 	"encoding/hex"
 	"fmt"
+	"net/http"
+	"strings"
 )
 
 // TokenBytes is the size of an agent token's random part: 128 bits.
@@ -22,15 +24,14 @@ func NewToken() (string, error) {
 
 // ValidToken reports whether t has a token's form (32 hex characters).
 func ValidToken(t string) bool {
-	if len(t) != 2*TokenBytes {
-		return false
-	}
 	_, err := hex.DecodeString(t)
-	return err == nil
+	return len(t) == 2*TokenBytes && err == nil
 }
 
-// tokenEqual compares tokens in constant time (for equal lengths; the
-// length of a token is public).
-func tokenEqual(got, want string) bool {
-	return subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+// authorized reports whether r carries "Authorization: Bearer TOKEN" with
+// token, compared in constant time (for equal lengths; a token's length is
+// public).
+func authorized(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }

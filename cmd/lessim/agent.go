@@ -33,7 +33,7 @@ type agentFlags struct {
 	listen, device, deviceFile, model string
 	allowRemote                       bool
 	playback                          float64
-	maxConns, lanes                   int
+	lanes                             int
 }
 
 func newAgentCmd() *cobra.Command {
@@ -42,8 +42,9 @@ func newAgentCmd() *cobra.Command {
 		Use:   "agent",
 		Short: "Serve runs to lessim clients over the device-agent protocol (or check an agent)",
 		Long: `agent serves this machine's engine over the device-agent protocol
-(docs/agent-protocol.md) until interrupted. It prints the address and a fresh
-128-bit token (or uses $` + tokenEnv + `); every connection must present it.
+(docs/agent-protocol.md: HTTP, JSON, newline-delimited JSON streams) until
+interrupted. It prints the address and a fresh 128-bit token (or uses
+$` + tokenEnv + `); every request must carry it (Authorization: Bearer TOKEN).
 It listens on loopback unless --allow-remote.
 
 A run's spec is an experiment spec (docs/experiment-spec.md) on the agent's
@@ -65,7 +66,6 @@ the spec's policy and cache and streams each token's measurement.`,
 	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML the simulator engine simulates (instead of --device)")
 	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
 	floatVar(fl, &f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
-	intVar(fl, &f.maxConns, "max-conns", agent.DefaultMaxConns, "connections held at once; one more gets a busy frame and is closed")
 	intVar(fl, &f.lanes, "lanes", 0, "the live engine's I/O lanes (with --model FILE.gguf; 0 = live's default, 2): the profile's flash.lanes for validate --target")
 	cmd.AddCommand(newAgentCheckCmd())
 	return cmd
@@ -96,7 +96,7 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 	if err != nil {
 		return err
 	}
-	srv := &agent.Server{Engine: eng, Token: token, Agent: "lessim " + version, Log: cmd.ErrOrStderr(), MaxConns: f.maxConns}
+	srv := &agent.Server{Engine: eng, Token: token, Agent: "lessim " + version, Log: cmd.ErrOrStderr()}
 	facts := eng.Facts()
 	out := cmd.OutOrStdout()
 	fmt.Fprintf(out, "lessim agent: serving %s %s (%s) on tcp://%s\n", facts.Engine, facts.EngineVersion, facts.Kind+" "+facts.Model, ln.Addr())
@@ -116,9 +116,6 @@ func serveAgent(cmd *cobra.Command, f *agentFlags) error {
 func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
 	if math.IsNaN(f.playback) || math.IsInf(f.playback, 0) || f.playback < 0 {
 		return fmt.Errorf("--playback %g: must be a finite number >= 0", f.playback)
-	}
-	if f.maxConns < 1 {
-		return fmt.Errorf("--max-conns %d: must be >= 1", f.maxConns)
 	}
 	if !strings.HasSuffix(f.model, ".gguf") {
 		if cmd.Flags().Changed("device") && cmd.Flags().Changed("device-file") {
@@ -190,12 +187,11 @@ func newAgentCheckCmd() *cobra.Command {
 		Use:   "check TARGET",
 		Short: "Check an agent's conformance to the device-agent protocol",
 		Long: `check runs the conformance checks against the agent at TARGET
-(tcp://HOST:PORT or usb://UDID:PORT): handshake and device facts, every
-message type, the error paths (wrong token, version mismatch, garbage,
-unknown type, oversize frame, silent client, invalid spec), busy, cancel,
-disconnect mid-run, and the units and sanity of the streamed measurements
-against the result. It prints PASS, FAIL or SKIP per check and fails if any
-check fails.`,
+(tcp://HOST:PORT or usb://UDID:PORT): its info and device facts, the
+documented answer to a wrong token, malformed requests, an unknown path, an
+oversize body, a slow client and an invalid spec, every request, busy,
+cancel, and the units and sanity of the streamed measurements against the
+result. It prints PASS, FAIL or SKIP per check and fails if any check fails.`,
 		Example: `  lessim agent check tcp://127.0.0.1:7070 --token 0123… --model qwen3-30b-a3b
   lessim agent check usb://00008130-001A2B3C4D5E6F70:7070 --token 0123… --spec run.json --calibrate`,
 		Args: oneArg,
@@ -207,7 +203,7 @@ check fails.`,
 	fl.StringVar(&f.model, "model", "", "load this model first (and check load_model)")
 	fl.BoolVar(&f.calibrate, "calibrate", false, "also check calibrate (it may take minutes on a device)")
 	fl.DurationVar(&f.timeout, "silence", 15*time.Second, "longest the agent may stay silent during a request")
-	fl.DurationVar(&f.cancelWithin, "cancel-within", agent.DefaultCancelWithin, "how soon the agent must confirm a cancel (raise it on a loaded host)")
+	fl.DurationVar(&f.cancelWithin, "cancel-within", agent.DefaultCancelWithin, "how soon a closed run must free the agent's engine (raise it on a loaded host)")
 	return cmd
 }
 
@@ -251,7 +247,7 @@ func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {
 		o.Spec = b
 	}
 	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "checking the agent at %s (protocol version %d)\n", target, agent.ProtocolVersion)
+	fmt.Fprintf(out, "checking the agent at %s\n", target)
 	counts := map[string]int{}
 	var failed []string
 	var unchecked error
