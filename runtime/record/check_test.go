@@ -1,6 +1,7 @@
 package record
 
 import (
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -88,8 +89,14 @@ func TestCheckModelErrors(t *testing.T) {
 // checkSmallSynth writes a small synthetic MoE (3 layers × 8 experts, top-2)
 // and returns its CheckModel (closed when the test ends) and its path.
 func checkSmallSynth(t *testing.T) (*ModelCheck, string) {
+	return checkSmallSynthArch(t, "qwen3moe")
+}
+
+// checkSmallSynthArch is checkSmallSynth of architecture arch.
+func checkSmallSynthArch(t *testing.T, arch string) (*ModelCheck, string) {
 	t.Helper()
 	o := gguf.DefaultSynthOptions()
+	o.Arch = arch
 	o.Layers, o.Experts, o.TopK, o.Hidden, o.ExpertFFN, o.Vocab = 3, 8, 2, 64, 32, 512
 	o.Heads, o.HeadsKV, o.HeadDim = 2, 1, 32
 	p := filepath.Join(t.TempDir(), "synth.gguf")
@@ -109,7 +116,7 @@ func TestCheckModelSynth(t *testing.T) {
 	if len(mc.MoE.Layers) != 3 || len(mc.Spec.Layers) != 3 {
 		t.Fatalf("%d MoE layers, spec %d; want 3", len(mc.MoE.Layers), len(mc.Spec.Layers))
 	}
-	w, err := mc.routers()
+	w, err := mc.Routers()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,6 +133,34 @@ func TestCheckModelSynth(t *testing.T) {
 			t.Errorf("truncated to %d/%d: CheckModel succeeded", frac-1, frac)
 		} else if !strings.Contains(err.Error(), "truncated") {
 			t.Errorf("truncated: error %q does not say so", err)
+		}
+	}
+}
+
+// TestRoutersWithBias: a gpt-oss-style model's routers carry their biases,
+// one per expert, read from blk.N.ffn_gate_inp.bias, and Scores adds them.
+func TestRoutersWithBias(t *testing.T) {
+	mc, _ := checkSmallSynthArch(t, "gpt-oss")
+	rs, err := mc.Routers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 3 {
+		t.Fatalf("%d routers, want 3", len(rs))
+	}
+	for i, r := range rs {
+		b, err := mc.File.ReadTensorF32(fmt.Sprintf("blk.%d.ffn_gate_inp.bias", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Bias) != 8 || !slices.Equal(r.Bias, b) || slices.Max(b) == 0 {
+			t.Fatalf("router %d: bias %v, file %v: want the file's 8 non-zero values", i, r.Bias, b)
+		}
+		x := make([]float32, 64)
+		got := make([]float32, 8)
+		r.Scores(got, x) // x = 0: the scores are the bias
+		if !slices.Equal(got, b) {
+			t.Errorf("router %d: scores of 0 = %v, want the bias %v", i, got, b)
 		}
 	}
 }
@@ -155,7 +190,7 @@ func TestRouterScores(t *testing.T) {
 		bias, want []float32
 	}{{nil, []float32{9, 1}}, {[]float32{0.5, -2}, []float32{9.5, -1}}} {
 		got := make([]float32, 2)
-		router{W: w, Bias: tc.bias}.scores(got, x)
+		Router{W: w, Bias: tc.bias}.Scores(got, x)
 		if !slices.Equal(got, tc.want) {
 			t.Errorf("bias %v: scores = %v, want %v", tc.bias, got, tc.want)
 		}
