@@ -296,6 +296,9 @@ func loadLine(run *runs.Run) (Line, error) {
 	for i, t := range run.Tokens {
 		x[i], y[i] = float64(t.ReadBytes), float64(t.MgmtNS)
 	}
+	if len(x) < 3 { // a standard error needs a residual
+		return Line{}, errors.New("fit: management time vs bytes read: fit line: need at least 3 points")
+	}
 	l, err := FitLine(x, y)
 	if err != nil {
 		return l, fmt.Errorf("fit: management time vs bytes read: %w", err)
