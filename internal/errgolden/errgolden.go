@@ -11,9 +11,11 @@ package errgolden
 
 import (
 	"flag"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -24,28 +26,42 @@ import (
 
 var rewrite = flag.Bool("rewrite-errors", false, "rewrite testdata/errors.golden from the errors the tests get")
 
+// tempDirs matches a test's temporary folder (t.TempDir()), which differs
+// from run to run; the golden file has $TMP in its place.
+var tempDirs = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/[^/\s]*?[0-9]+/[0-9]+`)
+
 // Path is the golden file, relative to the package under test.
 var Path = filepath.Join("testdata", "errors.golden")
 
 var (
-	mu   sync.Mutex
-	want map[string]string // read once
-	got  = map[string]string{}
+	mu    sync.Mutex
+	want  map[string]string // read once
+	got   = map[string]string{}
+	calls = map[testing.TB]map[string]int{} // checks per name, per test
 )
 
 // Check fails t unless err is non-nil and its text is the golden entry
-// t.Name() + "/" + name. With -rewrite-errors it records the text instead;
-// Main then writes the file.
+// t.Name() + "/" + name; the second and later checks of one name in one
+// test (a loop) are name#2, name#3, ... With -rewrite-errors it records
+// the text instead; Main then writes the file.
 func Check(t testing.TB, name string, err error) {
 	t.Helper()
+	mu.Lock()
+	defer mu.Unlock()
+	if calls[t] == nil {
+		calls[t] = map[string]int{}
+	}
+	calls[t][name]++
 	key := t.Name() + "/" + name
+	if n := calls[t][name]; n > 1 {
+		key += fmt.Sprintf("#%d", n)
+	}
 	if err == nil {
 		t.Errorf("%s: no error", key)
 		return
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	got[key] = err.Error()
+	text := tempDirs.ReplaceAllString(err.Error(), "$$TMP")
+	got[key] = text
 	if *rewrite {
 		return
 	}
@@ -53,9 +69,9 @@ func Check(t testing.TB, name string, err error) {
 		want = read(t)
 	}
 	if w, ok := want[key]; !ok {
-		t.Errorf("%s: no entry in %s (run with -rewrite-errors): error %q", key, Path, err)
-	} else if w != err.Error() {
-		t.Errorf("%s: error\n\t%s\nwant (%s)\n\t%s", key, err, Path, w)
+		t.Errorf("%s: no entry in %s (run with -rewrite-errors): error %q", key, Path, text)
+	} else if w != text {
+		t.Errorf("%s: error\n\t%s\nwant (%s)\n\t%s", key, text, Path, w)
 	}
 }
 
@@ -124,3 +140,7 @@ func Main(m *testing.M) int {
 	}
 	return code
 }
+
+// Err is the error of a call that returns a value and an error, for
+// Check(t, name, Err(f())).
+func Err[T any](_ T, err error) error { return err }
