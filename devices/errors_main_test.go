@@ -7,5 +7,5 @@ import (
 	"github.com/lessim/lessim/internal/errgolden"
 )
 
-// TestMain writes testdata/errors.golden when run with -rewrite-errors.
+// TestMain writes testdata/errors.json when run with -rewrite-errors.
 func TestMain(m *testing.M) { os.Exit(errgolden.Main(m)) }

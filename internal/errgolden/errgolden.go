@@ -1,37 +1,33 @@
 // Package errgolden pins the exact words of a package's errors in one golden
-// file, testdata/errors.golden, so tests assert behaviour (that an error
-// happened, its type and fields) and a reworded message is one rewrite
-// (go test -run X -rewrite-errors), not an edit in every test.
-//
-// The file holds one entry per case, in name order, a blank line after each:
-//
-//	## TestName/case
-//	the error's text (several lines if it has them)
+// file, testdata/errors.json (a JSON object: "TestName/case" → the error's
+// text), so tests assert behaviour (that an error happened, its type and
+// fields) and a reworded message is one rewrite (go test -rewrite-errors),
+// not an edit in every test.
 package errgolden
 
 import (
+	"bytes"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/lessim/lessim/internal/atomicfile"
 )
 
-var rewrite = flag.Bool("rewrite-errors", false, "rewrite testdata/errors.golden from the errors the tests get")
+var rewrite = flag.Bool("rewrite-errors", false, "rewrite testdata/errors.json from the errors the tests get")
+
+// Path is the golden file, relative to the package under test.
+var Path = filepath.Join("testdata", "errors.json")
 
 // tempDirs matches a test's temporary folder (t.TempDir()), which differs
 // from run to run; the golden file has $TMP in its place.
 var tempDirs = regexp.MustCompile(regexp.QuoteMeta(os.TempDir()) + `/[^/\s]*?[0-9]+/[0-9]+`)
-
-// Path is the golden file, relative to the package under test.
-var Path = filepath.Join("testdata", "errors.golden")
 
 var (
 	mu    sync.Mutex
@@ -51,10 +47,9 @@ func Check(t testing.TB, name string, err error) {
 	if calls[t] == nil {
 		calls[t] = map[string]int{}
 	}
-	calls[t][name]++
 	key := t.Name() + "/" + name
-	if n := calls[t][name]; n > 1 {
-		key += fmt.Sprintf("#%d", n)
+	if calls[t][name]++; calls[t][name] > 1 {
+		key += fmt.Sprintf("#%d", calls[t][name])
 	}
 	if err == nil {
 		t.Errorf("%s: no error", key)
@@ -66,7 +61,9 @@ func Check(t testing.TB, name string, err error) {
 		return
 	}
 	if want == nil {
-		want = read(t)
+		if want, err = read(); err != nil {
+			t.Fatalf("error golden: %v (run with -rewrite-errors)", err)
+		}
 	}
 	if w, ok := want[key]; !ok {
 		t.Errorf("%s: no entry in %s (run with -rewrite-errors): error %q", key, Path, text)
@@ -75,43 +72,14 @@ func Check(t testing.TB, name string, err error) {
 	}
 }
 
-// read parses the golden file.
-func read(t testing.TB) map[string]string {
-	m, err := parse()
-	if err != nil {
-		t.Fatalf("error golden: %v (run with -rewrite-errors)", err)
-	}
-	return m
-}
-
-// parse reads the golden file's entries: a line "## key" starts one, the
-// lines up to the next such line (blank lines at the end dropped) are its text.
-func parse() (map[string]string, error) {
+// read reads the golden file.
+func read() (map[string]string, error) {
 	data, err := os.ReadFile(Path)
 	if err != nil {
 		return nil, err
 	}
 	m := map[string]string{}
-	key := ""
-	var lines []string
-	flush := func() {
-		if key != "" {
-			for len(lines) > 0 && lines[len(lines)-1] == "" {
-				lines = lines[:len(lines)-1]
-			}
-			m[key] = strings.Join(lines, "\n")
-		}
-	}
-	for _, l := range strings.Split(string(data), "\n") {
-		if k, ok := strings.CutPrefix(l, "## "); ok {
-			flush()
-			key, lines = k, nil
-		} else {
-			lines = append(lines, l)
-		}
-	}
-	flush()
-	return m, nil
+	return m, json.Unmarshal(data, &m)
 }
 
 // Main runs the tests and, with -rewrite-errors, writes the errors Check saw
@@ -123,19 +91,24 @@ func Main(m *testing.M) int {
 	if !*rewrite || len(got) == 0 {
 		return code
 	}
-	all, _ := parse()
+	all, _ := read()
 	if all == nil {
 		all = map[string]string{}
 	}
 	maps.Copy(all, got)
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(all)) {
-		b.WriteString("## " + k + "\n" + all[k] + "\n\n")
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	err := enc.Encode(all) // NB: keys sorted
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(Path), 0o755)
 	}
-	if err := os.MkdirAll(filepath.Dir(Path), 0o755); err != nil {
-		return 1
+	if err == nil {
+		err = atomicfile.WriteFile(Path, b.Bytes())
 	}
-	if err := atomicfile.WriteFile(Path, []byte(b.String())); err != nil {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "errgolden:", err)
 		return 1
 	}
 	return code
