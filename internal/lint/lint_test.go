@@ -3,7 +3,9 @@ package lint
 import (
 	"bufio"
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -121,7 +123,7 @@ func listPackages(t *testing.T, tags string) []pkg {
 	if err != nil {
 		t.Skipf("no go command: %v", err)
 	}
-	args := []string{"list", "-e", "-f", "{{.ImportPath}}\t{{join .Imports \" \"}}\t{{len .CgoFiles}}"}
+	args := []string{"list", "-e", "-f", "{{.ImportPath}}\t{{join .Imports \" \"}}\t{{len .CgoFiles}}\t{{.Dir}}\t{{join .GoFiles \" \"}} {{join .CgoFiles \" \"}}"}
 	if tags != "" {
 		args = append(args, "-tags", tags)
 	}
@@ -136,8 +138,15 @@ func listPackages(t *testing.T, tags string) []pkg {
 	sc := bufio.NewScanner(bytes.NewReader(out))
 	for sc.Scan() {
 		f := strings.Split(sc.Text(), "\t")
-		if len(f) != 3 {
+		if len(f) != 5 {
 			t.Fatalf("go list line %q", sc.Text())
+		}
+		// NB: go test caches a passing result keyed by the files the test
+		// itself touches, not go list's; stating each folder and source file
+		// makes an added file or an edited import rerun the test.
+		os.Stat(f[3])
+		for _, name := range strings.Fields(f[4]) {
+			os.Stat(filepath.Join(f[3], name))
 		}
 		pkgs = append(pkgs, pkg{path: f[0], imports: strings.Fields(f[1]), cgo: f[2] != "0"})
 	}
