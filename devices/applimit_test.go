@@ -3,6 +3,8 @@ package devices
 import (
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // TestAppLimit: memory.app_limit and memory.runtime resolve into the Device,
@@ -38,11 +40,7 @@ func TestAppLimit(t *testing.T) {
 	}
 	noLimit := strings.Replace(string(boundsProfile(nil)), "  app_limit:", "  #app_limit:", 1)
 	_, err = ParseProfile([]byte(noLimit), "n.yaml")
-	if err == nil || !strings.Contains(err.Error(), "n.yaml: memory.runtime: counts against memory.app_limit") {
-		t.Errorf("runtime without app limit: %v", err)
-	}
+	errgolden.Check(t, "n-yaml-memory-runtime", err)
 	_, err = ParseProfile(boundsProfile(map[string]string{"memory.app_limit": "17 GiB"}), "r.yaml")
-	if err == nil || !strings.Contains(err.Error(), "r.yaml: memory.app_limit: must be at most memory.ram (got 17 GiB > 16 GiB)") {
-		t.Errorf("app limit above RAM: %v", err)
-	}
+	errgolden.Check(t, "r-yaml-memory-app_limit", err)
 }

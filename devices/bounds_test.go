@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // boundsProfile is a valid profile whose every value can be replaced: the
@@ -201,9 +203,7 @@ func TestBoundsTable(t *testing.T) {
 // TestPageSizePowerOfTwo: a page size inside the range but not a power of two is refused.
 func TestPageSizePowerOfTwo(t *testing.T) {
 	_, err := ParseProfile(boundsProfile(map[string]string{"flash.page_size": "12 KiB"}), "bounds.yaml")
-	if err == nil || !strings.Contains(err.Error(), "flash.page_size: 12 KiB is not a power of two (want [4 KiB, 2 MiB], a power of two)") {
-		t.Errorf("12 KiB pages: %v", err)
-	}
+	errgolden.Check(t, "flash-page_size-12-kib", err)
 }
 
 // TestLanesWhole: a lane count inside the range but with a fraction is

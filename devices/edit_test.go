@@ -1,8 +1,9 @@
 package devices
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // TestSetFile: a clone keeps its base's file name in messages until told
@@ -14,16 +15,10 @@ func TestSetFile(t *testing.T) {
 	}
 	c := p.Clone()
 	c.Memory.Efficiency.Set("7", "test: out of bounds")
-	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "profiles/ufs4-phone-12gb.yaml: memory.efficiency") {
-		t.Fatalf("clone: %v", err)
-	}
+	errgolden.Check(t, "profiles-ufs4-phone-12gb", c.Validate())
 	c.SetFile("a fit candidate")
-	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "a fit candidate: memory.efficiency") {
-		t.Fatalf("after SetFile: %v", err)
-	}
+	errgolden.Check(t, "a-fit-candidate-memory", c.Validate())
 	c.SetFile("")
 	c.Name = "ufs4-phone-12gb-fitted"
-	if err := c.Validate(); err == nil || !strings.HasPrefix(err.Error(), "ufs4-phone-12gb-fitted: memory.efficiency") {
-		t.Fatalf("after SetFile(\"\"): %v", err)
-	}
+	errgolden.Check(t, "ufs4-phone-12gb-fitted", c.Validate())
 }

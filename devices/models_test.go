@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 const gib = 1 << 30
@@ -188,9 +190,7 @@ func TestLookupModelErrors(t *testing.T) {
 		t.Errorf("unknown model error %v does not list the models", err)
 	}
 	_, err = LookupModel(MiniCPMV47, "q8_0")
-	if err == nil || !strings.Contains(err.Error(), "q4_k_m, mixed-q3k-experts") {
-		t.Errorf("unknown variant error %v does not list the variants", err)
-	}
+	errgolden.Check(t, "q4_k_m-mixed-q3k-experts", err)
 }
 
 // TestModelSpecJSONRoundTrip: trace metadata stores the spec as JSON.

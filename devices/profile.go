@@ -261,7 +261,7 @@ func decodeProfile(data []byte, filename string) (*Profile, error) {
 		for _, r := range refused {
 			p.problems = append(p.problems, r.String())
 		}
-		p.problems = append(p.problems, decodeNode(doc, p)...)
+		p.problems = append(p.problems, decodeNode(data, doc, p)...)
 	}
 	if p.Name == "" {
 		base := filepath.Base(filename)
@@ -271,17 +271,13 @@ func decodeProfile(data []byte, filename string) (*Profile, error) {
 }
 
 // decodeNode decodes the document into p and returns the problems found, in
-// line order: unknown keys and values of the wrong shape.
-//
-// NB: yaml.v3 refuses unknown fields only when decoding bytes (Decoder's
-// KnownFields), and the document has had its refused keys removed, so
-// unknown keys are found by unknownKeys instead.
-func decodeNode(doc *yaml.Node, p *Profile) []string {
+// line order: unknown keys (unknownKeys) and values of the wrong shape.
+func decodeNode(data []byte, doc *yaml.Node, p *Profile) []string {
 	root := doc.Content[0]
-	found := unknownKeys(root, reflect.TypeFor[Profile](), "")
+	paths := linePaths(root)
+	found := unknownKeys(data, root)
 	var te *yaml.TypeError
 	if err := doc.Decode(p); errors.As(err, &te) {
-		paths := linePaths(root)
 		for _, e := range te.Errors {
 			found = append(found, typeErrorText(e, paths))
 		}
@@ -302,43 +298,53 @@ type lineProblem struct {
 	text string
 }
 
-// unknownKeys reports each key of mapping n that struct type t has no yaml
-// field for, as "path.key: unknown field (line N)", looking into the fields
-// decoded key by key (the sections; not Quantity and CurveSample, which
-// report their own).
-func unknownKeys(n *yaml.Node, t reflect.Type, prefix string) []lineProblem {
-	if n.Kind == yaml.AliasNode {
-		n = n.Alias
-	}
-	if n.Kind != yaml.MappingNode {
+// unknownKeys reports each key that Profile has no yaml field for, as
+// "path.key: unknown field (line N)": yaml.v3's Decoder with KnownFields
+// finds them in data (the sections; Quantity and CurveSample report their
+// own), root gives each key's dotted path.
+//
+// NB: KnownFields exists only on a Decoder of bytes, not on Node.Decode,
+// which decodes the document with yamlin's refused keys removed; so the
+// bytes are decoded a second time, into a scratch Profile, for this alone.
+// A mapping with a duplicate key is skipped by that decode (yaml.v3 fails
+// the mapping); yamlin reports the duplicate.
+func unknownKeys(data []byte, root *yaml.Node) []lineProblem {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var te *yaml.TypeError
+	if !errors.As(dec.Decode(new(Profile)), &te) {
 		return nil
 	}
+	type at struct {
+		line int
+		key  string
+	}
+	keys := map[at]string{} // key and its line → its dotted path
+	var walk func(n *yaml.Node, prefix string)
+	walk = func(n *yaml.Node, prefix string) {
+		switch n.Kind {
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k := n.Content[i]
+				keys[at{k.Line, k.Value}] = prefix + k.Value
+				walk(n.Content[i+1], prefix+k.Value+".")
+			}
+		case yaml.SequenceNode:
+			for i, v := range n.Content {
+				walk(v, fmt.Sprintf("%s[%d].", strings.TrimSuffix(prefix, "."), i))
+			}
+		}
+	}
+	walk(root, "")
 	var out []lineProblem
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		f, ok := yamlField(t, k.Value)
-		switch {
-		case !ok:
-			out = append(out, lineProblem{k.Line, fmt.Sprintf("%s%s: unknown field (line %d)", prefix, k.Value, k.Line)})
-		case f.Type.Kind() == reflect.Struct && !reflect.PointerTo(f.Type).Implements(unmarshalerType):
-			out = append(out, unknownKeys(v, f.Type, prefix+k.Value+".")...)
+	for _, e := range te.Errors {
+		var line int
+		var key string
+		if n, _ := fmt.Sscanf(e, "line %d: field %s not found in type", &line, &key); n == 2 {
+			out = append(out, lineProblem{line, fmt.Sprintf("%s: unknown field (line %d)", keys[at{line, key}], line)})
 		}
 	}
 	return out
-}
-
-var unmarshalerType = reflect.TypeFor[yaml.Unmarshaler]()
-
-// yamlField finds the field of struct type t whose yaml name is name.
-func yamlField(t reflect.Type, name string) (reflect.StructField, bool) {
-	for i := range t.NumField() {
-		f := t.Field(i)
-		tag, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if f.IsExported() && tag == name {
-			return f, true
-		}
-	}
-	return reflect.StructField{}, false
 }
 
 // typeErrorText rewrites one yaml.v3 type error with the field path: "line

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite golden files under testdata/")
@@ -231,9 +233,7 @@ func TestParseProfileFileNameDefault(t *testing.T) {
 	if p.Name != "my-phone" || p.File() != path {
 		t.Errorf("name %q file %q", p.Name, p.File())
 	}
-	if _, err := ParseProfileFile(filepath.Join(dir, "missing.yaml")); err == nil || !strings.Contains(err.Error(), "missing.yaml") {
-		t.Errorf("missing file: %v", err)
-	}
+	errgolden.Check(t, "missing-yaml", errgolden.Err(ParseProfileFile(filepath.Join(dir, "missing.yaml"))))
 }
 
 func TestWriteTable(t *testing.T) {

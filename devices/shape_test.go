@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // TestBuildSpecDerived lays out a small synthetic qwen3moe model (the kind the
@@ -73,9 +75,7 @@ func TestBuildSpecExplicit(t *testing.T) {
 		Name: "gguf", MoELayers: 1, Experts: 4, TopK: 1, Hidden: 2048, ExpertFFN: 1408,
 		ExpertQuant: Uniform("Q4_K"), DenseBytes: []int64{1}, DenseWeights: []int64{1}, NonExpertBytes: 10,
 	})
-	if err == nil || !strings.Contains(err.Error(), "ffn_down_exps: row length 1408 is not a whole number of Q4_K blocks of 256") {
-		t.Errorf("want a block-size error for the down projection, got %v", err)
-	}
+	errgolden.Check(t, "ffn_down_exps-row-length-1408", err)
 }
 
 // TestBuildSpecReportsEverything: one error lists every problem of the shape.
@@ -114,14 +114,10 @@ func TestBuildSpecReportsEverything(t *testing.T) {
 	// A built spec that is inconsistent fails ModelSpec.Validate.
 	_, err = BuildSpec(Shape{Name: "k", MoELayers: 1, Experts: 4, TopK: 8, Hidden: 256, ExpertFFN: 256,
 		ExpertQuant: Uniform("Q8_0"), DenseBytes: []int64{0}, DenseWeights: []int64{0}, NonExpertBytes: 1})
-	if err == nil || !strings.Contains(err.Error(), "top_k: must be <= experts (got 8 > 4)") {
-		t.Errorf("want a top_k error, got %v", err)
-	}
+	errgolden.Check(t, "top_k-must-be-experts", err)
 	_, err = BuildSpec(Shape{Name: "d", MoELayers: 1, Experts: 4, TopK: 1, Hidden: 256, ExpertFFN: 256,
 		ExpertQuant: Uniform("Q8_0"), DenseType: "Q8_0"})
-	if err == nil || !strings.Contains(err.Error(), "attention: heads, kv_heads and head_dim must be >= 1") {
-		t.Errorf("want an attention error, got %v", err)
-	}
+	errgolden.Check(t, "attention-heads-kv_heads-and", err)
 }
 
 func TestUseMoreBits(t *testing.T) {

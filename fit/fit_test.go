@@ -23,8 +23,11 @@ func TestFitLineErrors(t *testing.T) {
 	if _, err := FitLine([]float64{1, 1, 1}, []float64{1, 2, 3}); err == nil {
 		t.Error("constant x accepted")
 	}
-	if _, err := FitLine([]float64{1, 2}, []float64{1, 2}); err == nil {
-		t.Error("two points accepted")
+	if _, err := FitLine([]float64{1}, []float64{1}); err == nil {
+		t.Error("one point accepted")
+	}
+	if l, err := FitLine([]float64{1, 3}, []float64{1, 2}); err != nil || l.Slope != 0.5 || l.Intercept != 0.5 || l.SlopeSE != 0 {
+		t.Errorf("two points: %+v, %v; want slope 0.5, intercept 0.5, SE 0", l, err)
 	}
 }
 

@@ -296,6 +296,9 @@ func loadLine(run *runs.Run) (Line, error) {
 	for i, t := range run.Tokens {
 		x[i], y[i] = float64(t.ReadBytes), float64(t.MgmtNS)
 	}
+	if len(x) < 3 { // a standard error needs a residual
+		return Line{}, errors.New("fit: management time vs bytes read: fit line: need at least 3 points")
+	}
 	l, err := FitLine(x, y)
 	if err != nil {
 		return l, fmt.Errorf("fit: management time vs bytes read: %w", err)
@@ -477,7 +480,7 @@ func summarise(pred, meas []float64) Residuals {
 		r.MeanMeasNS += meas[i] / float64(n)
 	}
 	slices.Sort(abs)
-	r.P50Abs, r.P90Abs = nearestRank(abs, 50), nearestRank(abs, 90)
+	r.P50Abs, r.P90Abs = sim.Percentile(abs, 50), sim.Percentile(abs, 90)
 	r.MedianPredNS, r.MedianMeasNS = median(pred), median(meas)
 	return r
 }
@@ -485,14 +488,5 @@ func summarise(pred, meas []float64) Residuals {
 func median(xs []float64) float64 {
 	s := slices.Clone(xs)
 	slices.Sort(s)
-	return nearestRank(s, 50)
-}
-
-// nearestRank is the nearest-rank percentile of sorted values.
-func nearestRank(sorted []float64, p float64) float64 {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
-	return sorted[min(max(rank, 1), len(sorted))-1]
+	return sim.Percentile(s, 50)
 }

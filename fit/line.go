@@ -15,15 +15,18 @@ type Line struct {
 	N                    int
 }
 
-// FitLine fits a straight line to (x, y). It needs at least three points and
-// some spread in x.
+// FitLine fits a straight line to (x, y): lessim's one least-squares line
+// (fit's management line, calibrate's latency, batch and load-cost lines). It
+// needs at least two points and some spread in x; with two points the line
+// passes through both and the standard errors are 0 (no residual to estimate
+// them from).
 func FitLine(x, y []float64) (Line, error) {
 	n := len(x)
 	if n != len(y) {
 		return Line{}, errors.New("fit line: x and y differ in length")
 	}
-	if n < 3 {
-		return Line{}, errors.New("fit line: need at least 3 points")
+	if n < 2 {
+		return Line{}, errors.New("fit line: need at least 2 points")
 	}
 	if stat.Variance(x, nil) == 0 {
 		return Line{}, errors.New("fit line: x does not vary")
@@ -39,12 +42,10 @@ func FitLine(x, y []float64) (Line, error) {
 	for _, v := range x {
 		sxx += (v - mx) * (v - mx)
 	}
-	s2 := sse / float64(n-2)
-	l := Line{
-		Intercept: a, Slope: b, N: n,
-		SlopeSE:     math.Sqrt(s2 / sxx),
-		InterceptSE: math.Sqrt(s2 * (1/float64(n) + mx*mx/sxx)),
-		R2:          stat.RSquared(x, y, nil, a, b),
+	l := Line{Intercept: a, Slope: b, N: n, R2: stat.RSquared(x, y, nil, a, b)}
+	if n > 2 {
+		s2 := sse / float64(n-2)
+		l.SlopeSE, l.InterceptSE = math.Sqrt(s2/sxx), math.Sqrt(s2*(1/float64(n)+mx*mx/sxx))
 	}
 	return l, nil
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lessim/lessim/internal/atomicfile/atomictest"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/sim"
 )
 
@@ -49,9 +50,7 @@ func TestWritePassPlotKeepsOld(t *testing.T) {
 		t.Fatal(err)
 	}
 	files, err := WritePassPlot(r, "test", prefix)
-	if err == nil || !strings.Contains(err.Error(), "not a regular file") {
-		t.Fatalf("error %v, want the .svg refused", err)
-	}
+	errgolden.Check(t, "not-a-regular-file", err)
 	if len(files) != 1 || files[0] != prefix+".png" {
 		t.Errorf("files %v, want only the PNG", files)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sweep"
 )
@@ -208,11 +209,7 @@ axes:
 
 func TestReadResultsErrors(t *testing.T) {
 	dir := t.TempDir()
-	if _, err := reports.ReadResults(dir); err == nil || !strings.Contains(err.Error(), "no results") {
-		t.Errorf("empty folder: %v", err)
-	}
+	errgolden.Check(t, "no-results", errgolden.Err(reports.ReadResults(dir)))
 	os.WriteFile(filepath.Join(dir, "x.parquet"), []byte("not parquet"), 0o644)
-	if _, err := reports.ReadResults(dir); err == nil || !strings.Contains(err.Error(), "x.parquet") {
-		t.Errorf("bad file: %v", err)
-	}
+	errgolden.Check(t, "x-parquet", errgolden.Err(reports.ReadResults(dir)))
 }

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 const refMetrics = "../../shared/reference/runs/qwen.metrics.csv"
@@ -138,9 +140,7 @@ func TestReadBMoEMetricsPath(t *testing.T) {
 
 func TestReadUnknownFormat(t *testing.T) {
 	_, err := Read("x", "nope")
-	if err == nil || !strings.Contains(err.Error(), "valid: bmoe-metrics-csv") {
-		t.Fatalf("err = %v", err)
-	}
+	errgolden.Check(t, "valid-bmoe-metrics-csv", err)
 }
 
 func FuzzParseBMoEMetrics(f *testing.F) {
@@ -172,7 +172,5 @@ func TestParseBMoEMetricsNotText(t *testing.T) {
 		t.Errorf("Parquet: %v", err)
 	}
 	_, err = ParseBMoEMetrics(strings.NewReader("GGUF\x03\x00\x00\x00\xff\xfe\n"), "m.gguf")
-	if err == nil || err.Error() != "m.gguf:1: binary data, not CSV text: not a BigMoeOnEdge metrics CSV" {
-		t.Errorf("binary: %v", err)
-	}
+	errgolden.Check(t, "m-gguf-1-binary", err)
 }

@@ -2,10 +2,10 @@ package sim_test
 
 import (
 	"encoding/json"
-	"strings"
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
@@ -145,18 +145,13 @@ func TestContextCostGrowsWithPosition(t *testing.T) {
 func TestContextCostNeedsShape(t *testing.T) {
 	cfg := baseConfig(12 * mib)
 	cfg.ContextCost = true
-	err := cfg.Validate()
-	if err == nil || !strings.Contains(err.Error(), "context cost: model tiny does not state its layers' mixers") {
-		t.Errorf("got %v", err)
-	}
-	if _, err := cfg.Model.WithContextShape(); err == nil || !strings.Contains(err.Error(), "model tiny states no layer mixers and is not a built-in model") {
-		t.Errorf("WithContextShape on tiny: %v", err)
-	}
+	errgolden.Check(t, "validate", cfg.Validate())
+	_, err := cfg.Model.WithContextShape()
+	errgolden.Check(t, "tiny", err)
 	m := tinyModel()
 	m.Name = devices.MiniCPMV47
-	if _, err := m.WithContextShape(); err == nil || !strings.Contains(err.Error(), "4 layers, the built-in model has 40") {
-		t.Errorf("WithContextShape on a 4-layer %s: %v", m.Name, err)
-	}
+	_, err = m.WithContextShape()
+	errgolden.Check(t, "4-layer", err)
 }
 
 // TestBuiltInContextShapes: the built-in models state their mixers from their

@@ -3,12 +3,11 @@ package sim_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
@@ -186,29 +185,18 @@ func TestUnlimitedCacheOnlyColdMisses(t *testing.T) {
 
 func TestCacheTooSmallIsRefused(t *testing.T) {
 	_, err := sim.Run(baseConfig(3*mib), randomSteps(tinyModel(), 10, 1), mustPolicy(t, "lru"))
-	if err == nil || !strings.Contains(err.Error(), "too small") || !strings.Contains(err.Error(), "4.00 MiB") {
-		t.Fatalf("want a too-small error naming the 4.00 MiB minimum, got %v", err)
-	}
+	errgolden.Check(t, "3MiB", err)
 }
 
 // TestBadStepsAreRefused: a step whose experts the model does not have is
 // refused with its step, layer and expert, never simulated.
 func TestBadStepsAreRefused(t *testing.T) {
 	m := tinyModel()
-	for _, c := range []struct {
-		experts []int32
-		want    string
-	}{
-		{[]int32{0, -1}, "step 3 layer 1: expert -1 out of range [0,"},
-		{[]int32{int32(m.Experts), 0}, fmt.Sprintf("step 3 layer 1: expert %d out of range [0,%d)", m.Experts, m.Experts)},
-		{make([]int32, m.Experts+1), fmt.Sprintf("step 3 layer 1: %d experts selected, model has %d", m.Experts+1, m.Experts)},
-	} {
+	for name, experts := range map[string][]int32{"negative": {0, -1}, "past": {int32(m.Experts), 0}, "too-many": make([]int32, m.Experts+1)} {
 		steps := randomSteps(m, 10, 1)
-		steps[3].Layers[1].Experts = c.experts
+		steps[3].Layers[1].Experts = experts
 		_, err := sim.Run(baseConfig(m.TotalExpertBytes()), steps, mustPolicy(t, "lru"))
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("experts %v: error %v, want %q", c.experts, err, c.want)
-		}
+		errgolden.Check(t, name, err)
 	}
 }
 
@@ -305,9 +293,7 @@ func TestContextShorterThanPositionsRefused(t *testing.T) {
 	cfg := baseConfig(24 * mib)
 	cfg.ContextTokens = 10
 	_, err = sim.Run(cfg, steps, pol)
-	if want := "step 10 (seq 0, pos 10): past the context of 10 tokens"; err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("context 10 on 30 positions: %v, want %q", err, want)
-	}
+	errgolden.Check(t, "context-10", err)
 	cfg.ContextTokens = 30
 	if pol, err = policies.New("lru", policies.DefaultParams(tinyModel())); err != nil {
 		t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
 )
@@ -91,13 +92,9 @@ func TestMemoryPressureValidate(t *testing.T) {
 	d := tinyDevice()
 	d.AppLimitBytes, d.Flash.PageBytes = 1<<30, 0
 	cfg.Device = d
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "needs flash.page_bytes") {
-		t.Errorf("no page size: %v", err)
-	}
+	errgolden.Check(t, "no-page-size", cfg.Validate())
 	d.AppLimitBytes, d.Flash.PageBytes = -1, 16<<10
-	if err := cfg.Validate(); err == nil || !strings.Contains(err.Error(), "app_limit_bytes and runtime_bytes must be >= 0") {
-		t.Errorf("negative limit: %v", err)
-	}
+	errgolden.Check(t, "negative-limit", cfg.Validate())
 }
 
 func mustJSON(t *testing.T, r *sim.Result) string {

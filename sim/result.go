@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"slices"
 )
 
@@ -115,15 +116,16 @@ type PassSample struct {
 	Accepted   int   `json:"accepted"`
 }
 
-// percentile is the nearest-rank percentile of sorted samples: the smallest
-// value with at least p% of samples at or below it.
-func percentile(sorted []int64, p float64) int64 {
+// Percentile is the nearest-rank p-th percentile (0 < p <= 100) of sorted
+// values: the smallest value with at least p% of the values at or below it;
+// 0 for no values. lessim's one percentile: the latency percentiles here,
+// fit's residual percentiles and calibrate's medians and quartiles.
+func Percentile[T int64 | float64](sorted []T, p float64) T {
 	if len(sorted) == 0 {
 		return 0
 	}
-	rank := int(float64(p/100)*float64(len(sorted)) + 0.999999999)
-	rank = min(max(rank, 1), len(sorted))
-	return sorted[rank-1]
+	rank := int(math.Ceil(p / 100 * float64(len(sorted))))
+	return sorted[min(max(rank, 1), len(sorted))-1]
 }
 
 func ratio(a, b int64) float64 {
@@ -140,9 +142,9 @@ func (r *Result) finish(latencies []int64) {
 	r.Source = SourceSimulated
 	s := latencies
 	slices.Sort(s)
-	r.LatencyP50NS = percentile(s, 50)
-	r.LatencyP90NS = percentile(s, 90)
-	r.LatencyP99NS = percentile(s, 99)
+	r.LatencyP50NS = Percentile(s, 50)
+	r.LatencyP90NS = Percentile(s, 90)
+	r.LatencyP99NS = Percentile(s, 99)
 	if len(s) > 0 {
 		r.LatencyMaxNS = s[len(s)-1]
 	}

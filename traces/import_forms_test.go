@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // tsGzip compresses s.
@@ -69,9 +71,7 @@ func TestImportBMoETruncated(t *testing.T) {
 	for _, cut := range []string{"0,1,0,1,1,0,0.4,0,15", "0,1,0,1,1,0,0.4,0,", "0,1,0,1,1,0,0.", "0,1,0,1,1", "0,1,0,", "0"} {
 		in := strings.TrimSuffix(full, "0,1,0,1,1,0,0.4,0,150") + cut
 		_, _, err := parseBMoE(strings.NewReader(in), "t.csv")
-		if err == nil || !strings.Contains(err.Error(), "t.csv:9: truncated file: the last line ends without a newline") {
-			t.Errorf("cut at %q: %v, want truncation at t.csv:9", cut, err)
-		}
+		errgolden.Check(t, "t-csv-9-truncated", err)
 	}
 	// The same incomplete row followed by a newline is an ordinary row error.
 	in := strings.TrimSuffix(full, "0,1,0,1,1,0,0.4,0,150") + "0,1,0,1,1\n"

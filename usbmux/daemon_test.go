@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // realDaemon makes the real usbmuxd serve DefaultSocket for the test:
@@ -236,7 +238,5 @@ func ideviceIDs(t *testing.T) ([]string, bool) {
 // TestUnreachableDaemon: no daemon gives a clear error quickly.
 func TestUnreachableDaemon(t *testing.T) {
 	_, err := Devices(context.Background(), Address{"unix", t.TempDir() + "/none"})
-	if err == nil || !strings.Contains(err.Error(), "is usbmuxd running") {
-		t.Fatalf("%v", err)
-	}
+	errgolden.Check(t, "is-usbmuxd-running", err)
 }

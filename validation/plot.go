@@ -2,116 +2,19 @@ package validation
 
 import (
 	"fmt"
-	"image/color"
-	"io"
-	"slices"
 
-	"gonum.org/v1/plot"
-	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
-	"gonum.org/v1/plot/vg/draw"
-
-	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/reports"
 )
 
-// PlotFormats are the files WritePlot writes, as extensions of its prefix.
-var PlotFormats = []string{".png", ".svg"}
-
-// policyColors tells policies apart in the scatter (cycled).
-var policyColors = []color.RGBA{
-	{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff},
-	{0xff, 0x7f, 0x0e, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff},
-}
-
 // WritePlot draws measured (mean, with a min–max bar) against predicted
-// tokens/s, one colour per policy, with the line y = x, and writes
-// prefix.png and prefix.svg atomically. Both axes run from 0 to 110% of the
-// largest value. It returns the files written.
+// tokens/s, one colour per policy, with the line y = x, to prefix.png and
+// prefix.svg (reports.WriteVsPlot, which writes each file atomically). It
+// returns the files written.
 func WritePlot(s *Summary, prefix string) ([]string, error) {
-	p := plot.New()
-	p.Title.Text = fmt.Sprintf("Predicted vs measured tokens/s (MAPE %.1f%%)", s.MAPE)
-	p.X.Label.Text = "predicted tokens/s (simulator, calibrated profile)"
-	p.Y.Label.Text = "measured tokens/s (live, mean of repeats)"
-	p.Add(plotter.NewGrid())
-	hi := 0.0
-	for _, pt := range s.Points {
-		hi = max(hi, pt.PredictedTPS, pt.MeasuredMax)
+	pts := make([]reports.VsPoint, len(s.Points))
+	for i, pt := range s.Points {
+		pts[i] = reports.VsPoint{Series: pt.Policy, Predicted: pt.PredictedTPS, Measured: pt.MeasuredTPS, Min: pt.MeasuredMin, Max: pt.MeasuredMax}
 	}
-	if !(hi > 0) {
-		return nil, fmt.Errorf("plot: no positive speed to draw")
-	}
-	hi *= 1.1
-	diag, err := plotter.NewLine(plotter.XYs{{X: 0, Y: 0}, {X: hi, Y: hi}})
-	if err != nil {
-		return nil, err
-	}
-	diag.Color, diag.Dashes = color.Gray{Y: 0x80}, []vg.Length{vg.Points(4), vg.Points(3)}
-	p.Add(diag)
-	p.Legend.Add("y = x", diag)
-	var policies []string
-	for _, pt := range s.Points {
-		if !slices.Contains(policies, pt.Policy) {
-			policies = append(policies, pt.Policy)
-		}
-	}
-	for i, pol := range policies {
-		var xys plotter.XYs
-		var bars plotter.XYs
-		var errs plotter.YErrors
-		for _, pt := range s.Points {
-			if pt.Policy != pol {
-				continue
-			}
-			xys = append(xys, plotter.XY{X: pt.PredictedTPS, Y: pt.MeasuredTPS})
-			bars = append(bars, plotter.XY{X: pt.PredictedTPS, Y: pt.MeasuredTPS})
-			errs = append(errs, struct{ Low, High float64 }{pt.MeasuredTPS - pt.MeasuredMin, pt.MeasuredMax - pt.MeasuredTPS})
-		}
-		sc, err := plotter.NewScatter(xys)
-		if err != nil {
-			return nil, err
-		}
-		c := policyColors[i%len(policyColors)]
-		sc.Color, sc.Shape, sc.Radius = c, draw.CircleGlyph{}, vg.Points(3.5)
-		eb, err := plotter.NewYErrorBars(errBars{bars, errs})
-		if err != nil {
-			return nil, err
-		}
-		eb.Color = c
-		p.Add(eb, sc)
-		p.Legend.Add(pol, sc)
-	}
-	p.X.Min, p.X.Max, p.Y.Min, p.Y.Max = 0, hi, 0, hi
-	p.Legend.Top, p.Legend.Left = true, true
-	return savePlot(p, prefix, 6*vg.Inch, 6*vg.Inch)
-}
-
-// errBars feeds plotter.NewYErrorBars.
-type errBars struct {
-	plotter.XYs
-	plotter.YErrors
-}
-
-// savePlot draws p in every PlotFormat before writing any file, then writes
-// each atomically.
-func savePlot(p *plot.Plot, prefix string, w, h vg.Length) ([]string, error) {
-	drawn := make([]io.WriterTo, len(PlotFormats))
-	for i, ext := range PlotFormats {
-		wt, err := p.WriterTo(w, h, ext[1:])
-		if err != nil {
-			return nil, fmt.Errorf("plot %s: %w", prefix+ext, err)
-		}
-		drawn[i] = wt
-	}
-	var files []string
-	for i, ext := range PlotFormats {
-		err := atomicfile.Write(prefix+ext, func(out io.Writer) error {
-			_, err := drawn[i].WriteTo(out)
-			return err
-		})
-		if err != nil {
-			return files, fmt.Errorf("plot %s: %w", prefix+ext, err)
-		}
-		files = append(files, prefix+ext)
-	}
-	return files, nil
+	return reports.WriteVsPlot(fmt.Sprintf("Predicted vs measured tokens/s (MAPE %.1f%%)", s.MAPE),
+		"predicted tokens/s (simulator, calibrated profile)", "measured tokens/s (live, mean of repeats)", pts, prefix)
 }

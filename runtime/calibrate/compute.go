@@ -13,6 +13,7 @@ import (
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/runtime/llama"
 )
@@ -251,17 +252,8 @@ func (c *Compute) fit(why string) error {
 		}
 	}
 	slope := u.TokenNS.Median
-	if len(xs) >= 2 {
-		var sx, sy, sxx, sxy float64
-		for i := range xs {
-			sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
-		}
-		n := float64(len(xs))
-		if d := n*sxx - sx*sx; d > 0 {
-			if s := (n*sxy - sx*sy) / d; s > 0 {
-				slope = min(s, slope)
-			}
-		}
+	if line, err := fit.FitLine(xs, ys); err == nil && line.Slope > 0 {
+		slope = min(line.Slope, slope)
 	}
 	c.BatchSlopeNS = slope
 	c.FLOPS = u.ModelFLOPsTok / (slope / 1e9)

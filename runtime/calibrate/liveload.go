@@ -5,11 +5,9 @@ package calibrate
 import (
 	"context"
 	"fmt"
-	"math"
-
-	"gonum.org/v1/gonum/stat"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
@@ -51,31 +49,13 @@ func measureLiveLoad(ctx context.Context, o *Options, logf func(string, ...any))
 	if len(xs) < 3 {
 		return nil, fmt.Errorf("calibrate: live load cost: %d tokens measured, need at least 3", len(xs))
 	}
-	a, slope := stat.LinearRegression(xs, ys, nil, false)
-	ll.InterceptNS, ll.PerLoadNS, ll.N = a, slope, len(xs)
-	ll.PerLoadSE = slopeSE(xs, ys, a, slope)
-	ll.R2 = stat.RSquared(xs, ys, nil, a, slope)
-	logf("live: one load adds %s ± %s to the compute thread (R² %.2f over %d tokens)", us(slope), us(ll.PerLoadSE), ll.R2, ll.N)
+	line, err := fit.FitLine(xs, ys)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: live load cost: %w", err)
+	}
+	ll.InterceptNS, ll.PerLoadNS, ll.PerLoadSE, ll.R2, ll.N = line.Intercept, line.Slope, line.SlopeSE, line.R2, line.N
+	logf("live: one load adds %s ± %s to the compute thread (R² %.2f over %d tokens)", us(ll.PerLoadNS), us(ll.PerLoadSE), ll.R2, ll.N)
 	return ll, nil
-}
-
-// slopeSE is the ordinary least-squares standard error of a line's slope.
-func slopeSE(xs, ys []float64, a, b float64) float64 {
-	n := float64(len(xs))
-	if n < 3 {
-		return math.NaN()
-	}
-	mx := stat.Mean(xs, nil)
-	var sse, sxx float64
-	for i := range xs {
-		r := ys[i] - (a + b*xs[i])
-		sse += r * r
-		sxx += (xs[i] - mx) * (xs[i] - mx)
-	}
-	if sxx == 0 {
-		return math.NaN()
-	}
-	return math.Sqrt(sse / (n - 2) / sxx)
 }
 
 // cacheFraction resolves a percentage of the model's expert bytes, at least

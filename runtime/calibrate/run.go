@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime"
 	"slices"
+
+	"github.com/lessim/lessim/fit"
 )
 
 // Result is everything Run measured, and the profile it wrote.
@@ -141,20 +143,11 @@ func (r *Result) fitLatency() {
 			xs, ys = append(xs, float64(p.ReadBytes)), append(ys, p.PerRead.Median)
 		}
 	}
-	if len(xs) < 2 {
-		return
+	line, err := fit.FitLine(xs, ys)
+	if err != nil {
+		return // fewer than two sizes, or one size twice
 	}
-	n := float64(len(xs))
-	var sx, sy, sxx, sxy float64
-	for i := range xs {
-		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
-	}
-	d := n*sxx - sx*sx
-	if d <= 0 {
-		return
-	}
-	a := (sy - (n*sxy-sx*sy)/d*sx) / n
-	r.LatencyNS, r.LatencyOK = max(a, 0), true
+	r.LatencyNS, r.LatencyOK = max(line.Intercept, 0), true
 	for _, p := range r.Flash {
 		perRead := float64(p.Lanes) * float64(p.ReadBytes) / p.Throughput.Median * 1e9
 		r.LatencyNS = min(r.LatencyNS, 0.9*perRead)

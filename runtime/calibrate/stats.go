@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"slices"
 
-	"gonum.org/v1/gonum/stat"
+	"github.com/lessim/lessim/sim"
 )
 
 // Summary is the spread of repeated samples of one quantity.
@@ -16,19 +16,14 @@ type Summary struct {
 // IQR is the interquartile range Q3 − Q1.
 func (s Summary) IQR() float64 { return s.Q3 - s.Q1 }
 
-// Summarize returns the median and quartiles (empirical quantiles) of xs.
+// Summarize returns the median and quartiles (nearest rank) of xs.
 func Summarize(xs []float64) Summary {
 	if len(xs) == 0 {
 		return Summary{}
 	}
 	s := slices.Clone(xs)
-	slices.Sort(s) // NB: stat.Quantile needs sorted input
-	return Summary{
-		N:      len(s),
-		Median: stat.Quantile(0.5, stat.Empirical, s, nil),
-		Q1:     stat.Quantile(0.25, stat.Empirical, s, nil),
-		Q3:     stat.Quantile(0.75, stat.Empirical, s, nil),
-	}
+	slices.Sort(s)
+	return Summary{N: len(s), Median: sim.Percentile(s, 50), Q1: sim.Percentile(s, 25), Q3: sim.Percentile(s, 75)}
 }
 
 // describe is the spread part of a source: "N samples, median X, IQR Y", with

@@ -15,7 +15,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
-	"gonum.org/v1/gonum/stat"
+
+	"github.com/lessim/lessim/fit"
 )
 
 // MemInfo is what /proc/meminfo says about RAM, in bytes.
@@ -246,8 +247,11 @@ func loadCPU(path string, sizes []int64, samples int, next func(int64) int64) (L
 	if len(xs) < 2 {
 		return LoadCPU{}, fmt.Errorf("calibrate: %s is too small to measure pread cost", path)
 	}
-	a, b := stat.LinearRegression(xs, ys, nil, false)
-	return LoadCPU{FixedNS: a, PerByteNS: b, N: len(xs), R2: stat.RSquared(xs, ys, nil, a, b)}, nil
+	l, err := fit.FitLine(xs, ys)
+	if err != nil {
+		return LoadCPU{}, fmt.Errorf("calibrate: pread cost: %w", err)
+	}
+	return LoadCPU{FixedNS: l.Intercept, PerByteNS: l.Slope, N: l.N, R2: l.R2}, nil
 }
 
 // loadAverage is the 1-minute load average from /proc/loadavg (0 if unreadable).

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // raw builds GGUF bytes by hand, including invalid ones.
@@ -108,9 +110,7 @@ func TestOpenErrors(t *testing.T) {
 	if _, err := Open(filepath.Join(dir, "missing.gguf")); err == nil || !os.IsNotExist(err) {
 		t.Errorf("missing file: %v", err)
 	}
-	if _, err := Open(dir); err == nil || !strings.Contains(err.Error(), "is a directory") {
-		t.Errorf("directory: %v", err)
-	}
+	errgolden.Check(t, "is-a-directory", errgolden.Err(Open(dir)))
 	zip := writeTemp(t, "model.gguf", []byte("PK\x03\x04\x14\x00"))
 	if _, err := Open(zip); err == nil || err.Error() != zip+`: not a GGUF file (magic "PK\x03\x04")` {
 		t.Errorf("zip: %v", err)

@@ -97,7 +97,7 @@ type synthKV struct {
 func (o SynthOptions) synthKVs(qt TypeID, sc synthScales) []synthKV {
 	arch := o.Arch
 	tokens, scores, types := synthVocab(o.Vocab)
-	return []synthKV{
+	kvs := []synthKV{
 		{"general.architecture", arch},
 		{"general.name", fmt.Sprintf("lessim-synth-%s-%dx%d-top%d", arch, o.Layers, o.Experts, o.TopK)},
 		{"general.type", "model"},
@@ -131,7 +131,18 @@ func (o SynthOptions) synthKVs(qt TypeID, sc synthScales) []synthKV {
 		{"lessim.synth.attention_scale", float32(o.AttentionScale)},
 		{"lessim.synth.attention_sharing", float32(o.AttentionSharing)},
 	}
+	if arch == "gpt-oss" {
+		kvs = append(kvs, synthKV{arch + ".attention.sliding_window", uint32(synthSlidingWindow)})
+	}
+	return kvs
 }
+
+// synthSlidingWindow is the window of gpt-oss's sliding-window blocks.
+const synthSlidingWindow = 128
+
+// synthBiasStd is the std of a gpt-oss router bias: half a router logit's
+// (about 1 for unit-RMS inputs), enough to change which experts win.
+const synthBiasStd = 0.5
 
 // addTensors adds every weight: embedding, output head and norm, then each
 // layer's attention, norms, router and experts, drawn from o.Seed.
@@ -174,13 +185,39 @@ func (o SynthOptions) addTensors(w *Writer, qt TypeID, sc synthScales) error {
 		attn("attn_k", h, kvdim, sc.in)
 		attn("attn_v", h, kvdim, sc.in)
 		attn("attn_output", qdim, h, sc.attnOut)
-		add(w.AddTensor(name("attn_q_norm"), TypeF32, []int64{qkNorm}, ones(qkNorm)))
-		add(w.AddTensor(name("attn_k_norm"), TypeF32, []int64{qkNorm}, ones(qkNorm)))
-		add(w.AddTensor(name("ffn_norm"), TypeF32, []int64{h}, ones(h)))
+		if arch != "gpt-oss" {
+			add(w.AddTensor(name("attn_q_norm"), TypeF32, []int64{qkNorm}, ones(qkNorm)))
+			add(w.AddTensor(name("attn_k_norm"), TypeF32, []int64{qkNorm}, ones(qkNorm)))
+			add(w.AddTensor(name("ffn_norm"), TypeF32, []int64{h}, ones(h)))
+		} else {
+			add(w.AddTensor(name("post_attention_norm"), TypeF32, []int64{h}, ones(h)))
+			add(w.AddTensor(name("attn_sinks"), TypeF32, []int64{int64(o.Heads)}, AppendF32(nil, constF32(o.Heads, 0))))
+		}
 		add(w.AddTensor(name("ffn_gate_inp"), TypeF32, []int64{h, ne}, AppendF32(nil, routers[l])))
 		mat("ffn_gate_exps", h, ffn, ne, sc.in)
 		mat("ffn_up_exps", h, ffn, ne, sc.in)
 		mat("ffn_down_exps", ffn, h, ne, sc.down)
+		if arch == "gpt-oss" {
+			// Biases: the router's random (so they change the selection),
+			// the others zero.
+			bias := func(s string, shape ...int64) {
+				n := int64(1)
+				for _, d := range shape {
+					n *= d
+				}
+				add(w.AddTensor(fmt.Sprintf("blk.%d.%s.bias", l, s), TypeF32, shape, AppendF32(nil, make([]float32, n))))
+			}
+			rb := make([]float32, o.Experts)
+			uniform(g.rng(fmt.Sprintf("blk.%d.ffn_gate_inp.bias", l), 0), rb, synthBiasStd)
+			add(w.AddTensor(fmt.Sprintf("blk.%d.ffn_gate_inp.bias", l), TypeF32, []int64{ne}, AppendF32(nil, rb)))
+			bias("attn_q", qdim)
+			bias("attn_k", kvdim)
+			bias("attn_v", kvdim)
+			bias("attn_output", h)
+			bias("ffn_gate_exps", ffn, ne)
+			bias("ffn_up_exps", ffn, ne)
+			bias("ffn_down_exps", h, ne)
+		}
 	}
 	if len(errs) > 0 {
 		return errs[0]

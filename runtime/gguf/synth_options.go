@@ -12,7 +12,7 @@ import (
 // field means "use the default" (see DefaultSynthOptions) except RouterCorrelation
 // and Seed, which are used as given.
 type SynthOptions struct {
-	Arch      string // llama.cpp architecture: "qwen3moe" or "olmoe" (olmoe needs heads×head-dim = hidden, heads-kv = heads)
+	Arch      string // llama.cpp architecture: "qwen3moe", "olmoe" (needs heads×head-dim = hidden, heads-kv = heads) or "gpt-oss"
 	Layers    int    // transformer blocks, every one MoE
 	Experts   int    // routed experts per layer
 	TopK      int    // experts used per token
@@ -137,12 +137,16 @@ func (o *SynthOptions) EnsureDefaults() {
 	}
 }
 
-// synthArchs are the architectures SynthMoE can write. They share the tensor set
-// (llama-model.cpp); they differ in that olmoe's q/k norms span the whole embedding
-// (so heads×head-dim must equal hidden and heads-kv equal heads), its expert FFN
-// length is feed_forward_length, and it does not renormalize the top-k weights (so
-// its MoE updates are smaller than UpdateRMS; the calibration table is for qwen3moe).
-var synthArchs = []string{"olmoe", "qwen3moe"}
+// synthArchs are the architectures SynthMoE can write. qwen3moe and olmoe share
+// the tensor set (llama-model.cpp); they differ in that olmoe's q/k norms span the
+// whole embedding (so heads×head-dim must equal hidden and heads-kv equal heads),
+// its expert FFN length is feed_forward_length, and it does not renormalize the
+// top-k weights (so its MoE updates are smaller than UpdateRMS; the calibration
+// table is for qwen3moe). gpt-oss (llama.cpp's openai-moe) has biases on the
+// attention, the router (blk.N.ffn_gate_inp.bias) and the experts, attention
+// sinks, sliding-window attention on every other block, a post-attention norm in
+// place of ffn_norm and no q/k norms; its router input is that norm's output.
+var synthArchs = []string{"gpt-oss", "olmoe", "qwen3moe"}
 
 // synthQuants maps SynthOptions.Quant to the matrix type.
 var synthQuants = map[string]TypeID{"f16": TypeF16, "q8_0": TypeQ8_0}

@@ -133,7 +133,7 @@ func TestSynthValidate(t *testing.T) {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{
-		`arch "llama" is not supported (valid: olmoe, qwen3moe)`, `quant "q4_k" is not supported (valid: f16, q8_0)`,
+		`arch "llama" is not supported (valid: gpt-oss, olmoe, qwen3moe)`, `quant "q4_k" is not supported (valid: f16, q8_0)`,
 		"layers must be positive, got -1", "top-k 6 exceeds experts 4", "heads 6 is not a multiple of heads-kv 4",
 		"head-dim 15 must be even", "vocab 100 is below the minimum 260", "router-correlation 1.5 must be within 0..1",
 	} {

@@ -4,9 +4,7 @@ package live
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"strings"
 	"syscall"
 	"time"
 
@@ -83,7 +81,7 @@ func prepare(opt Options) (*driver, error) {
 	d := &driver{opt: opt, mc: mc, pol: pol}
 	if opt.Policy == "les" && p.Prefetch && p.Depth > 0 && !opt.Stock {
 		d.depth = p.Depth
-		if d.routers, err = readRouters(mc); err != nil {
+		if d.routers, err = mc.Routers(); err != nil {
 			mc.File.Close()
 			return nil, err
 		}
@@ -105,8 +103,8 @@ type driver struct {
 	books *sim.Books
 	io    *loader
 
-	layerOf []int       // block → MoE layer, -1 for dense blocks
-	routers [][]float32 // per MoE layer: experts × hidden (only when lookahead is used)
+	layerOf []int           // block → MoE layer, -1 for dense blocks
+	routers []record.Router // per MoE layer (only when lookahead is used)
 	depth   int
 	la      sim.Lookahead
 	scores  [][]float32 // scratch: [row*depth + d-1] → experts scores
@@ -240,7 +238,7 @@ func (d *driver) lookahead(l int, lc llama.LayerCapture) *sim.Lookahead {
 		tok := d.tokBuf[r][:0]
 		for dd := 1; dd <= depth; dd++ {
 			s := d.scores[r*d.depth+dd-1]
-			record.RouterScores(s, d.routers[l+dd], x)
+			d.routers[l+dd].Scores(s, x)
 			tok = append(tok, s)
 		}
 		d.tokBuf[r] = tok
@@ -440,24 +438,4 @@ func majorFaults() int64 {
 		return 0
 	}
 	return ru.Majflt
-}
-
-// readRouters reads every MoE layer's router (experts × hidden floats).
-func readRouters(mc *record.ModelCheck) ([][]float32, error) {
-	out := make([][]float32, len(mc.MoE.Layers))
-	want := mc.MoE.Experts * mc.MoE.Hidden
-	for i, l := range mc.MoE.Layers {
-		w, err := mc.File.ReadTensorF32(l.Router)
-		if err != nil {
-			return nil, fmt.Errorf("lookahead needs the routers: %w", err)
-		}
-		if len(w) != want {
-			return nil, fmt.Errorf("model %s: router %s has %d values, want experts %d × hidden %d", mc.File.Name, l.Router, len(w), mc.MoE.Experts, mc.MoE.Hidden)
-		}
-		if _, ok := mc.File.Tensor(strings.TrimSuffix(l.Router, ".weight") + ".bias"); ok {
-			return nil, errors.New("live lookahead: routers with a bias are not supported yet")
-		}
-		out[i] = w
-	}
-	return out, nil
 }

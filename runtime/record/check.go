@@ -85,37 +85,3 @@ func checkFile(f *gguf.File) (*ModelCheck, error) {
 	}
 	return &ModelCheck{File: f, MoE: moe, Spec: spec}, nil
 }
-
-// router is one MoE layer's router: W (experts × hidden, row-major by expert)
-// and an optional bias (experts; gpt-oss has one).
-type router struct {
-	W, Bias []float32
-}
-
-// routers reads every MoE layer's router as float32, in MoE layer order.
-func (mc *ModelCheck) routers() ([]router, error) {
-	out := make([]router, len(mc.MoE.Layers))
-	want := mc.MoE.Experts * mc.MoE.Hidden
-	for i, l := range mc.MoE.Layers {
-		w, err := mc.File.ReadTensorF32(l.Router)
-		if err != nil {
-			return nil, fmt.Errorf("lookahead needs the routers: %w", err)
-		}
-		if len(w) != want {
-			return nil, fmt.Errorf("model %s: router %s has %d values, want experts %d × hidden %d", mc.File.Name, l.Router, len(w), mc.MoE.Experts, mc.MoE.Hidden)
-		}
-		out[i].W = w
-		bias := strings.TrimSuffix(l.Router, ".weight") + ".bias"
-		if _, ok := mc.File.Tensor(bias); ok {
-			b, err := mc.File.ReadTensorF32(bias)
-			if err != nil {
-				return nil, fmt.Errorf("lookahead needs the router biases: %w", err)
-			}
-			if len(b) != mc.MoE.Experts {
-				return nil, fmt.Errorf("model %s: router bias %s has %d values, want %d experts", mc.File.Name, bias, len(b), mc.MoE.Experts)
-			}
-			out[i].Bias = b
-		}
-	}
-	return out, nil
-}

@@ -73,7 +73,7 @@ func Record(ctx context.Context, opt Options) (sum *Summary, err error) {
 	}
 	r := &recorder{opt: opt, mc: mc, ps: opt.promptSet()}
 	if opt.LookaheadDepth > 0 {
-		if r.routers, err = mc.routers(); err != nil {
+		if r.routers, err = mc.Routers(); err != nil {
 			return nil, fmt.Errorf("record: %w", err)
 		}
 	}
@@ -117,7 +117,7 @@ type recorder struct {
 	opt     Options
 	mc      *ModelCheck
 	ps      PromptSet
-	routers []router // per MoE layer; nil without lookahead
+	routers []Router // per MoE layer; nil without lookahead
 	model   *llama.Model
 	lctx    *llama.Context
 	toks    [][]int32
@@ -353,7 +353,7 @@ func (r *recorder) fillStep(caps []llama.LayerCapture, j int, phase traces.Phase
 			copy(ls.RouterInput, x)
 		}
 		for d, sc := range ls.Lookahead {
-			r.routers[i+d+1].scores(sc, x)
+			r.routers[i+d+1].Scores(sc, x)
 		}
 		ls.ComputeNS = 0
 		if phase == traces.Decode {

@@ -14,6 +14,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/runtime/llama"
 	"github.com/lessim/lessim/traces"
@@ -63,7 +64,7 @@ func mustTempDir(t testing.TB) string {
 }
 
 func TestMain(m *testing.M) {
-	code := m.Run()
+	code := errgolden.Main(m)
 	if modelDir != "" {
 		os.RemoveAll(modelDir)
 	}
