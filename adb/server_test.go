@@ -3,48 +3,17 @@ package adb
 import (
 	"context"
 	"errors"
-	"net"
-	"os/exec"
 	"strconv"
 	"testing"
+
+	"github.com/lessim/lessim/adb/adbtest"
 )
-
-// freePort is a loopback port nothing listens on (just now).
-func freePort(t *testing.T) int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-// startServer starts Debian's adb server on a free port of its own (not
-// 5037, so a developer's server is left alone) and kills it when the test
-// ends. It skips the test when adb is not installed.
-func startServer(t *testing.T) string {
-	t.Helper()
-	bin, err := exec.LookPath("adb")
-	if err != nil {
-		t.Skip("adb is not installed (make test-adb installs Debian's adb): the real server is not tested")
-	}
-	port := strconv.Itoa(freePort(t))
-	if out, err := exec.Command(bin, "-P", port, "start-server").CombinedOutput(); err != nil {
-		t.Fatalf("adb -P %s start-server: %v\n%s", port, err, out)
-	}
-	t.Cleanup(func() {
-		if out, err := exec.Command(bin, "-P", port, "kill-server").CombinedOutput(); err != nil {
-			t.Errorf("adb -P %s kill-server: %v\n%s", port, err, out)
-		}
-	})
-	return "127.0.0.1:" + port
-}
 
 // TestRealServer: Debian's adb server with no device attached lists none,
 // refuses an unknown serial with its own message, and answers host:version;
 // a port with no server is ErrNoServer.
 func TestRealServer(t *testing.T) {
-	addr := startServer(t)
+	addr := adbtest.StartReal(t)
 	ctx := context.Background()
 	devs, err := Devices(ctx, addr)
 	if err != nil {
@@ -64,7 +33,7 @@ func TestRealServer(t *testing.T) {
 		t.Errorf("android version of an unknown serial: %v", err)
 	}
 
-	none := "127.0.0.1:" + strconv.Itoa(freePort(t))
+	none := "127.0.0.1:" + strconv.Itoa(adbtest.FreePort(t))
 	if _, err := Devices(ctx, none); !errors.Is(err, ErrNoServer) {
 		t.Errorf("no server: %v", err)
 	}
