@@ -62,7 +62,7 @@ func TestEmulatedARM64Agent(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if f := c.Facts(); !strings.HasPrefix(f.CPU, "arm64") || f.Kind != agent.KindMeasured {
+	if f := c.Facts(); !strings.HasPrefix(f.CPU, "arm64") || f.Kind != agent.KindMeasured || f.MemAvailableBytes <= 0 || f.CoreMaxMHz == "" || f.PageBytes < 4096 {
 		t.Fatalf("the emulated agent is not the arm64 live engine: %+v", f)
 	}
 	n, err := agent.Dial(ctx, native, token)
