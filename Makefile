@@ -51,9 +51,10 @@ build-arm64: deps
 demo: build-sim
 	$(BIN)/lessim-sim ablate --device iphone-18-pro-max --cache 3GiB
 
-# test: lint (gofmt, vet, staticcheck, go.mod tidy), the pure-Go tests, the
-# pure-Go packages again under the race detector, a short run of every fuzz
-# target, and the llama.cpp tests.
+# test: lint (gofmt, vet, staticcheck, go.mod tidy), package adb against
+# Debian's adb server, the pure-Go tests, the pure-Go packages again under
+# the race detector, a short run of every fuzz target, the llama.cpp tests,
+# and the arm64 build under emulation.
 test: lint test-adb test-sim test-race fuzz-smoke test-runtime test-arm64
 
 # test-sim also runs the engine and policies with the consistency checks of
