@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,6 +167,8 @@ func startEmulatedAgent(t *testing.T, qemu, bin, model, token string) string {
 	t.Helper()
 	cmd := exec.Command(qemu, bin, "agent", "--model", model, "--listen", "127.0.0.1:0")
 	cmd.Env = append(os.Environ(), tokenEnv+"="+token)
+	// Killed with the test process, should that die at its timeout.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.StdoutPipe()
