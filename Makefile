@@ -14,7 +14,7 @@ LLAMA_ENV = OD=$$($(GO) list -m -f '{{.Dir}}' github.com/ollama/ollama) && \
 
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build build-sim demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-instr bench-ab bench-sweep bench-long bench-runtime pgo docs-img lint fmt deps clean
+.PHONY: all build build-sim build-arm64 test-arm64 test-adb demo test test-sim test-race fuzz-smoke tidy-check test-runtime bench bench-instr bench-ab bench-sweep bench-long bench-runtime pgo docs-img lint fmt deps clean
 
 all: build
 
@@ -29,16 +29,33 @@ build: deps
 build-sim: deps
 	$(GO) build -o $(BIN)/lessim-sim ./cmd/lessim
 
+# build-arm64: lessim for linux/arm64, for Android phones (run from an adb
+# shell) and arm64 Linux boards (docs/android.md): bin/lessim-linux-arm64
+# with the llama.cpp runtime (ggml's NEON kernels for armv8-a, every arm64
+# CPU), cross-built by Debian's aarch64 toolchain (installed when missing)
+# and statically linked, since Android has no glibc; and
+# bin/lessim-sim-linux-arm64, the pure-Go tool. The first build compiles
+# llama.cpp for arm64 (several minutes), then it is cached.
+ARM64_TOOLS = aarch64-linux-gnu-gcc=gcc-aarch64-linux-gnu aarch64-linux-gnu-g++=g++-aarch64-linux-gnu
+build-arm64: deps
+	bash scripts/debian-deps.sh $(ARM64_TOOLS)
+	$(LLAMA_ENV) && GOOS=linux GOARCH=arm64 CC=aarch64-linux-gnu-gcc CXX=aarch64-linux-gnu-g++ \
+		$(GO) build -tags llamacpp,netgo,osusergo -ldflags=-extldflags=-static -o $(BIN)/lessim-linux-arm64 ./cmd/lessim
+	CGO_ENABLED=0 GOOS=linux GOARCH=arm64 $(GO) build -o $(BIN)/lessim-sim-linux-arm64 ./cmd/lessim
+	@file $(BIN)/lessim-linux-arm64 | grep 'ARM aarch64.*statically linked' || \
+		{ file $(BIN)/lessim-linux-arm64; echo "bin/lessim-linux-arm64 is not a static arm64 executable"; exit 1; }
+
 # demo: the main job on embedded model and device profiles and a synthetic
 # trace (no files needed): the stepwise LES ablation (lessim ablate) of
 # MiniCPM-V 4.7 35B-A3B on an iPhone 18 Pro Max with a 3 GiB expert cache.
 demo: build-sim
 	$(BIN)/lessim-sim ablate --device iphone-18-pro-max --cache 3GiB
 
-# test: lint (gofmt, vet, staticcheck, go.mod tidy), the pure-Go tests, the
-# pure-Go packages again under the race detector, a short run of every fuzz
-# target, and the llama.cpp tests.
-test: lint test-sim test-race fuzz-smoke test-runtime
+# test: lint (gofmt, vet, staticcheck, go.mod tidy), package adb against
+# Debian's adb server, the pure-Go tests, the pure-Go packages again under
+# the race detector, a short run of every fuzz target, the llama.cpp tests,
+# and the arm64 build under emulation.
+test: lint test-adb test-sim test-race fuzz-smoke test-runtime test-arm64
 
 # test-sim also runs the engine and policies with the consistency checks of
 # sim's invariants build tag on (used = resident + loading; every key in use
@@ -61,6 +78,26 @@ test-race: deps
 FUZZTIME ?= 5s
 fuzz-smoke: deps
 	GO=$(GO) bash scripts/fuzz-smoke.sh $(FUZZTIME) 2s
+
+# test-adb: package adb's tests against Debian's adb server (installed when
+# missing; each test starts its own server on a free port and kills it),
+# before test-sim runs them again with everything else.
+test-adb: deps
+	bash scripts/debian-deps.sh adb=adb
+	$(GO) test -count=1 -run 'RealServer|DevicesADB' ./adb/ ./cmd/lessim/
+
+# test-arm64: the arm64 build under qemu's user-mode emulator (installed
+# when missing): the pure-Go tool simulates exactly as this machine's does,
+# and the llama.cpp agent passes agent check and routes, hits and misses as
+# this machine's live engine does on the same model (cmd/lessim's
+# TestEmulatedARM64Agent). Timings under emulation are meaningless.
+test-arm64: build-arm64
+	bash scripts/debian-deps.sh qemu-aarch64-static=qemu-user-static
+	$(GO) run ./cmd/lessim simulate --device iphone-17-pro-max --cache 3GiB --tokens 200 --format json > $(BIN)/simulate-amd64.json
+	qemu-aarch64-static $(BIN)/lessim-sim-linux-arm64 simulate --device iphone-17-pro-max --cache 3GiB --tokens 200 --format json > $(BIN)/simulate-arm64.json
+	cmp $(BIN)/simulate-amd64.json $(BIN)/simulate-arm64.json
+	$(LLAMA_ENV) && LESSIM_ARM64_BIN=$(CURDIR)/$(BIN)/lessim-linux-arm64 $(GO) test -count=1 -tags llamacpp -run '^TestEmulatedARM64Agent$$' -v ./cmd/lessim/
+	@echo "test-arm64: timings under emulation are meaningless (routing, hits and misses compared only)"
 
 # tidy-check: go.mod and go.sum are exactly what `go mod tidy` writes
 # (direct dependencies marked direct, nothing stale).

@@ -73,6 +73,7 @@ func hostFacts(version string) DeviceFacts {
 		CPU:   fmt.Sprintf("%s, %d logical CPUs", runtime.GOARCH, runtime.NumCPU()),
 		Cores: runtime.NumCPU(), RAMBytes: ram, PageBytes: int64(os.Getpagesize()),
 		Engine: "llama.cpp (lessim live)", EngineVersion: version,
+		CoreMaxMHz: coreMaxMHz("/"),
 	}
 }
 
@@ -82,8 +83,13 @@ func (e *LiveEngine) Capabilities() []string {
 	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel, CapRecord, CapSeries}
 }
 
-// Facts describes this machine.
-func (e *LiveEngine) Facts() DeviceFacts { return e.facts }
+// Facts describes this machine, with the memory available and the
+// temperatures of now.
+func (e *LiveEngine) Facts() DeviceFacts {
+	f := e.facts
+	f.MemAvailableBytes, f.Thermal = memAvailable("/"), thermal("/")
+	return f
+}
 
 // LoadModel accepts only the model the engine was started with, by its file
 // name or its model name: an agent loads nothing a client names.

@@ -58,7 +58,7 @@ func TestLiveEngine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if facts.Kind != KindMeasured || facts.RAMBytes <= 0 || facts.PageBytes < 4096 {
+	if facts.Kind != KindMeasured || facts.RAMBytes <= 0 || facts.PageBytes < 4096 || facts.MemAvailableBytes <= 0 || facts.CoreMaxMHz == "" {
 		t.Errorf("facts %+v", facts)
 	}
 	if res.Source != sim.SourceMeasured || res.Tokens != 12 || res.Policy != "les" {

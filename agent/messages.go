@@ -68,6 +68,16 @@ type DeviceFacts struct {
 	PageBytes     int64  `json:"page_bytes"` // VM page size
 	Engine        string `json:"engine"`     // e.g. "llama.cpp b6000", "lessim-sim 0.1.0"
 	EngineVersion string `json:"engine_version"`
+
+	// What a measuring agent on Linux or Android reads from the system
+	// where it can (omitted otherwise): each logical CPU's maximum
+	// frequency in MHz, in CPU order, comma-separated, 0 where unreadable
+	// ("1800,1800,2400,3200"); the memory the system reports available
+	// (MemAvailable) and its thermal zones' temperatures in °C
+	// ("TYPE=TEMP,...") when the connection opened.
+	CoreMaxMHz        string `json:"core_max_mhz,omitempty"`
+	MemAvailableBytes int64  `json:"mem_available_bytes,omitempty"`
+	Thermal           string `json:"thermal,omitempty"`
 }
 
 // Fact kinds.

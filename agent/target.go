@@ -7,33 +7,54 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/lessim/lessim/adb"
 	"github.com/lessim/lessim/usbmux"
 )
 
-// Target is where an agent listens: tcp://HOST:PORT, or usb://UDID:PORT
-// (a TCP port on an iOS device reached through usbmuxd).
+// DefaultADBPort is the device port an adb:// target without one reaches:
+// lessim agent's default --listen port.
+const DefaultADBPort = 7070
+
+// Target is where an agent listens: tcp://HOST:PORT, usb://UDID:PORT (a TCP
+// port on an iOS device reached through usbmuxd), or adb://SERIAL[:PORT] (a
+// TCP port on an Android device reached through the adb server at
+// adb.DefaultAddress()).
 type Target struct {
-	Scheme string // "tcp" or "usb"
+	Scheme string // "tcp", "usb" or "adb"
 	Host   string // tcp: host name or address
 	UDID   string // usb: the device's UDID
+	Serial string // adb: the device's serial, as adb devices lists it
 	Port   uint16
 }
 
 // String renders t as it is written on the command line.
 func (t Target) String() string {
-	if t.Scheme == "usb" {
+	switch t.Scheme {
+	case "usb":
 		return "usb://" + t.UDID + ":" + strconv.Itoa(int(t.Port))
+	case "adb":
+		return "adb://" + t.Serial + ":" + strconv.Itoa(int(t.Port))
 	}
 	return "tcp://" + net.JoinHostPort(t.Host, strconv.Itoa(int(t.Port)))
 }
 
-// ParseTarget reads tcp://HOST:PORT or usb://UDID:PORT.
+// ParseTarget reads tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL[:PORT].
+// An adb serial may itself hold a colon (a device adb reaches over the
+// network, 192.168.1.5:5555): the text after the last colon is the port,
+// so such a target names its port (adb://192.168.1.5:5555:7070).
 func ParseTarget(s string) (Target, error) {
 	scheme, rest, ok := strings.Cut(s, "://")
-	if !ok || (scheme != "tcp" && scheme != "usb") {
-		return Target{}, fmt.Errorf("target %q: want tcp://HOST:PORT or usb://UDID:PORT", s)
+	if !ok || (scheme != "tcp" && scheme != "usb" && scheme != "adb") {
+		return Target{}, fmt.Errorf("target %q: want tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL[:PORT]", s)
+	}
+	if scheme == "adb" && !strings.Contains(rest, ":") {
+		rest += ":" + strconv.Itoa(DefaultADBPort)
 	}
 	host, port, err := net.SplitHostPort(rest)
+	if scheme == "adb" {
+		i := strings.LastIndexByte(rest, ':')
+		host, port, err = rest[:i], rest[i+1:], nil
+	}
 	if err != nil {
 		return Target{}, fmt.Errorf("target %q: %v", s, err)
 	}
@@ -43,26 +64,37 @@ func ParseTarget(s string) (Target, error) {
 	}
 	t := Target{Scheme: scheme, Port: uint16(p)}
 	if host == "" {
-		return Target{}, fmt.Errorf("target %q: no %s", s, map[string]string{"tcp": "host", "usb": "UDID"}[scheme])
+		return Target{}, fmt.Errorf("target %q: no %s", s, map[string]string{"tcp": "host", "usb": "UDID", "adb": "serial"}[scheme])
 	}
-	if scheme == "usb" {
+	switch scheme {
+	case "usb":
 		for _, c := range host {
 			if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '-') {
 				return Target{}, fmt.Errorf("target %q: a UDID is hex digits and dashes", s)
 			}
 		}
 		t.UDID = host
-	} else {
+	case "adb":
+		for _, c := range host {
+			if c <= ' ' || c >= 0x7f || c == '/' {
+				return Target{}, fmt.Errorf("target %q: a serial is printable ASCII without spaces or slashes", s)
+			}
+		}
+		t.Serial = host
+	default:
 		t.Host = host
 	}
 	return t, nil
 }
 
-// dial opens the byte stream to t: a TCP connection, or a usbmuxd-relayed
-// stream to the device's port.
+// dial opens the byte stream to t: a TCP connection, a usbmuxd-relayed
+// stream to the device's port, or the adb server's stream to it.
 func (t Target) dial(ctx context.Context, mux usbmux.Address) (net.Conn, error) {
-	if t.Scheme == "usb" {
+	switch t.Scheme {
+	case "usb":
 		return usbmux.DialDevice(ctx, mux, t.UDID, t.Port)
+	case "adb":
+		return adb.DialDevice(ctx, adb.DefaultAddress(), t.Serial, t.Port)
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", net.JoinHostPort(t.Host, strconv.Itoa(int(t.Port))))

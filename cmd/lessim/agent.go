@@ -187,8 +187,8 @@ func newAgentCheckCmd() *cobra.Command {
 		Use:   "check TARGET",
 		Short: "Check an agent's conformance to the device-agent protocol",
 		Long: `check runs the conformance checks against the agent at TARGET
-(tcp://HOST:PORT or usb://UDID:PORT): its info and device facts, the
-documented answer to a wrong token, malformed requests, an unknown path, an
+(tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT): its info and device
+facts, the documented answer to a wrong token, malformed requests, an unknown path, an
 oversize body, a slow client and an invalid spec, every request, busy,
 cancel, and the units and sanity of the streamed measurements against the
 result. It prints PASS, FAIL or SKIP per check and fails if any check fails.`,

@@ -42,8 +42,8 @@ trace, and the profile to start from. It prints each fitted value with its stand
 error, what the run could not identify, the per-token residuals, and draws measured vs
 predicted per-token time.
 
-With --target tcp://HOST:PORT or usb://UDID:PORT (and --token) a device agent calibrates
-its own device; the profile it returns is checked and written to --out. --lanes, --sizes,
+With --target tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT (and --token) a
+device agent calibrates its own device; the profile it returns is checked and written to --out. --lanes, --sizes,
 --samples, --reads and --tokens, when set, go to the agent as the live engine's options.`,
 		Example: `  lessim calibrate --model tiny.gguf --out host.yaml
   lessim calibrate --target tcp://127.0.0.1:7070 --token 0123… --out remote.yaml
@@ -87,7 +87,7 @@ its own device; the profile it returns is checked and written to --out. --lanes,
 	intVar(fl, &h.tokens, "tokens", 16, "decoded tokens per model shape, at least "+strconv.Itoa(calibrate.MinTokens))
 	fl.BoolVar(&h.quiet, "quiet", false, "no progress lines")
 	addFromRunFlags(cmd, &f)
-	fl.StringVar(&r.target, "target", "", "calibrate a device agent instead: tcp://HOST:PORT or usb://UDID:PORT (the agent measures its device)")
+	fl.StringVar(&r.target, "target", "", "calibrate a device agent instead: tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT (the agent measures its device)")
 	fl.StringVar(&r.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 	return cmd
 }

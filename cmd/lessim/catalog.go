@@ -62,6 +62,7 @@ func newDevicesCmd() *cobra.Command {
 	show.Flags().BoolVar(&asYAML, "yaml", false, "print the profile as YAML (a starting point for --device-file)")
 	cmd.AddCommand(show)
 	cmd.AddCommand(newDevicesUSBCmd())
+	cmd.AddCommand(newDevicesADBCmd())
 	return cmd
 }
 

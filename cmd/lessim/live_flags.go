@@ -27,8 +27,8 @@ the expert matmuls run, and victims are evicted from the page cache. It prints t
 same result as simulate, measured on this machine. --stock runs plain llama.cpp mmap
 (page faults, no prefetch) with expert pages capped at the cache by LRU eviction.
 
-With --target tcp://HOST:PORT or usb://UDID:PORT the run goes to a device agent
-(lessim agent, or an app speaking docs/agent-protocol.md) instead: the agent decodes
+With --target tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT the run goes to a
+device agent (lessim agent, or an app speaking docs/agent-protocol.md) instead: the agent decodes
 its own model and the output records the device facts it reported. A remote run
 needs no llama.cpp in this build.`
 
@@ -54,7 +54,7 @@ func addLiveFlags(cmd *cobra.Command, f *liveFlags) {
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
 	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin; a result's JSON or a bare spec, as simulate takes): its policy, cache, layout and decode tokens; --policy, --cache, --tokens, --depth, --no-prefetch and --stock may not be given with it")
-	fl.StringVar(&f.target, "target", "", "run on a device agent: tcp://HOST:PORT or usb://UDID:PORT")
+	fl.StringVar(&f.target, "target", "", "run on a device agent: tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT")
 	fl.StringVar(&f.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 }
 

@@ -23,8 +23,8 @@ latency p50/p90), the mean absolute percentage error, whether each cache size's
 ranking of the policies is preserved, results rows (sweep's Parquet schema, source
 simulated or measured) and a scatter plot with y = x, all under --out.
 
-With --target tcp://HOST:PORT or usb://UDID:PORT (and --token) a device agent does the
-measuring: it records the routing of its own model's greedy decode (the record request of
+With --target tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT (and --token) a
+device agent does the measuring: it records the routing of its own model's greedy decode (the record request of
 docs/agent-protocol.md) into --out's trace, this machine simulates that trace with
 --device-file (the agent's profile, e.g. from calibrate --target), and the agent runs
 every point live. The measured rows record the device facts the agent reported. With
@@ -91,7 +91,7 @@ func newValidateCmd() *cobra.Command {
 	intVar(f, &o.Lanes, "lanes", 0, "live I/O lanes (0 = the profile's flash.lanes, which the simulation uses; another value is refused)")
 	f.StringVar(&o.Out, "out", "", "output folder (required)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
-	f.StringVar(&o.Target, "target", "", "measure on a device agent: tcp://HOST:PORT or usb://UDID:PORT")
+	f.StringVar(&o.Target, "target", "", "measure on a device agent: tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT")
 	f.StringVar(&o.Token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 	return cmd
 }

@@ -226,6 +226,9 @@ func loadCPU(path string, sizes []int64, samples int, next func(int64) int64) (L
 	}
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	// NB: page-aligned, with the real page size (16 KiB on some phones):
+	// POSIX_FADV_DONTNEED keeps a page the range only partly covers.
+	page := int64(os.Getpagesize())
 	var xs, ys []float64
 	for _, sz := range sizes {
 		if sz > st.Size() {
@@ -233,7 +236,7 @@ func loadCPU(path string, sizes []int64, samples int, next func(int64) int64) (L
 		}
 		buf := make([]byte, sz)
 		for range samples {
-			off := next((st.Size()-sz)/4096+1) * 4096
+			off := next((st.Size()-sz)/page+1) * page
 			if err := unix.Fadvise(int(f.Fd()), off, sz, unix.FADV_DONTNEED); err != nil {
 				return LoadCPU{}, fmt.Errorf("calibrate: posix_fadvise: %w", err)
 			}

@@ -26,6 +26,13 @@ func TestAlignment(t *testing.T) {
 			t.Errorf("outward(%v) = %v, want %v", c.r, got, c.out)
 		}
 	}
+	// 16 KiB pages (iOS, some Android phones): an expert aligned to 4 KiB
+	// keeps only the pages wholly inside it.
+	const p16 = 16384
+	r := Region{4096, 53248}
+	if in, out := inward(r, p16), outward(r, p16); in != (Region{16384, 49152}) || out != (Region{0, 65536}) {
+		t.Errorf("16 KiB pages: inward %v, outward %v", in, out)
+	}
 }
 
 func TestParseMaps(t *testing.T) {
