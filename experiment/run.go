@@ -35,7 +35,7 @@ func (p *Plan) Run() (*Outcome, error) {
 			return nil, err
 		}
 	}
-	res, err := p.simulate(pol)
+	res, err := p.simulate(p.Config, pol)
 	if err != nil {
 		return nil, err
 	}
@@ -46,18 +46,32 @@ func (p *Plan) Run() (*Outcome, error) {
 	return &Outcome{Spec: p.Spec, Hash: p.Spec.Hash(), TraceLabel: p.TraceLabel, Model: p.Model, Device: p.Device, Result: res}, nil
 }
 
-// simulate runs the engine on the steps in memory, or streams the trace
-// file (sim.RunSource: one pass at a time; a corrupt row ends the run with
-// the file, row and reason).
-func (p *Plan) simulate(pol sim.Policy) (*sim.Result, error) {
+// RunOn simulates the plan on device d instead of its own, keeping the
+// per-pass series: how package fit tries candidate profiles on the plan of
+// a measured run. The cache stays the plan's bytes and the plan's warnings
+// are not added.
+func (p *Plan) RunOn(d *devices.Device) (*sim.Result, error) {
+	pol, err := policies.New(p.Spec.Policy.Name, p.Params)
+	if err != nil {
+		return nil, err
+	}
+	cfg := p.Config
+	cfg.Device, cfg.KeepSeries = d, true
+	return p.simulate(cfg, pol)
+}
+
+// simulate runs the engine with cfg on the steps in memory, or streams the
+// trace file (sim.RunSource: one pass at a time; a corrupt row ends the run
+// with the file, row and reason).
+func (p *Plan) simulate(cfg sim.Config, pol sim.Policy) (*sim.Result, error) {
 	if p.stream == nil {
-		return sim.Run(p.Config, p.Steps, pol)
+		return sim.Run(cfg, p.Steps, pol)
 	}
 	src, c, err := p.openStream()
 	if err != nil {
 		return nil, err
 	}
-	res, err := sim.RunSource(p.Config, src, pol)
+	res, err := sim.RunSource(cfg, src, pol)
 	return res, errors.Join(err, c.Close())
 }
 

@@ -8,24 +8,10 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/devices"
-	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runs"
 	"github.com/lessim/lessim/sim"
-	"github.com/lessim/lessim/traces"
 )
-
-// Replay is how the measured run was decoded: the trace of its routing and
-// the engine settings that reproduce its cache behaviour in the simulator.
-type Replay struct {
-	Model       *devices.ModelSpec
-	Steps       []traces.Step
-	Policy      string // e.g. "lru" for BigMoeOnEdge's global LRU
-	CacheBytes  int64
-	Layout      sim.Layout
-	CachedFirst bool
-	Barrier     bool // a layer's experts computed once all were resident (lessim's live engine)
-	Prefill     bool // replay the prompt first (the run's cache was warm from it)
-}
 
 // Profile parameters FromRun can fit.
 const (
@@ -67,7 +53,11 @@ type Residuals struct {
 const MinBytesMatched = 0.5
 
 // FromRun fits base's compute and load-cost parameters (and a scale on its
-// flash bandwidth) to a measured run whose routing is known (rp). The model:
+// flash bandwidth) to a measured run whose replay is plan: the resolved
+// spec of the run's routing (a trace file) and the engine settings that
+// reproduce its cache behaviour (policy, cache, layout, compute order,
+// prefill), simulated on each candidate profile (experiment.Plan.RunOn)
+// in place of the plan's own device. The model:
 // per-token wall time = the simulator's decode pass time with the profile.
 //
 //   - compute.load_rate comes from the run's own cache-management column
@@ -89,14 +79,14 @@ const MinBytesMatched = 0.5
 // does not decode exactly the run's tokens, or when the replay reproduces
 // the measured flash bytes on MinBytesMatched of the tokens or fewer (a run
 // that does not record bytes read is not checked: BytesChecked is 0).
-func FromRun(base *devices.Profile, rp Replay, run *runs.Run, label string) (*RunFit, error) {
-	return fromRuns(base, []Measured{{Replay: rp, Run: run}}, label, false)
+func FromRun(base *devices.Profile, plan *experiment.Plan, run *runs.Run, label string) (*RunFit, error) {
+	return fromRuns(base, []Measured{{Plan: plan, Run: run}}, label, false)
 }
 
-// Measured is one measured run with its replay.
+// Measured is one measured run with the plan of its replay.
 type Measured struct {
-	Replay Replay
-	Run    *runs.Run
+	Plan *experiment.Plan
+	Run  *runs.Run
 }
 
 // FromRuns is FromRun over several runs of one device at once (e.g. one
@@ -170,7 +160,7 @@ func newFromRun(base *devices.Profile, ms []Measured, label string) (*fromRun, *
 			}
 			measured = append(measured, float64(t.WallNS))
 		}
-		f.parts = append(f.parts, part{rp: m.Replay, run: m.Run, n: len(m.Run.Tokens)})
+		f.parts = append(f.parts, part{plan: m.Plan, run: m.Run, n: len(m.Run.Tokens)})
 		all.Tokens = append(all.Tokens, m.Run.Tokens...)
 		all.Fields = slices.DeleteFunc(all.Fields, func(x runs.Field) bool { return !m.Run.Has(x) })
 	}
@@ -317,7 +307,7 @@ type fromRun struct {
 
 // part is one measured run and its replay.
 type part struct {
-	rp   Replay
+	plan *experiment.Plan
 	run  *runs.Run
 	n    int
 	last *sim.Result // the latest prediction
@@ -371,15 +361,7 @@ func (f *fromRun) predict(p []float64) ([]float64, error) {
 	out := make([]float64, 0, f.n)
 	for i := range f.parts {
 		pt := &f.parts[i]
-		pp := policies.DefaultParams(pt.rp.Model)
-		pp.Trace = pt.rp.Steps
-		pol, err := policies.New(pt.rp.Policy, pp)
-		if err != nil {
-			return nil, err
-		}
-		cfg := sim.Config{Model: pt.rp.Model, Device: d, CacheBytes: pt.rp.CacheBytes, Layout: pt.rp.Layout,
-			CachedFirst: pt.rp.CachedFirst, Barrier: pt.rp.Barrier, SpecBlock: 1, Prefill: pt.rp.Prefill, KeepSeries: true}
-		res, err := sim.Run(cfg, pt.rp.Steps, pol)
+		res, err := pt.plan.RunOn(d)
 		if err != nil {
 			return nil, err
 		}

@@ -7,46 +7,45 @@ import (
 	"testing"
 
 	"github.com/lessim/lessim/devices"
-	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runs"
 	"github.com/lessim/lessim/sim"
-	"github.com/lessim/lessim/traces"
 )
 
-// synthReplay is a replay of a short synthetic Qwen3-30B-A3B trace with an
-// LRU cache of a quarter of the expert bytes.
-func synthReplay(t *testing.T, layout sim.Layout) Replay {
+// synthReplay is the plan of a replay of a short synthetic Qwen3-30B-A3B
+// trace with an LRU cache of a quarter of the expert bytes on device d.
+func synthReplay(t *testing.T, layout sim.Layout, d *devices.Device) *experiment.Plan {
 	t.Helper()
-	m, err := devices.LookupModel("qwen3-30b-a3b", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	o := traces.DefaultSynthOptions()
-	o.Tokens, o.PromptTokens, o.Seed = 48, 8, 7
-	meta, steps, err := traces.Synth(m, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cache, err := devices.ResolveCache("25%", &meta.Model, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return Replay{Model: &meta.Model, Steps: steps, Policy: "lru", CacheBytes: cache, Layout: layout, CachedFirst: true, Prefill: true}
+	return replayPlan(t, func(s *experiment.Spec) {
+		s.Model = &experiment.Model{Name: "qwen3-30b-a3b"}
+		y := experiment.DefaultSynthetic()
+		y.Tokens, y.PromptTokens, y.Seed = 48, 8, 7
+		s.Trace = experiment.Trace{Synthetic: &y}
+		s.Cache = experiment.Cache{Size: "25%"}
+		s.Layout = string(layout)
+	}, d, &experiment.Inputs{})
 }
 
-// measure simulates rp on d and returns it as a measured run (wall time and
-// bytes read per decode token).
-func measure(t *testing.T, rp Replay, d *devices.Device) *runs.Run {
+// replayPlan resolves DefaultSpec with policy lru, prefill and device d,
+// edited by edit, through in.
+func replayPlan(t *testing.T, edit func(*experiment.Spec), d *devices.Device, in *experiment.Inputs) *experiment.Plan {
 	t.Helper()
-	pp := policies.DefaultParams(rp.Model)
-	pp.Trace = rp.Steps
-	pol, err := policies.New(rp.Policy, pp)
+	s := experiment.DefaultSpec()
+	s.Device = experiment.Device{Profile: d}
+	s.Policy, s.Prefill = experiment.Policy{Name: "lru"}, true
+	edit(&s)
+	p, err := in.Resolve(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := sim.Config{Model: rp.Model, Device: d, CacheBytes: rp.CacheBytes, Layout: rp.Layout,
-		CachedFirst: rp.CachedFirst, SpecBlock: 1, Prefill: rp.Prefill, KeepSeries: true}
-	res, err := sim.Run(cfg, rp.Steps, pol)
+	return p
+}
+
+// measure simulates plan on d and returns it as a measured run (wall time
+// and bytes read per decode token).
+func measure(t *testing.T, plan *experiment.Plan, d *devices.Device) *runs.Run {
+	t.Helper()
+	res, err := plan.RunOn(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +75,7 @@ func TestFromRunFlashScaleBounded(t *testing.T) {
 	}
 	for _, layout := range []sim.Layout{sim.LayoutGGUFMmap, sim.LayoutPerExpert} {
 		t.Run(string(layout), func(t *testing.T) {
-			rp := synthReplay(t, layout)
+			rp := synthReplay(t, layout, &truth)
 			got, err := FromRun(base, rp, measure(t, rp, &truth), "synth.csv")
 			if err != nil {
 				t.Fatal(err)
@@ -120,7 +119,7 @@ func TestFromRunRecoversGGUFMmap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := synthReplay(t, sim.LayoutGGUFMmap)
+	rp := synthReplay(t, sim.LayoutGGUFMmap, truth)
 	got, err := FromRun(base, rp, measure(t, rp, truth), "synth.csv")
 	if err != nil {
 		t.Fatal(err)
@@ -144,19 +143,27 @@ func TestFromRunRecoversGGUFMmap(t *testing.T) {
 // from its replay's.
 func TestFromRunRefusesOtherReplay(t *testing.T) {
 	base, rp, run := selfRun(t)
-	other := rp
-	other.CacheBytes *= 3
-	_, err := FromRun(base, other, run, "synth.csv")
+	d, err := base.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	triple := func(s *experiment.Spec) {
+		s.Cache = experiment.Cache{Bytes: 3 * rp.Config.CacheBytes}
+		s.Trace = rp.Spec.Trace
+		s.Model = rp.Spec.Model
+		s.Layout = rp.Spec.Layout
+	}
+	other := replayPlan(t, triple, d, &experiment.Inputs{})
+	_, err = FromRun(base, other, run, "synth.csv")
 	if err == nil || !strings.Contains(err.Error(), "the replay does not reproduce the flash reads of synth.csv") || !strings.Contains(err.Error(), "needs more than 50% of them") {
 		t.Fatalf("err = %v", err)
 	}
-	_, err = FromRuns(base, []Measured{{Replay: rp, Run: run}, {Replay: other, Run: run}}, "synth")
+	_, err = FromRuns(base, []Measured{{Plan: rp, Run: run}, {Plan: other, Run: run}}, "synth")
 	if err == nil || !strings.Contains(err.Error(), "the replay does not reproduce the flash reads of synth.csv") {
 		t.Errorf("FromRuns, lru: err = %v", err)
 	}
-	les := other
-	les.Policy = "les"
-	if _, err := FromRuns(base, []Measured{{Replay: les, Run: run}}, "synth"); err != nil {
+	les := replayPlan(t, func(s *experiment.Spec) { triple(s); s.Policy = experiment.Policy{Name: "les"} }, d, &experiment.Inputs{})
+	if _, err := FromRuns(base, []Measured{{Plan: les, Run: run}}, "synth"); err != nil {
 		t.Errorf("FromRuns, les: %v", err)
 	}
 }
@@ -179,10 +186,10 @@ func TestFromRunTokenCount(t *testing.T) {
 
 // selfRun is the ufs4-phone-12gb profile, a per-expert replay and that
 // replay's run measured on the profile's own device.
-func selfRun(t *testing.T) (*devices.Profile, Replay, *runs.Run) {
+func selfRun(t *testing.T) (*devices.Profile, *experiment.Plan, *runs.Run) {
 	t.Helper()
 	base, d := phone(t)
-	rp := synthReplay(t, sim.LayoutPerExpert)
+	rp := synthReplay(t, sim.LayoutPerExpert, d)
 	return base, rp, measure(t, rp, d)
 }
 

@@ -3,9 +3,11 @@ package fit
 import (
 	"math"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runs"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
@@ -38,8 +40,28 @@ func TestFromRunReference(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rp := Replay{Model: &meta.Model, Steps: steps, Policy: "lru", CacheBytes: 4000 << 20,
-		Layout: sim.LayoutPerExpert, CachedFirst: true, Prefill: true}
+	d, err := base.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "qwen.parquet")
+	w, err := traces.Create(path, meta)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range steps {
+		if err := w.Write(&steps[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var in experiment.Inputs
+	rp := replayPlan(t, func(s *experiment.Spec) {
+		s.Trace, s.Model = experiment.Trace{Path: path}, nil
+		s.Cache, s.Layout = experiment.Cache{Bytes: 4000 << 20}, string(sim.LayoutPerExpert)
+	}, d, &in)
 	got, err := FromRun(base, rp, run, "qwen.metrics.csv")
 	if err != nil {
 		t.Fatal(err)

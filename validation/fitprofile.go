@@ -7,12 +7,11 @@ import (
 	"strings"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runs"
 	"github.com/lessim/lessim/runtime/live"
-	"github.com/lessim/lessim/sim"
-	"github.com/lessim/lessim/traces"
 )
 
 // Files the fit writes into Options.Out.
@@ -38,20 +37,16 @@ func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	r, err := traces.Open(trace)
-	if err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
-	defer r.Close()
-	steps, err := traces.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("validate: %w", err)
-	}
-	meta := r.Meta()
+	var in experiment.Inputs
 	var ms []fit.Measured
 	for _, fr := range fitRuns {
-		ms = append(ms, fit.Measured{Run: fr.run, Replay: fit.Replay{Model: &meta.Model, Steps: steps, Policy: fr.p.Policy,
-			CacheBytes: fr.p.CacheBytes, Layout: sim.LayoutPerExpert, Barrier: true, Prefill: true}})
+		s := o.Spec(trace, fr.p.Policy, "")
+		s.Cache = experiment.Cache{Bytes: fr.p.CacheBytes}
+		plan, err := in.Resolve(s)
+		if err != nil {
+			return nil, fmt.Errorf("validate: fit %s: %w", fr.p, err)
+		}
+		ms = append(ms, fit.Measured{Run: fr.run, Plan: plan})
 	}
 	rf, err := fit.FromRuns(base, ms, fitLabel(o, fitPts))
 	if err != nil {

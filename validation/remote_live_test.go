@@ -16,7 +16,6 @@ import (
 	"github.com/lessim/lessim/runs"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/sim"
-	"github.com/lessim/lessim/traces"
 )
 
 // TestRunRemoteLiveEngine: validate against an agent serving the live
@@ -138,16 +137,7 @@ func checkLocalFit(t *testing.T, profile string, rep *Report, o Options) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := traces.Open(rep.Trace)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
-	steps, err := traces.ReadAll(tr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := tr.Meta().Model
+	var in experiment.Inputs
 	var ms []fit.Measured
 	for _, i := range RoundOrder(0, len(rep.Fit.Points)) { // one round
 		p := rep.Fit.Points[i]
@@ -158,8 +148,13 @@ func checkLocalFit(t *testing.T, profile string, rep *Report, o Options) {
 		if len(run.Tokens) != o.Tokens || !run.Has(runs.FieldRead) || !run.Has(runs.FieldFaults) {
 			t.Fatalf("%s: %d tokens, fields %v", p, len(run.Tokens), run.Fields)
 		}
-		ms = append(ms, fit.Measured{Run: run, Replay: fit.Replay{Model: &m, Steps: steps, Policy: p.Policy, CacheBytes: p.CacheBytes,
-			Layout: sim.LayoutPerExpert, Barrier: true, Prefill: true}})
+		plan, err := in.Resolve(experiment.Spec{Version: experiment.Version, Trace: experiment.Trace{Path: rep.Trace},
+			Device: experiment.Device{File: profile}, Policy: experiment.Policy{Name: p.Policy}, Cache: experiment.Cache{Bytes: p.CacheBytes},
+			Layout: string(sim.LayoutPerExpert), Barrier: true, Prefill: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ms = append(ms, fit.Measured{Run: run, Plan: plan})
 	}
 	local, err := fit.FromRuns(base, ms, "live runs on the agent at "+o.Target+" of lru at 40% and les at 25%")
 	if err != nil {

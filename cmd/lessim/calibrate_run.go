@@ -11,12 +11,12 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/runs"
 	"github.com/lessim/lessim/sim"
-	"github.com/lessim/lessim/traces"
 )
 
 // fromRunFlags are calibrate --from-run's command line.
@@ -83,12 +83,12 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 	if err != nil {
 		return err
 	}
-	rp, err := replayFromFlags(f, run)
+	rp, err := replayPlan(f, run, base)
 	if err != nil {
 		return err
 	}
 	label := filepath.Base(f.run)
-	res, err := fit.FromRun(base, *rp, run, label)
+	res, err := fit.FromRun(base, rp, run, label)
 	if err != nil {
 		return err
 	}
@@ -156,51 +156,44 @@ func baseProfile(name, file string) (*devices.Profile, error) {
 	return nil, fmt.Errorf("calibrate --from-run needs the profile to start from: --device NAME or --device-file FILE")
 }
 
-// replayFromFlags reads the trace and resolves the replay settings.
-func replayFromFlags(f *fromRunFlags, run *runs.Run) (*fit.Replay, error) {
-	layout, err := sim.ParseLayout(f.layout)
+// replayPlan is the plan of the run's replay: its trace, the profile to
+// start from, and the flags' policy, cache, layout, order and prefill.
+func replayPlan(f *fromRunFlags, run *runs.Run, base *devices.Profile) (*experiment.Plan, error) {
+	d, err := base.Device()
 	if err != nil {
 		return nil, err
 	}
-	r, err := traces.Open(f.trace)
+	cache, err := runCache(f.cache, run)
 	if err != nil {
 		return nil, err
 	}
-	defer r.Close()
-	steps, err := traces.ReadAll(r)
-	if err != nil {
-		return nil, err
-	}
-	meta := r.Meta()
-	cache, err := runCache(f.cache, run, &meta.Model)
-	if err != nil {
-		return nil, err
-	}
-	return &fit.Replay{Model: &meta.Model, Steps: steps, Policy: f.policy, CacheBytes: cache,
-		Layout: layout, CachedFirst: f.cachedFirst && !f.barrier, Barrier: f.barrier, Prefill: f.prefill}, nil
+	var in experiment.Inputs
+	return in.Resolve(experiment.Spec{Version: experiment.Version, Trace: experiment.Trace{Path: f.trace}, Device: experiment.Device{Profile: d},
+		Policy: experiment.Policy{Name: f.policy}, Cache: cache, Layout: f.layout,
+		CachedFirst: f.cachedFirst && !f.barrier, Barrier: f.barrier, Prefill: f.prefill})
 }
 
-// runCache is --cache (a size, or a percentage of m's expert bytes), or the
+// runCache is --cache (a size, or a percentage of the expert bytes), or the
 // run summary's cache budget.
-func runCache(flag string, run *runs.Run, m *devices.ModelSpec) (int64, error) {
+func runCache(flag string, run *runs.Run) (experiment.Cache, error) {
 	if flag != "" {
-		return devices.ResolveCache(flag, m, nil)
+		return experiment.Cache{Size: flag}, nil
 	}
 	v, ok := run.Summary["cache_budget_MiB"]
 	switch {
 	case run.Format == "lessim-live-series":
-		return 0, errors.New("--cache: a lessim live series does not record the run's cache: pass --cache, as the live run was given it (a size such as 512MiB, or a percentage of the expert bytes)")
+		return experiment.Cache{}, errors.New("--cache: a lessim live series does not record the run's cache: pass --cache, as the live run was given it (a size such as 512MiB, or a percentage of the expert bytes)")
 	case !ok:
-		return 0, errors.New("--cache: the run's summary line gives no cache budget (cache_budget_MiB): pass --cache, the run's cache size")
+		return experiment.Cache{}, errors.New("--cache: the run's summary line gives no cache budget (cache_budget_MiB): pass --cache, the run's cache size")
 	}
 	mib, err := strconv.ParseFloat(v, 64)
 	if err != nil || !(mib > 0 && mib < 1<<24) {
-		return 0, fmt.Errorf("--cache: the run's summary cache_budget_MiB=%q is not a size; give --cache", v)
+		return experiment.Cache{}, fmt.Errorf("--cache: the run's summary cache_budget_MiB=%q is not a size; give --cache", v)
 	}
-	return int64(mib * (1 << 20)), nil
+	return experiment.Cache{Bytes: int64(mib * (1 << 20))}, nil
 }
 
-func printRunFit(w io.Writer, f *fromRunFlags, rp *fit.Replay, r *fit.RunFit) {
+func printRunFit(w io.Writer, f *fromRunFlags, rp *experiment.Plan, r *fit.RunFit) {
 	e := r.Errors
 	fmt.Fprintf(w, "wrote %s: device %s\n\n", f.out, r.Profile.Name)
 	bytes := fmt.Sprintf("simulated flash bytes within 1%% of measured on %d of %d tokens", r.BytesMatched, r.BytesChecked)
@@ -208,7 +201,7 @@ func printRunFit(w io.Writer, f *fromRunFlags, rp *fit.Replay, r *fit.RunFit) {
 		bytes = "the run records no bytes read, so the replay's flash bytes are not checked"
 	}
 	fmt.Fprintf(w, "fitted to %d measured tokens (replay: %s, cache %s; %s)\n",
-		r.Tokens, rp.Policy, sim.FormatBytes(rp.CacheBytes), bytes)
+		r.Tokens, rp.Spec.Policy.Name, sim.FormatBytes(rp.Config.CacheBytes), bytes)
 	if r.Load != nil {
 		fmt.Fprintf(w, "  %-22s %.4g ms per MB ± %.2g (management time vs bytes read: intercept %.2f ms/token, R² %.3f)\n",
 			fit.ParamLoadRate, r.Load.Slope, r.Load.SlopeSE, r.Load.Intercept/1e6, r.Load.R2)
