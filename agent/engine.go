@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/lessim/lessim/sim"
 )
@@ -80,4 +81,64 @@ func errorCode(err error) string {
 		return CodeInvalidSpec
 	}
 	return CodeEngine
+}
+
+// CapHost is what an engine running in its caller's process can do and no
+// agent announces: take a spec's host group (experiment.Host: this
+// machine's model file, prompt, lanes and threads).
+const CapHost = "host"
+
+// Supports says why engine e cannot serve what needs caps (nil when it
+// can): for a client, the capabilities its agent announced; for an engine
+// in this process, its own (capabilities) and CapHost. It is the one place
+// where what a remote engine cannot do is refused.
+func Supports(e Engine, caps ...string) error {
+	have := append(capabilities(e), CapHost)
+	c, remote := e.(*Client)
+	if remote {
+		have = c.Info().Capabilities
+	}
+	for _, cp := range caps {
+		switch {
+		case remote && cp == CapSeries:
+			if err := c.SeriesSupported(); err != nil {
+				return err
+			}
+		case !slices.Contains(have, cp):
+			return fmt.Errorf("%w: the engine cannot serve it (capability %s absent)", ErrInvalidSpec, cp)
+		}
+	}
+	return nil
+}
+
+// RecordOn records the routing of tokens greedy decode tokens on e (the
+// record request of an agent, Recorder.Record of an engine here) and
+// returns the trace, checked (CheckTrace).
+func RecordOn(ctx context.Context, e Engine, tokens int) (*RecordedTrace, error) {
+	switch r := e.(type) {
+	case *Client:
+		return r.Record(ctx, tokens)
+	case Recorder:
+		b, err := r.Record(ctx, tokens)
+		if err != nil {
+			return nil, err
+		}
+		return CheckTrace(b, tokens)
+	}
+	return nil, errNoRecord
+}
+
+// RunSeriesOn runs spec on e as Engine.Run does and returns its per-token
+// series too (Client.RunSeries on an agent; an engine here that announces
+// CapSeries fills every sample's series fields).
+func RunSeriesOn(ctx context.Context, e Engine, spec json.RawMessage) (*sim.Result, []TokenSample, error) {
+	if c, ok := e.(*Client); ok {
+		return c.RunSeries(ctx, spec)
+	}
+	if err := Supports(e, CapSeries); err != nil {
+		return nil, nil, err
+	}
+	var samples []TokenSample
+	res, err := e.Run(ctx, spec, func(s TokenSample) error { samples = append(samples, s); return nil })
+	return res, samples, err
 }

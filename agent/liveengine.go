@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,8 +36,17 @@ type LiveEngine struct {
 	facts   DeviceFacts
 
 	// Threads and Lanes are live.Options' compute threads and I/O lanes
-	// (0 = live's defaults: 1 thread, 2 lanes).
+	// (0 = live's defaults: 1 thread, 2 lanes); Prompt is the text its runs
+	// and records prefill ("" = live.DefaultPrompt). A spec's host group
+	// overrides them on a Local engine.
 	Threads, Lanes int
+	Prompt         string
+	// Local is set when the engine runs in its caller's process (lessim
+	// live and validate on this machine): a spec may then carry a host group
+	// (experiment.Host; its model file must be the engine's), a run is not
+	// bounded by MaxLiveTokens, and errors are the engine's own, not
+	// wrapped for an agent's client.
+	Local bool
 }
 
 var _ Engine = (*LiveEngine)(nil)
@@ -116,8 +126,11 @@ func (e *LiveEngine) LoadModel(ctx context.Context, model string) (ModelInfo, er
 // included; in stock mode no reads) and returns the measured Result.
 func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
 	o, warn, err := e.liveOptions(spec)
+	if err != nil && !e.Local {
+		err = fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
+		return nil, err
 	}
 	var start int64
 	o.OnToken = func(s live.TokenSample) error {
@@ -148,13 +161,9 @@ func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(To
 // the model routes, and are reported as a warning.
 func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, error) {
 	o := live.DefaultOptions()
-	o.Model, o.Threads, o.Lanes = e.path, max(e.Threads, 1), max(e.Lanes, 0)
-	o.EnsureDefaults()
+	o.Model, o.Threads, o.Lanes, o.Prompt = e.path, max(e.Threads, 1), max(e.Lanes, 0), e.Prompt
 	s, err := agentSpec(raw, e.facts.Model, e.model.Name)
 	if err != nil {
-		return o, nil, err
-	}
-	if err := s.Validate(); err != nil {
 		return o, nil, err
 	}
 	var bad []string
@@ -166,13 +175,22 @@ func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, e
 	refuse(s.Trace.Path != "" || s.Device.File != "", errNoFiles.Error())
 	refuse(s.Device.Profile != nil || s.Device.Name != e.facts.Model, "device: a live engine measures this machine ("+e.facts.Model+"); name it or leave device out")
 	refuse(s.Model != nil && (s.Model.Name != e.model.Name || s.Model.Variant != "" && s.Model.Variant != e.model.Variant), "model: this agent serves "+e.model.Name)
-	warn, err := o.ApplySpec(&s, e.model)
+	if h := s.Host; h != nil {
+		refuse(!e.Local, "host: an agent runs its own model, prompt, lanes and threads (leave the host group out)")
+		refuse(h.ModelFile != e.path, "host.model_file "+h.ModelFile+": this engine runs "+e.path)
+		o.Prompt, o.Lanes, o.Threads = cmp.Or(h.Prompt, o.Prompt), cmp.Or(h.Lanes, o.Lanes), cmp.Or(h.Threads, o.Threads)
+	}
+	o.EnsureDefaults()
+	warn, err := applySpec(&o, &s, e.model)
 	if err != nil {
 		bad = append(bad, err.Error())
 	}
-	refuse(o.Tokens > MaxLiveTokens, fmt.Sprintf("tokens %d: a live agent runs at most %d", o.Tokens, MaxLiveTokens))
+	refuse(o.Tokens > MaxLiveTokens && !e.Local, fmt.Sprintf("tokens %d: a live agent runs at most %d", o.Tokens, MaxLiveTokens))
 	if len(bad) > 0 {
 		return o, nil, errors.New(strings.Join(bad, "; "))
+	}
+	if err := s.Validate(); err != nil { // NB: after the engine's own words for what it refuses
+		return o, nil, err
 	}
 	if err := o.Validate(); err != nil {
 		return o, nil, err

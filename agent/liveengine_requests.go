@@ -3,6 +3,7 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -94,9 +95,8 @@ func (e *LiveEngine) Calibrate(ctx context.Context, options json.RawMessage) ([]
 }
 
 // Record records the routing of tokens greedy decode tokens after the
-// prompt the engine's runs use (live.DefaultPrompt), on the engine's
-// threads, with lookahead depth 1 and no logits (as lessim validate
-// records locally), and returns the trace file's bytes. The file is
+// prompt the engine's runs use (Prompt, or live.DefaultPrompt), on the
+// engine's threads, with lookahead depth 1 and no logits, and returns the trace file's bytes. The file is
 // written into a temporary folder that is removed before returning.
 func (e *LiveEngine) Record(ctx context.Context, tokens int) ([]byte, error) {
 	if tokens < 1 || tokens > MaxLiveTokens {
@@ -108,7 +108,10 @@ func (e *LiveEngine) Record(ctx context.Context, tokens int) ([]byte, error) {
 	}
 	defer os.RemoveAll(dir)
 	ro := record.DefaultOptions()
-	ro.ModelPath, ro.Prompts, ro.PromptSet = e.path, []string{live.DefaultPrompt}, "agent"
+	ro.ModelPath, ro.Prompts, ro.PromptSet = e.path, []string{cmp.Or(e.Prompt, live.DefaultPrompt)}, "agent"
+	if e.Local {
+		ro.PromptSet = "validate"
+	}
 	ro.Tokens, ro.Temperature, ro.Threads, ro.Logits = tokens, 0, max(e.Threads, 1), false
 	ro.Out = filepath.Join(dir, "trace.parquet")
 	if _, err := record.Record(ctx, ro); err != nil {

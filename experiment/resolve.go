@@ -55,6 +55,10 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 	}
 	r := s.clone()
 	p := &Plan{}
+	if h := r.Host; h != nil { // NB: the hash is then the simulated run's
+		p.Warnings = append(p.Warnings, "host: the spec was measured by the live engine on "+h.ModelFile+"; simulating it predicts that run")
+		r.Host = nil
+	}
 	dev, err := in.resolveDevice(&r)
 	if err != nil {
 		return nil, err
@@ -160,6 +164,10 @@ func (s Spec) clone() Spec {
 	if s.Policy.PinnedHot != nil {
 		h := *s.Policy.PinnedHot
 		r.Policy.PinnedHot = &h
+	}
+	if s.Host != nil {
+		h := *s.Host
+		r.Host = &h
 	}
 	if s.Speculative != nil {
 		sp := *s.Speculative

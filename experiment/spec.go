@@ -42,8 +42,13 @@ type Spec struct {
 	// Predictor is a stated lookahead predictor for a trace file without
 	// lookahead scores (nil = none).
 	Predictor *Predictor `json:"predictor,omitempty"`
-	// Device is the device profile.
-	Device Device `json:"device"`
+	// Device is the device profile. It is absent (zero) in a measured run's
+	// spec whose engine supplies its own device (lessim live here).
+	Device Device `json:"device,omitzero"`
+	// Host is this machine's side of a run measured here by the live
+	// engine (nil for a simulated run and for one on a device agent, whose
+	// model and settings are its own).
+	Host *Host `json:"host,omitempty"`
 	// Policy is the scheduling policy and its parameters.
 	Policy Policy `json:"policy"`
 	// Cache is the expert cache size.
@@ -81,6 +86,18 @@ type Spec struct {
 	// The model must state its layers' mixers, or be a built-in model
 	// (devices.ModelSpec.WithContextShape).
 	ContextCost bool `json:"context_cost,omitempty"`
+}
+
+// Host is how the live engine on this machine runs a measured spec: the
+// GGUF model it decodes (the model routes: a synthetic trace group gives
+// only the decode tokens), the prompt it prefills, its I/O lanes and
+// compute threads. Zero Prompt, Lanes and Threads are the live engine's
+// defaults (a fixed sentence, 2 lanes, 1 thread).
+type Host struct {
+	ModelFile string `json:"model_file"`
+	Prompt    string `json:"prompt,omitempty"`
+	Lanes     int    `json:"lanes,omitempty"`
+	Threads   int    `json:"threads,omitempty"`
 }
 
 // PageCacheFreeRAM is Spec.PageCache for the kernel's page cache sized by free RAM.

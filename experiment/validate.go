@@ -45,6 +45,14 @@ func (s *Spec) Validate() error {
 	s.validateExpertQuant(&ps)
 	s.validatePredictor(&ps)
 	s.validateDevice(&ps)
+	if h := s.Host; h != nil {
+		if h.ModelFile == "" {
+			ps.add("host.model_file", "missing: the GGUF model the live engine decodes")
+		}
+		if h.Lanes < 0 || h.Threads < 0 {
+			ps.add("host", "lanes and threads must be >= 0 (0 = the live engine's default; got %d and %d)", h.Lanes, h.Threads)
+		}
+	}
 	s.validatePolicy(&ps)
 	if s.Cache.Size == "" && s.Cache.Bytes <= 0 {
 		ps.add("cache", "needs a size (e.g. 3GiB, 40%%, auto) or bytes > 0")

@@ -4,7 +4,8 @@ package main
 
 import "github.com/lessim/lessim/agent"
 
-// The llama.cpp build serves a GGUF --model with the live engine.
+// The llama.cpp build serves a GGUF --model with the live engine, and
+// measures here (live, calibrate, validate) with it in this process.
 func init() {
 	newLiveEngine = func(ggufPath string, lanes int) (agent.Engine, error) {
 		e, err := agent.NewLiveEngine(ggufPath, version)
@@ -12,6 +13,14 @@ func init() {
 			return nil, err
 		}
 		e.Lanes = lanes
+		return e, nil
+	}
+	localEngine = func(path string) (agent.Engine, error) {
+		e, err := agent.NewLiveEngine(path, version)
+		if err != nil {
+			return nil, err
+		}
+		e.Local = true
 		return e, nil
 	}
 }

@@ -1,160 +1,407 @@
-//go:build llamacpp
-
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
+	"path/filepath"
+	"strconv"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/validation"
 )
 
-// liveOutput is the JSON shape of live: the experiment spec it ran (what
-// simulate takes to predict it), the engine's own inputs and the measured
-// Result.
+// localEngine, when set by a build with the llama.cpp runtime (a
+// llamacpp-tagged file's init), is the live engine in this process running
+// the GGUF at path (agent.LiveEngine with Local set); otherwise live,
+// calibrate and validate measure only on a device agent.
+var localEngine func(path string) (agent.Engine, error)
+
+// errNoLlama is why a build without localEngine cannot measure here.
+func errNoLlama(what, remote string) error {
+	return fmt.Errorf("this lessim was built without llama.cpp: build it with `make build` (go build -tags llamacpp with CGO_CPPFLAGS from the Makefile) to %s, %s", what, remote)
+}
+
+// liveOutput is live's JSON: where it ran (with --target, the agent and
+// the device facts it reported), the one spec that reruns it (live --spec;
+// on this machine it carries the host group) and the measured Result.
 type liveOutput struct {
-	Spec   experiment.Spec `json:"spec"`
-	Inputs liveInputs      `json:"inputs"`
-	Result *sim.Result     `json:"result"`
+	Target string             `json:"target,omitempty"`
+	Device *agent.DeviceFacts `json:"device,omitempty"`
+	Spec   experiment.Spec    `json:"spec"`
+	Result *sim.Result        `json:"result"`
 }
 
-type liveInputs struct {
-	Model      string `json:"model"`
-	Policy     string `json:"policy"`
-	CacheBytes int64  `json:"cache_bytes"`
-	Tokens     int    `json:"tokens"`
-	Prompt     string `json:"prompt"`
-	Lanes      int    `json:"lanes"`
-	Threads    int    `json:"threads"`
-	Stock      bool   `json:"stock"`
+// liveFlags are live's flags.
+type liveFlags struct {
+	model, policy, cache, prompt, format, series, spec, target, token string
+	tokens, lanes, threads, depth                                     int
+	noPrefetch, stock                                                 bool
 }
 
-// runLiveLocal runs live's spec (--spec or the flags) on this machine's
-// llama.cpp.
-func runLiveLocal(cmd *cobra.Command, f *liveFlags) error {
-	o, format, series := f.o, f.format, f.series
-	mc, err := record.CheckModel(o.Model)
-	if err != nil {
-		return err
-	}
-	m := mc.Spec
-	mc.File.Close()
-	s, named, err := liveSpec(cmd, f)
-	if err != nil {
-		return err
-	}
-	if f.spec == "" { // the live engine's own order, so that simulate on this spec predicts it
-		s.CachedFirst, s.Barrier = false, s.Layout == string(sim.LayoutPerExpert)
-	}
-	notes, err := localSpecChecks(&s, named, m)
-	if err != nil {
-		return err
-	}
-	more, err := o.ApplySpec(&s, m)
-	if err != nil {
-		return err
-	}
-	if err := checkStockFlags(cmd, o.Stock); err != nil {
-		return err
-	}
-	if err := o.Validate(); err != nil {
-		return err
-	}
-	o.KeepSeries = series != ""
-	ctx, stop := atomicfile.NotifyContext(cmd.Context())
-	defer stop()
-	res, samples, err := live.Run(ctx, o)
-	if err != nil {
-		return err
-	}
-	res.Warnings = append(res.Warnings, append(notes, more...)...)
-	if f.spec != "" && s.Trace.Synthetic != nil {
-		res.Warnings = append(res.Warnings, live.RoutingNote)
-	}
-	if series != "" {
-		if err := live.WriteSeries(series, samples); err != nil {
-			return err
-		}
-		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", series)
-	}
-	out := cmd.OutOrStdout()
-	if format == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(liveOutput{Spec: s,
-			Inputs: liveInputs{Model: o.Model, Policy: o.Policy, CacheBytes: o.Cache, Tokens: o.Tokens, Prompt: promptOrDefault(o.Prompt),
-				Lanes: o.Lanes, Threads: o.Threads, Stock: o.Stock},
-			Result: res,
-		})
-	}
-	mode := fmt.Sprintf("pread on %d I/O lane(s), %d compute thread(s)", o.Lanes, o.Threads)
-	if o.Stock {
-		mode = fmt.Sprintf("stock mmap (page faults), %d compute thread(s)", o.Threads)
-	}
-	h := reports.Header{
-		{"model", fmt.Sprintf("%s (%d MoE layers × %d experts, top-%d)", m.Name, len(m.Layers), m.Experts, m.TopK)},
-		{"device", res.Device},
-		{"policy", o.Policy},
-		{"cache", fmt.Sprintf("%s (%.0f%% of expert bytes)", sim.FormatBytes(o.Cache), 100*float64(o.Cache)/float64(m.TotalExpertBytes()))},
-		{"layout", mode},
-		{"prompt", fmt.Sprintf("%q, then %d decode tokens (greedy)", promptOrDefault(o.Prompt), o.Tokens)},
-	}
-	return reports.WriteResult(out, h, res)
-}
+// remoteWhy is why a flag of liveLocalOnly or validateLocalOnly is refused.
+const remoteWhy = "with --target: the agent runs its own model and engine settings"
 
-// localSpecChecks checks what a spec says that only the caller can: the
-// model routes live, so a trace file does not apply; a model the spec names
-// must be the GGUF's; a device it names is taken to describe this machine
-// (returned as a note).
-func localSpecChecks(s *experiment.Spec, named func(string) bool, m *devices.ModelSpec) ([]string, error) {
-	var bad []string
-	if s.Trace.Path != "" {
-		bad = append(bad, "trace "+s.Trace.Path+": the live engine routes with the model (greedy from its prompt); state the decode tokens with a synthetic trace group")
-	}
-	if named("model") && s.Model != nil && s.Model.Name != m.Name {
-		bad = append(bad, fmt.Sprintf("model %s: this GGUF is %s", s.Model.Name, m.Name))
-	}
-	if len(bad) > 0 {
-		return nil, errors.New(strings.Join(bad, "; "))
-	}
-	var notes []string
-	if named("device") {
-		notes = append(notes, "device "+s.Device.Name+s.Device.File+": the live run measures this machine, which the spec's device is taken to describe")
-	}
-	return notes, nil
-}
-
-// promptOrDefault is the prompt the run prefills.
-func promptOrDefault(p string) string {
-	if p == "" {
-		return live.DefaultPrompt
-	}
-	return p
-}
+// liveLocalOnly are flags of the host group (and the series file, written
+// from it): an agent decides them (agent.CapHost).
+var liveLocalOnly = []string{"model", "prompt", "lanes", "threads", "series"}
 
 // liveSpecFlags are the flags a --spec file replaces.
 var liveSpecFlags = []string{"policy", "cache", "tokens", "depth", "no-prefetch", "stock"}
 
-// liveSpec is the run's experiment spec: --spec FILE (what simulate takes)
-// or live's flags (liveFlagSpec). named reports the groups the spec states
-// itself (with flags: none of device, model or trace file).
-func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, func(string) bool, error) {
+const liveLong = `live decodes with llama.cpp on a GGUF Mixture-of-Experts model while the same policy
+value and cache books as simulate decide which experts are in RAM: at each layer's
+router the policy prefetches (pread on I/O lanes), at its top-k the misses load before
+the expert matmuls run, and victims are evicted from the page cache. It prints the
+same result as simulate, measured on this machine. --stock runs plain llama.cpp mmap
+(page faults, no prefetch) with expert pages capped at the cache by LRU eviction.
+
+With --target tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT the run goes to a
+device agent (lessim agent, or an app speaking docs/agent-protocol.md) instead: the agent decodes
+its own model and the output records the device facts it reported. A remote run
+needs no llama.cpp in this build.`
+
+const liveExample = `  lessim live --model tiny.gguf --policy les --cache 25% --tokens 64
+  lessim live --model tiny.gguf --policy ondemand --cache 25% --stock
+  lessim live --model tiny.gguf --format json --series tokens.parquet
+  lessim live --target tcp://127.0.0.1:7070 --token 0123… --policy les --cache 25%`
+
+func newLiveCmd() *cobra.Command {
+	var f liveFlags
+	cmd := &cobra.Command{
+		Use:     "live",
+		Short:   "Run a policy against the real llama.cpp engine (here or on a device agent) and measure it",
+		Long:    liveLong,
+		Example: liveExample,
+		Args:    noArgs,
+		RunE:    func(cmd *cobra.Command, _ []string) error { return runLive(cmd, &f) },
+	}
+	o := live.DefaultOptions()
+	fl := cmd.Flags()
+	fl.StringVar(&f.model, "model", "", "GGUF Mixture-of-Experts model (required without --target)")
+	fl.StringVar(&f.policy, "policy", o.Policy, "cache policy (lessim policies)")
+	fl.StringVar(&f.cache, "cache", "25%", "expert cache: a size (256MiB) or a percentage of all expert bytes")
+	intVar(fl, &f.tokens, "tokens", o.Tokens, "decode tokens to generate and measure")
+	fl.StringVar(&f.prompt, "prompt", "", "text to prefill before decoding (default: a fixed sentence)")
+	intVar(fl, &f.lanes, "lanes", o.Lanes, "I/O lanes issuing pread loads")
+	intVar(fl, &f.threads, "threads", o.Threads, "llama.cpp compute threads, 1.."+strconv.Itoa(record.MaxThreads))
+	intVar(fl, &f.depth, "depth", 1, "les: layers of lookahead")
+	fl.BoolVar(&f.noPrefetch, "no-prefetch", false, "les: turn prefetch off (behaves as ondemand)")
+	fl.BoolVar(&f.stock, "stock", false, "stock baseline: plain mmap page faults, no pread, no prefetch (policy ondemand)")
+	fl.StringVar(&f.format, "format", "text", "output: text or json")
+	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
+	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin; a result's JSON or a bare spec, as simulate takes; live's own JSON reruns its run): its policy, cache, layout, decode tokens and host group; --policy, --cache, --tokens, --depth, --no-prefetch and --stock may not be given with it")
+	fl.StringVar(&f.target, "target", "", "run on a device agent: tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT")
+	fl.StringVar(&f.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
+	return cmd
+}
+
+// runLive runs live's spec (--spec or the flags) on the engine: the
+// in-process live engine, or the agent at --target.
+func runLive(cmd *cobra.Command, f *liveFlags) error {
+	if err := checkFormat(f.format); err != nil {
+		return err
+	}
+	if f.stock && !cmd.Flags().Changed("policy") {
+		f.policy = "ondemand" // the stock baseline's only policy, not les, the default
+	}
+	if err := checkStockFlags(cmd, f.stock); err != nil {
+		return err
+	}
+	ctx, stop := atomicfile.NotifyContext(cmd.Context())
+	defer stop()
+	eng, err := openLiveEngine(ctx, cmd, f)
+	if err != nil {
+		return err
+	}
+	if c, ok := eng.(*agent.Client); ok {
+		defer c.Close()
+	}
+	s, notes, err := liveSpec(cmd, f)
+	if err != nil {
+		return err
+	}
+	if s.Host != nil {
+		if err := agent.Supports(eng, agent.CapHost); err != nil {
+			return fmt.Errorf("host group %s: %w", remoteWhy, err)
+		}
+	}
+	if err := checkStockFlags(cmd, s.Layout == string(sim.LayoutGGUFMmap)); err != nil {
+		return err
+	}
+	wire := s
+	wire.Host = nil
+	raw, err := json.Marshal(wire)
+	if err != nil {
+		return err
+	}
+	var samples []agent.TokenSample
+	res, err := eng.Run(ctx, raw, func(t agent.TokenSample) error { samples = append(samples, t); return nil })
+	if err != nil {
+		return err
+	}
+	res.Warnings = append(res.Warnings, notes...)
+	if f.series != "" {
+		series, err := validation.LiveSeries(samples)
+		if err != nil {
+			return err
+		}
+		if err := live.WriteSeries(f.series, series); err != nil {
+			return err
+		}
+		fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", f.series)
+	}
+	return printLive(cmd, f, eng, s, res)
+}
+
+// openLiveEngine checks the flags that say where the run goes and opens
+// its engine: a client of --target, or the live engine on --model (or the
+// --spec file's host group).
+func openLiveEngine(ctx context.Context, cmd *cobra.Command, f *liveFlags) (agent.Engine, error) {
+	if f.target != "" {
+		if _, err := agent.ParseTarget(f.target); err != nil {
+			return nil, err
+		}
+		token, err := clientToken(f.token)
+		if err != nil {
+			return nil, err
+		}
+		if err := refuseFlags(cmd, liveLocalOnly, remoteWhy); err != nil {
+			return nil, err
+		}
+		return agent.Dial(ctx, f.target, token)
+	}
+	if f.token != "" {
+		return nil, errTokenAlone
+	}
+	if f.model == "" && f.spec != "" { // the host group of a measured result's spec
+		if s, _, err := readSpecFile(cmd, f.spec, true); err == nil && s.Host != nil {
+			f.model = s.Host.ModelFile
+		}
+	}
+	if f.model == "" {
+		return nil, errors.New(`required flag(s) "model" not set (or run on an agent with --target)`)
+	}
+	if err := checkLiveLocal(cmd, f); err != nil {
+		return nil, err
+	}
+	if localEngine == nil {
+		return nil, errNoLlama("run live here", "or run on a device agent with --target")
+	}
+	return localEngine(f.model)
+}
+
+// checkLiveLocal checks what a local run's flags say before any work:
+// --series must not name an input (the model, the --spec file) and must be
+// writable (checkOutput: it is written after the whole run), an
+// explicitly empty --prompt is refused (it would silently be the default),
+// and --threads must be in range (checkThreads).
+func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
+	if f.series != "" {
+		spec := f.spec
+		if spec == "-" {
+			spec = ""
+		}
+		if err := checkOutput("series", f.series, f.model, spec); err != nil {
+			return err
+		}
+	}
+	return errors.Join(checkThreads(f.threads), refuseBlank(cmd, "prompt", "the text to prefill", "live's fixed sentence"))
+}
+
+// liveSpec is the run's one spec: --spec FILE or live's flags, with the
+// host group on this machine (the flags' model, prompt, lanes and threads
+// over the file's). notes are what the result should say about it.
+func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, []string, error) {
+	var s experiment.Spec
+	var notes []string
 	if f.spec == "" {
-		s, err := liveFlagSpec(cmd, f)
-		return s, func(string) bool { return false }, err
+		var err error
+		if s, err = liveFlagSpec(cmd, f); err != nil {
+			return s, nil, err
+		}
+	} else {
+		if err := refuseFlags(cmd, liveSpecFlags, "with --spec: the spec holds the run (edit it instead)"); err != nil {
+			return s, nil, err
+		}
+		var named func(string) bool
+		var err error
+		if s, named, err = readSpecFile(cmd, f.spec, true); err != nil {
+			return s, nil, err
+		}
+		if f.target == "" && named("device") && s.Device.Profile == nil {
+			notes = append(notes, "device "+s.Device.Name+s.Device.File+": the live run measures this machine, which the spec's device is taken to describe")
+		}
+		if !named("device") || f.target == "" {
+			s.Device = experiment.Device{} // the engine's
+		}
+		if !named("model") {
+			s.Model = nil // the engine's
+		}
 	}
-	if err := refuseFlags(cmd, liveSpecFlags, "with --spec: the spec holds the run (edit it instead)"); err != nil {
-		return experiment.Spec{}, nil, err
+	if f.target == "" {
+		h := experiment.Host{}
+		if s.Host != nil {
+			h = *s.Host
+		}
+		changed := cmd.Flags().Changed
+		h.ModelFile = f.model
+		if changed("prompt") || h.Prompt == "" {
+			h.Prompt = f.prompt
+		}
+		if changed("lanes") || h.Lanes == 0 {
+			h.Lanes = f.lanes
+		}
+		if changed("threads") || h.Threads == 0 {
+			h.Threads = f.threads
+		}
+		s.Host = &h
 	}
-	return readSpecFile(cmd, f.spec, true)
+	return s, notes, nil
+}
+
+// liveFlagSpec is the experiment spec of live's flags: no device or model
+// (the engine's own), a synthetic trace of --tokens decode tokens, the
+// policy, cache and layout, and on this machine the live engine's compute
+// order (barrier), so that simulate on this spec predicts it.
+func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
+	syn := experiment.DefaultSynthetic()
+	syn.Tokens = f.tokens
+	s := experiment.Spec{
+		Version: experiment.Version, Trace: experiment.Trace{Synthetic: &syn},
+		Policy: experiment.Policy{Name: f.policy}, Cache: experiment.Cache{Size: f.cache},
+		Layout: string(sim.LayoutPerExpert), CachedFirst: true,
+	}
+	if f.stock {
+		s.Layout = string(sim.LayoutGGUFMmap)
+	}
+	if f.target == "" {
+		s.CachedFirst, s.Barrier = false, !f.stock
+	}
+	changed := cmd.Flags().Changed
+	if changed("depth") || f.noPrefetch {
+		if err := checkLiveDepth(changed("depth"), f); err != nil {
+			return experiment.Spec{}, err
+		}
+		s.Policy.LES = &experiment.LES{Depth: f.depth, NoPrefetch: f.noPrefetch}
+		if f.noPrefetch {
+			s.Policy.LES.Depth = 0
+		}
+		// As simulate: a simulator agent's synthetic trace carries the
+		// lookahead les asks for (a live engine's model routes).
+		syn.LookaheadDepth = max(syn.LookaheadDepth, s.Policy.LES.Depth)
+	}
+	return s, nil
+}
+
+// checkLiveDepth checks les's --depth and --no-prefetch as simulate does:
+// after the policy's name, settings of les only, a depth of at least 1
+// (policies.CheckDepth), and not both at once (no prefetch looks nowhere).
+func checkLiveDepth(depthSet bool, f *liveFlags) error {
+	if err := policies.CheckName(f.policy); err != nil {
+		return fmt.Errorf("--policy: %w", err)
+	}
+	switch {
+	case f.policy != "les":
+		return fmt.Errorf("--depth and --no-prefetch are settings of les, not of %s", f.policy)
+	case depthSet && f.noPrefetch:
+		return errors.New("--depth does not apply: --no-prefetch is set, so les prefetches nothing")
+	case depthSet:
+		if err := policies.CheckDepth(f.depth); err != nil {
+			return fmt.Errorf("--depth %d: %w", f.depth, err)
+		}
+	}
+	return nil
+}
+
+// stockRefused are the flags the stock baseline has no use for, each with
+// why: it is plain llama.cpp mmap, reading experts by page faults with no
+// prefetch, whatever the policy.
+var stockRefused = []struct{ name, why string }{
+	{"lanes", "it reads experts by page faults, not by pread on I/O lanes"},
+	{"depth", "it is plain mmap with no prefetch, so there is no lookahead depth to set"},
+	{"no-prefetch", "it is plain mmap, which never prefetches"},
+}
+
+// checkStockFlags refuses the flags of stockRefused when the run is stock.
+// live calls it first with --stock, before any other check of those flags
+// (les's --depth checks would otherwise blame the policy), and again once a
+// --spec has said whether the run is stock.
+func checkStockFlags(cmd *cobra.Command, stock bool) error {
+	if !stock {
+		return nil
+	}
+	for _, r := range stockRefused {
+		if err := refuseFlags(cmd, []string{r.name}, "to the stock baseline: "+r.why); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// printLive prints the run: its one spec and result as JSON, or simulate's
+// text result under a header saying where and how it ran.
+func printLive(cmd *cobra.Command, f *liveFlags, eng agent.Engine, s experiment.Spec, res *sim.Result) error {
+	out := cmd.OutOrStdout()
+	stock := s.Layout == string(sim.LayoutGGUFMmap)
+	facts := eng.Facts()
+	o := liveOutput{Spec: s, Result: res}
+	if f.target != "" {
+		o.Target, o.Device, o.Spec.Device = f.target, &facts, experiment.Device{Name: facts.Model}
+	}
+	if f.format == "json" {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		return enc.Encode(o)
+	}
+	tokens := s.Trace.Synthetic.Tokens
+	if h := s.Host; h != nil {
+		info, err := eng.LoadModel(cmd.Context(), filepath.Base(h.ModelFile))
+		if err != nil {
+			return err
+		}
+		mode := fmt.Sprintf("pread on %d I/O lane(s), %d compute thread(s)", h.Lanes, h.Threads)
+		if stock {
+			mode = fmt.Sprintf("stock mmap (page faults), %d compute thread(s)", h.Threads)
+		}
+		prompt := h.Prompt
+		if prompt == "" {
+			prompt = live.DefaultPrompt
+		}
+		return reports.WriteResult(out, reports.Header{
+			{"model", fmt.Sprintf("%s (%d MoE layers × %d experts, top-%d)", info.Name, info.Layers, info.Experts, info.TopK)},
+			{"device", res.Device},
+			{"policy", s.Policy.Name},
+			{"cache", fmt.Sprintf("%s (%.0f%% of expert bytes)", sim.FormatBytes(res.CacheBytes), 100*float64(res.CacheBytes)/float64(info.TotalExpertBytes))},
+			{"layout", mode},
+			{"prompt", fmt.Sprintf("%q, then %d decode tokens (greedy)", prompt, tokens)},
+		}, res)
+	}
+	mode, desc := "pread (per-expert)", fmt.Sprintf("%d decode tokens (greedy, the agent's prompt)", tokens)
+	if stock {
+		mode = "stock mmap (page faults)"
+	}
+	if facts.Kind == agent.KindSimulated {
+		mode, desc = s.Layout, fmt.Sprintf("%d decode tokens of a synthetic trace (seed %d)", tokens, s.Trace.Synthetic.Seed)
+	}
+	return reports.WriteResult(out, reports.Header{
+		{"target", f.target},
+		{"device", fmt.Sprintf("%s %s (%s; %s; %s RAM)", facts.Kind, facts.Model, facts.OS, facts.CPU, sim.FormatBytes(facts.RAMBytes))},
+		{"engine", facts.Engine + " " + facts.EngineVersion},
+		{"model", res.Model},
+		{"policy", res.Policy},
+		{"cache", fmt.Sprintf("%s (%s)", s.Cache.Size, sim.FormatBytes(res.CacheBytes))},
+		{"layout", mode},
+		{"tokens", desc},
+	}, res)
 }

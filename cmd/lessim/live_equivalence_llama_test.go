@@ -81,7 +81,7 @@ func TestLiveTargetEquivalence(t *testing.T) {
 					runs["local"] = local.Result
 					continue
 				}
-				var got liveRemoteOutput
+				var got liveOutput
 				out := runCLI(t, dir, append(args, "--target", way.target, "--token", token)...)
 				if err := json.Unmarshal([]byte(out), &got); err != nil || got.Result == nil {
 					t.Fatalf("%s: %v: %s", way.name, err, out)

@@ -22,7 +22,7 @@ func TestLiveTargetLiveEngine(t *testing.T) {
 	target := "tcp://" + addr
 
 	out := runCLI(t, dir, "live", "--target", target, "--token", token, "--policy", "les", "--cache", "40%", "--tokens", "6", "--format", "json")
-	var got liveRemoteOutput
+	var got liveOutput
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

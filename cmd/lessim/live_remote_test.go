@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -79,6 +81,35 @@ func TestLiveTarget(t *testing.T) {
 	}
 	if string(got.Result) != string(want.Result) {
 		t.Fatalf("live --target result differs from simulate:\n%s\n%s", got.Result, want.Result)
+	}
+
+	// One spec, and it reruns the measured run: live --spec of live's own
+	// JSON gives the same result and prints the same spec.
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(out), &top); err != nil || len(top) != 4 || top["spec"] == nil || top["inputs"] != nil {
+		t.Fatalf("live json: want target, device, one spec and the result: %s", out)
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var again struct {
+		Spec   json.RawMessage `json:"spec"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal([]byte(runCLI(t, dir, "live", "--target", target, "--token", token, "--spec", "run.json", "--format", "json")), &again); err != nil {
+		t.Fatal(err)
+	}
+	if string(again.Result) != string(got.Result) || string(again.Spec) != string(got.Spec) {
+		t.Errorf("live --spec of live's JSON: spec %s result %s\nwant spec %s result %s", again.Spec, again.Result, got.Spec, got.Result)
+	}
+	// A host group is this machine's: an agent cannot take it.
+	host := strings.Replace(out, `"spec": {`, `"spec": {"host": {"model_file": "x.gguf"},`, 1)
+	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(host), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLIErr(t, dir, "live", "--target", target, "--token", token, "--spec", "host.json"); !errors.Is(err, agent.ErrInvalidSpec) || !strings.Contains(err.Error(), agent.CapHost) {
+		t.Errorf("a host group sent to an agent: %v", err)
 	}
 
 	txt := runCLI(t, "", "live", "--target", target, "--token", token, "--policy", "lru", "--cache", "25%", "--tokens", "8")

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/experiment"
 )
 
 // TestLiveEndToEnd runs lessim live on a small synthetic model: the text
@@ -43,20 +45,29 @@ func TestLiveEndToEnd(t *testing.T) {
 	if st, err := os.Stat(filepath.Join(dir, "tokens.parquet")); err != nil || st.Size() == 0 {
 		t.Fatalf("series file: %v", err)
 	}
-	if s := got.Spec; s.Policy.Name != "ondemand" || s.Trace.Synthetic == nil || s.Trace.Synthetic.Tokens != 8 || !s.Barrier || s.CachedFirst {
+	if s := got.Spec; s.Policy.Name != "ondemand" || s.Trace.Synthetic == nil || s.Trace.Synthetic.Tokens != 8 || !s.Barrier || s.CachedFirst ||
+		s.Host == nil || *s.Host != (experiment.Host{ModelFile: "tiny.gguf", Lanes: 2, Threads: 1}) {
 		t.Fatalf("live json spec: %+v", s)
 	}
-	// The spec it printed runs the same experiment again: same routing, so
-	// the same books (ondemand has no timing-dependent prefetch).
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(js), &top); err != nil || len(top) != 2 || top["spec"] == nil || top["result"] == nil {
+		t.Fatalf("live json: want one spec and the result, got keys of %s", js)
+	}
+	// The spec it printed reruns the measured run, host group included (no
+	// --model): same routing, so the same books (ondemand has no
+	// timing-dependent prefetch).
 	if err := os.WriteFile(filepath.Join(dir, "run.json"), []byte(js), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	var again liveOutput
-	if err := json.Unmarshal([]byte(runCLI(t, dir, "live", "--model", "tiny.gguf", "--spec", "run.json", "--format", "json")), &again); err != nil {
+	if err := json.Unmarshal([]byte(runCLI(t, dir, "live", "--spec", "run.json", "--format", "json")), &again); err != nil {
 		t.Fatal(err)
 	}
 	if r, a := got.Result, again.Result; a == nil || a.Uses != r.Uses || a.Hits != r.Hits || a.Misses != r.Misses || a.CacheBytes != r.CacheBytes {
 		t.Fatalf("live --spec of its own output: %+v, first run %+v", again.Result, got.Result)
+	}
+	if again.Spec.Hash() != got.Spec.Hash() {
+		t.Errorf("live --spec of its own output printed another spec:\n%+v\n%+v", again.Spec, got.Spec)
 	}
 	stock := runCLI(t, dir, "live", "--model", "tiny.gguf", "--policy", "ondemand", "--cache", "40%", "--tokens", "4", "--stock")
 	if !strings.Contains(stock, "stock mmap") || !strings.Contains(stock, "4 tokens in 4 passes") {

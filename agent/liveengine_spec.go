@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"errors"
+	"strings"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/runtime/live"
+	"github.com/lessim/lessim/sim"
+)
+
+// applySpec sets o from the settings of an experiment spec that the live
+// engine honours, for model m (the GGUF being run): the policy (and les's
+// depth and no_prefetch), the cache (a size or a percentage of m's expert
+// bytes), the layout (gguf-mmap = the stock baseline's page faults) and the
+// synthetic trace's decode tokens. Settings the engine cannot honour are
+// refused together, each with its reason; the routing model's settings (a
+// synthetic trace's skew, reuse, ...) do not apply, because the model
+// routes (the caller says so: RoutingNote). The caller checks what is its
+// own to check (a trace file, the device, the model's name).
+func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec) (warnings []string, err error) {
+	var bad []string
+	refuse := func(cond bool, what string) {
+		if cond {
+			bad = append(bad, what)
+		}
+	}
+	refuse(s.Predictor != nil, "predictor: the live engine routes with the model's own routers")
+	refuse(s.Speculative != nil || s.SpecFromTrace, "speculative decoding: not supported by the live engine")
+	refuse(s.Prefill, "prefill: the live engine prefills its prompt without measuring it")
+	refuse(s.ContextTokens != 0, "context_tokens: the live engine's context is its prompt and tokens")
+	refuse(s.ContextCost, "context_cost: a simulator option; the live engine pays its real attention cost")
+	refuse(s.PageCache != "" || s.MmapNeighbours, "page_cache, mmap_neighbours: simulator models of the stock page-fault path; the live engine's kernel does what it does")
+	refuse(s.Policy.PinnedHot != nil, "policy.pinned_hot: not supported by the live engine")
+	refuse(s.ExpertQuant != "", "expert_quant: the live engine runs the GGUF's own types (quantize the file to measure another)")
+	if l := s.Policy.LES; l != nil {
+		refuse(l.TopN != 0 || l.Threshold != 0 || l.MaxCandidates != 0 || l.MaxInflightBytes != 0, "policy.les: the live engine takes only depth and no_prefetch")
+		if l.Depth > 0 {
+			o.Depth, o.Prefetch = l.Depth, true
+		}
+		if l.NoPrefetch {
+			o.Depth, o.Prefetch = 0, false
+		}
+	}
+	switch s.Layout {
+	case string(sim.LayoutPerExpert):
+	case string(sim.LayoutGGUFMmap):
+		o.Stock = true
+	default:
+		bad = append(bad, "layout "+s.Layout+": the live engine runs per-expert (pread) or gguf-mmap (stock page faults)")
+	}
+	o.Policy = s.Policy.Name
+	switch c := s.Cache; {
+	case c.Size != "":
+		b, err := live.ResolveCache(c.Size, m)
+		if err != nil {
+			bad = append(bad, err.Error())
+		}
+		o.Cache = b
+	default:
+		o.Cache = c.Bytes
+	}
+	if y := s.Trace.Synthetic; y != nil {
+		o.Tokens = y.Tokens
+	}
+	if len(bad) > 0 {
+		return nil, errors.New(strings.Join(bad, "; "))
+	}
+	if s.CachedFirst && !o.Stock {
+		warnings = append(warnings, "cached_first: the live engine computes a layer's experts once all are resident (barrier order) either way")
+	}
+	return warnings, nil
+}
