@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -45,8 +46,11 @@ type LiveEngine struct {
 	// live and validate on this machine): a spec may then carry a host group
 	// (experiment.Host; its model file must be the engine's), a run is not
 	// bounded by MaxLiveTokens, and errors are the engine's own, not
-	// wrapped for an agent's client.
+	// wrapped for an agent's client; calibrate options are not bounded.
 	Local bool
+	// Log, when set, is told how a calibration goes (runtime/calibrate's
+	// progress lines).
+	Log io.Writer
 }
 
 var _ Engine = (*LiveEngine)(nil)

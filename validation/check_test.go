@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runtime/gguf"
-	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/traces"
 )
@@ -118,9 +118,16 @@ func TestCheckRefuses(t *testing.T) {
 		// The live runs keep the profile's reads in flight (4), not live's
 		// default (2): with fewer, more prefetches are still loading when
 		// their layer needs them, and predicted vs measured hit rates part.
-		if lo := o.LiveOptions(c, "les", 1<<20, 4); lo.Lanes != 4 || lo.Prompt != live.DefaultPrompt || lo.Threads != 1 {
-			t.Errorf("lanes %d: live runs with %d lanes, %d threads, prompt %q; want the profile's 4 lanes, 1 thread, the default prompt",
-				lanes, lo.Lanes, lo.Threads, lo.Prompt)
+		raw, err := o.MeasuredSpec(c, "les", "25%", 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := experiment.Parse(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if h := s.Host; h == nil || *h != (experiment.Host{ModelFile: o.Model, Lanes: 4, Threads: 1}) {
+			t.Errorf("lanes %d: live runs with host group %+v; want the profile's 4 lanes, 1 thread, the default prompt", lanes, h)
 		}
 	}
 }

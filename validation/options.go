@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -239,22 +240,22 @@ func (o *Options) checkLanes(c *Checked) []error {
 	return nil
 }
 
-// LiveOptions are the live options of one run of policy at cache bytes on
-// this machine: this validation's model and prompt, the profile's lanes
-// (c.Device's flash.lanes), 1 compute thread.
-func (o *Options) LiveOptions(c *Checked, policy string, cache int64, tokens int) live.Options {
-	lo := live.DefaultOptions()
-	lo.Model, lo.Policy, lo.Cache, lo.Tokens, lo.Threads, lo.Lanes = o.Model, policy, cache, tokens, 1, c.Device.Flash.Lanes
-	lo.Prompt = o.prompt()
-	return lo
-}
-
-// prompt is the text the trace records and the live runs prefill.
-func (o *Options) prompt() string {
-	if o.Prompt == "" {
-		return live.DefaultPrompt
+// MeasuredSpec is the run an engine is sent for policy at cache: a
+// synthetic trace of tokens decode tokens (a live engine's model routes;
+// the simulator agent simulates the default synthetic routing, which is
+// what its record request returns), the simulated spec's layout and
+// compute order (Spec), and the engine's own device and model (both
+// absent). On this machine its host group names the model, the prompt, the
+// profile's flash lanes (c.Device's) and 1 compute thread.
+func (o *Options) MeasuredSpec(c *Checked, policy, cache string, tokens int) (json.RawMessage, error) {
+	syn := experiment.DefaultSynthetic()
+	syn.Tokens = tokens
+	s := o.Spec("", policy, cache)
+	s.Trace, s.Device, s.Prefill = experiment.Trace{Synthetic: &syn}, experiment.Device{}, false
+	if o.Target == "" {
+		s.Host = &experiment.Host{ModelFile: o.Model, Prompt: o.Prompt, Lanes: c.Device.Flash.Lanes, Threads: 1}
 	}
-	return o.Prompt
+	return json.Marshal(s)
 }
 
 // outputs are the files a validation may write under Out: the table, the

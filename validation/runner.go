@@ -2,8 +2,8 @@ package validation
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,14 +13,16 @@ import (
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runs"
+	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
 )
 
 // Report is a finished validation: the points, their specs (per point, the
 // simulated spec as resolved), the comparison, and the trace used.
 type Report struct {
 	// Target and Facts are the device agent that measured (RunRemote) and
-	// the facts it reported; "" and nil for this machine (Run).
+	// the facts it reported; "" and nil for this machine.
 	Target  string
 	Facts   *agent.DeviceFacts
 	Trace   string
@@ -72,31 +74,188 @@ func (r *Report) relocate(st *atomicfile.Stage) {
 	}
 }
 
-// Runner is the measured side of a validation: where the routing is
-// recorded and the points are run live. The local runner (Run) drives
-// llama.cpp on this machine; the remote runner (RunRemote) asks a device
-// agent.
-type Runner interface {
-	// Record writes to path the trace of the routing the live runs see:
-	// the prompt they prefill and tokens greedy decode tokens.
-	Record(ctx context.Context, path string, tokens int) error
-	// Live measures point p once, decoding tokens tokens.
-	Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error)
-}
-
-// fitRunner is a Runner that can also run a fit point live with its
-// per-token series (Options.Fit): the local runner, and the remote one on
-// an agent that sends per-token series.
-type fitRunner interface {
-	// FitRun runs p live once in round r (from 0), decoding tokens tokens,
-	// and returns its per-token series as a run (written to Out/fit/).
-	FitRun(ctx context.Context, p FitPoint, r, tokens int) (*runs.Run, error)
-}
-
 // fitRun is one fit run: its point and its per-token series.
 type fitRun struct {
 	p   FitPoint
 	run *runs.Run
+}
+
+// Run checks the options, opens the engine that measures (open: the live
+// engine in this process on Options.Model, or a client of the agent at
+// Options.Target, RunRemote), has it record the trace (unless
+// Options.Trace is set) with the prompt and token count of the live runs,
+// greedy, so the recorded routing is the routing the live runs see; then
+// simulates every policy × cache with the profile and runs it on the engine
+// Options.Repeats times (see runPoints). The files go to Report.Stage (see
+// Options.Out). With a target every measured result records the device
+// facts the agent reported (Result.Device) and the report carries them.
+func Run(ctx context.Context, o Options, open func() (agent.Engine, error)) (*Report, error) {
+	c, err := o.Check()
+	if err != nil {
+		return nil, err
+	}
+	e, err := open()
+	if err != nil {
+		return nil, fmt.Errorf("validate: %w", err)
+	}
+	if cl, ok := e.(io.Closer); ok {
+		defer cl.Close()
+	}
+	if len(c.Fit) > 0 {
+		if err := agent.Supports(e, agent.CapSeries); err != nil {
+			return nil, fmt.Errorf("validate: --fit needs the fit runs' per-token series: %w", err)
+		}
+	}
+	return inStage(o, func(o Options) (*Report, error) {
+		r := &runner{e: e, o: o, c: c, facts: e.Facts()}
+		rep, err := runPoints(ctx, o, r, c.Fit)
+		if err == nil && o.Target != "" {
+			rep.Target, rep.Facts = o.Target, &r.facts
+		}
+		return rep, err
+	})
+}
+
+// RunRemote is Run on the device agent at Options.Target (dialled with
+// Options.Token and Options.Client): the agent records the routing of its
+// greedy decode, this side simulates that trace with Options.DeviceFile,
+// and the agent runs every point over one connection. It needs no
+// llama.cpp on this side.
+func RunRemote(ctx context.Context, o Options) (*Report, error) {
+	if o.Target == "" {
+		return nil, fmt.Errorf("validate: no target")
+	}
+	return Run(ctx, o, func() (agent.Engine, error) { return agent.DialWith(ctx, o.Target, o.Token, o.Client) })
+}
+
+// runner records and runs the points on an engine.
+type runner struct {
+	e     agent.Engine
+	o     Options // Out is the stage: the fit runs' series go to its fit folder
+	c     *Checked
+	facts agent.DeviceFacts
+}
+
+// Record asks the engine for the trace and writes it to path atomically.
+func (r *runner) Record(ctx context.Context, path string, tokens int) error {
+	t, err := agent.RecordOn(ctx, r.e, tokens)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, t.Parquet)
+}
+
+// caches resolves caches against the model of the trace (the engine's
+// model, as recorded).
+func (r *runner) caches(trace string, caches []string) ([]int64, error) {
+	tr, err := traces.Open(trace)
+	if err != nil {
+		return nil, err
+	}
+	m := tr.Meta().Model
+	tr.Close()
+	b, errs := resolveCaches(&m, caches)
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("the trace's model %s: %v", m.Name, errs[0])
+	}
+	return b, nil
+}
+
+// Live runs p once on the engine and checks the result is the point asked
+// for (checked).
+func (r *runner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {
+	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, tokens)
+	if err != nil {
+		return nil, err
+	}
+	res, err := r.e.Run(ctx, raw, nil)
+	if err != nil {
+		return nil, err
+	}
+	return r.checked(res, p, tokens)
+}
+
+// FitRun runs fit point p once (round r, from 0) asking for its per-token
+// series (on an agent: protocol version 4, capability series), checks the
+// result as Live does, and writes the series to Out/fit/POLICY-CACHE-rN.parquet
+// (the file lessim live --series writes, which calibrate --from-run reads)
+// and reads it back as the run the fit uses.
+func (r *runner) FitRun(ctx context.Context, p FitPoint, round, tokens int) (*runs.Run, error) {
+	pt := &Point{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes}
+	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, tokens)
+	if err != nil {
+		return nil, err
+	}
+	res, samples, err := agent.RunSeriesOn(ctx, r.e, raw)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := r.checked(res, pt, tokens); err != nil {
+		return nil, err
+	}
+	series, err := LiveSeries(samples)
+	if err != nil {
+		return nil, err
+	}
+	return writeFitSeries(r.o.Out, p, round, series)
+}
+
+// checked checks res is the run of p asked for: its tokens and its cache
+// in bytes (the engine resolved it against its model, the trace's); and
+// marks it measured (on an agent, on the device it reported).
+func (r *runner) checked(res *sim.Result, p *Point, tokens int) (*sim.Result, error) {
+	switch {
+	case res.Tokens != int64(tokens):
+		return nil, fmt.Errorf("the agent decoded %d tokens, asked for %d", res.Tokens, tokens)
+	case res.CacheBytes != p.CacheBytes:
+		return nil, fmt.Errorf("the agent resolved cache %s to %s, the trace's model to %s: the trace is not of the agent's model",
+			p.Cache, sim.FormatBytes(res.CacheBytes), sim.FormatBytes(p.CacheBytes))
+	}
+	if res.Source == "" {
+		res.Source = sim.SourceMeasured
+	}
+	if r.o.Target != "" {
+		res.Device = DescribeFacts(r.facts, r.o.Target)
+	}
+	return res, nil
+}
+
+// DescribeFacts is one line naming the device an agent measured on.
+func DescribeFacts(f agent.DeviceFacts, target string) string {
+	return fmt.Sprintf("%s %s at %s (%s; %s; %s RAM; %s %s)", f.Kind, f.Model, target, f.OS, f.CPU,
+		sim.FormatBytes(f.RAMBytes), f.Engine, f.EngineVersion)
+}
+
+// LiveSeries turns the token samples of a run that asked for its series
+// (agent.RunSeriesOn) into the rows of runtime/live's per-token series:
+// time_ns is wall_ns, pass the token. Every series field must be there,
+// and hits, misses and resident bytes; absent read_bytes and reads are the
+// stock page-fault path's (no reads issued), 0 as in its series.
+func LiveSeries(samples []agent.TokenSample) ([]live.TokenSample, error) {
+	out := make([]live.TokenSample, len(samples))
+	for i, s := range samples {
+		if m := s.MissingSeries(); m != "" {
+			return nil, fmt.Errorf("token %d has no %s: not a per-token series", i, m)
+		}
+		if s.Hits == nil || s.Misses == nil || s.ResidentBytes == nil {
+			return nil, fmt.Errorf("token %d lacks hits, misses or resident_bytes: not a per-token series", i)
+		}
+		if s.Pass != int64(i) || s.Tokens != 1 {
+			return nil, fmt.Errorf("token %d is pass %d of %d tokens: a series has one token per pass, in order", i, s.Pass, s.Tokens)
+		}
+		var read, reads int64
+		if s.ReadBytes != nil {
+			read = *s.ReadBytes
+		}
+		if s.Reads != nil {
+			reads = *s.Reads
+		}
+		out[i] = live.TokenSample{Token: i, WallNS: s.TimeNS, StallNS: s.StallNS, ComputeNS: *s.ComputeNS,
+			BytesRead: read, Reads: reads, Hits: *s.Hits, InflightHits: *s.InflightHits,
+			Misses: *s.Misses, PrefetchLoads: *s.PrefetchLoads, MajorFaults: *s.MajorFaults,
+			ResidentBytes: *s.ResidentBytes, StrayBytes: *s.StrayBytes}
+	}
+	return out, nil
 }
 
 // RoundOrder is the order in which a round runs n points: round r (from 0)
@@ -122,10 +281,11 @@ func RoundOrder(r, n int) []int {
 // with Options.Fit; within each, round k starts at point k mod n:
 // RoundOrder), so that a slow phase of a shared machine spreads over every
 // point and the fit alike instead of hitting one; then fits the profile
-// (with Options.Fit) and simulates every point with it. resolve turns
-// caches into bytes of the model of the trace (the model is known once the
-// trace is); fit are Options.Fit, checked, their bytes resolved here.
-func runPoints(ctx context.Context, o Options, r Runner, resolve func(trace string, caches []string) ([]int64, error), fit []FitPoint) (*Report, error) {
+// (with Options.Fit) and simulates every point with it. Caches are
+// resolved into bytes of the model of the trace (known once the trace is);
+// fit are Options.Fit, checked, their bytes resolved here.
+func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Report, error) {
+	resolve := r.caches
 	step := func(s string) {
 		if o.Progress != nil {
 			o.Progress(s)
@@ -159,10 +319,6 @@ func runPoints(ctx context.Context, o Options, r Runner, resolve func(trace stri
 			return nil, fmt.Errorf("validate: %w", err)
 		}
 	}
-	fr, ok := r.(fitRunner)
-	if len(fit) > 0 && !ok {
-		return nil, errors.New("validate: --fit needs per-token series, which this runner does not return")
-	}
 	for _, pol := range o.Policies {
 		for i, cache := range o.Caches {
 			rep.Points = append(rep.Points, Point{Policy: pol, Cache: cache, CacheBytes: bytes[i]})
@@ -173,7 +329,7 @@ func runPoints(ctx context.Context, o Options, r Runner, resolve func(trace stri
 		for _, i := range RoundOrder(k, len(fit)) {
 			p := fit[i]
 			step(fmt.Sprintf("fit run %s %d/%d", p, k+1, o.Repeats))
-			run, err := fr.FitRun(ctx, p, k, o.Tokens)
+			run, err := r.FitRun(ctx, p, k, o.Tokens)
 			if err != nil {
 				return nil, fmt.Errorf("validate: fit run %s: %w", p, err)
 			}

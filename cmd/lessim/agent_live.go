@@ -2,7 +2,11 @@
 
 package main
 
-import "github.com/lessim/lessim/agent"
+import (
+	"io"
+
+	"github.com/lessim/lessim/agent"
+)
 
 // The llama.cpp build serves a GGUF --model with the live engine, and
 // measures here (live, calibrate, validate) with it in this process.
@@ -15,12 +19,12 @@ func init() {
 		e.Lanes = lanes
 		return e, nil
 	}
-	localEngine = func(path string) (agent.Engine, error) {
+	localEngine = func(path, prompt string, log io.Writer) (agent.Engine, error) {
 		e, err := agent.NewLiveEngine(path, version)
 		if err != nil {
 			return nil, err
 		}
-		e.Local = true
+		e.Local, e.Prompt, e.Log = true, prompt, log
 		return e, nil
 	}
 }

@@ -54,7 +54,7 @@ device agent calibrates its own device; the profile it returns is checked and wr
 				return errors.New("calibrate needs --out (the profile to write)")
 			}
 			if r.target != "" {
-				return calibrateRemote(cmd, &r, &h, f.out)
+				return calibrateOn(cmd, &r, &h, f.out)
 			}
 			if r.token != "" {
 				return errTokenAlone
@@ -74,7 +74,7 @@ device agent calibrates its own device; the profile it returns is checked and wr
 			if err := errors.Join(calibrate.CheckCounts(h.samples, h.reads, h.tokens), checkOutput("out", f.out, h.model)); err != nil {
 				return err
 			}
-			return calibrateHost(cmd, &h, f.out)
+			return calibrateOn(cmd, &r, &h, f.out)
 		},
 	}
 	fl := cmd.Flags()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 
@@ -23,9 +24,10 @@ import (
 
 // localEngine, when set by a build with the llama.cpp runtime (a
 // llamacpp-tagged file's init), is the live engine in this process running
-// the GGUF at path (agent.LiveEngine with Local set); otherwise live,
-// calibrate and validate measure only on a device agent.
-var localEngine func(path string) (agent.Engine, error)
+// the GGUF at path (agent.LiveEngine with Local set), recording with prompt
+// ("" = its default) and telling log (when set) how a calibration goes;
+// otherwise live, calibrate and validate measure only on a device agent.
+var localEngine func(path, prompt string, log io.Writer) (agent.Engine, error)
 
 // errNoLlama is why a build without localEngine cannot measure here.
 func errNoLlama(what, remote string) error {
@@ -198,7 +200,7 @@ func openLiveEngine(ctx context.Context, cmd *cobra.Command, f *liveFlags) (agen
 	if localEngine == nil {
 		return nil, errNoLlama("run live here", "or run on a device agent with --target")
 	}
-	return localEngine(f.model)
+	return localEngine(f.model, "", nil)
 }
 
 // checkLiveLocal checks what a local run's flags say before any work:

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/validation"
 )
@@ -96,8 +97,8 @@ func newValidateCmd() *cobra.Command {
 	return cmd
 }
 
-// runValidate validates on the agent at --target, or here (runValidateLocal,
-// llama.cpp builds).
+// runValidate validates on the agent at --target, or here with the live
+// engine in this process (llama.cpp builds).
 func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options) (*validation.Report, error) {
 	if o.Target == "" {
 		if o.Token != "" {
@@ -106,7 +107,10 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 		if o.Model == "" {
 			return nil, errors.New(`required flag(s) "model" not set (or validate on an agent with --target)`)
 		}
-		return runValidateLocal(ctx, *o)
+		if localEngine == nil {
+			return nil, errNoLlama("validate against the real engine here", "--target validates on a device agent in every build")
+		}
+		return validation.Run(ctx, *o, func() (agent.Engine, error) { return localEngine(o.Model, o.Prompt, nil) })
 	}
 	if err := refuseFlags(cmd, validateLocalOnly, remoteWhy); err != nil {
 		return nil, err
