@@ -168,7 +168,7 @@ func (r *runner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, e
 	if err != nil {
 		return nil, err
 	}
-	res, err := r.e.Run(ctx, raw, nil)
+	res, err := r.e.Run(ctx, raw, func(agent.TokenSample) error { return nil })
 	if err != nil {
 		return nil, err
 	}

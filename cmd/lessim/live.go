@@ -120,18 +120,22 @@ func runLive(cmd *cobra.Command, f *liveFlags) error {
 	if err := checkStockFlags(cmd, f.stock); err != nil {
 		return err
 	}
+	token, err := checkLiveTarget(cmd, f)
+	if err != nil {
+		return err
+	}
+	s, notes, err := liveSpec(cmd, f)
+	if err != nil {
+		return err
+	}
 	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
-	eng, err := openLiveEngine(ctx, cmd, f)
+	eng, err := openLiveEngine(ctx, cmd, f, s.Host, token)
 	if err != nil {
 		return err
 	}
 	if c, ok := eng.(*agent.Client); ok {
 		defer c.Close()
-	}
-	s, notes, err := liveSpec(cmd, f)
-	if err != nil {
-		return err
 	}
 	if s.Host != nil {
 		if err := agent.Supports(eng, agent.CapHost); err != nil {
@@ -166,41 +170,45 @@ func runLive(cmd *cobra.Command, f *liveFlags) error {
 	return printLive(cmd, f, eng, s, res)
 }
 
-// openLiveEngine checks the flags that say where the run goes and opens
-// its engine: a client of --target, or the live engine on --model (or the
-// --spec file's host group).
-func openLiveEngine(ctx context.Context, cmd *cobra.Command, f *liveFlags) (agent.Engine, error) {
+// checkLiveTarget checks the flags that say where the run goes before
+// any other: --target's form, its token and the flags an agent decides
+// (liveLocalOnly); or here, --token without --target and checkLiveLocal.
+// It returns the token.
+func checkLiveTarget(cmd *cobra.Command, f *liveFlags) (string, error) {
+	if f.target == "" {
+		if f.token != "" {
+			return "", errTokenAlone
+		}
+		return "", checkLiveLocal(cmd, f)
+	}
+	if _, err := agent.ParseTarget(f.target); err != nil {
+		return "", err
+	}
+	token, err := clientToken(f.token)
+	if err != nil {
+		return "", err
+	}
+	return token, refuseFlags(cmd, liveLocalOnly, remoteWhy)
+}
+
+// openLiveEngine opens the run's engine: a client of --target, or the live
+// engine on the host group's model (--model, or a --spec file's).
+func openLiveEngine(ctx context.Context, cmd *cobra.Command, f *liveFlags, h *experiment.Host, token string) (agent.Engine, error) {
 	if f.target != "" {
-		if _, err := agent.ParseTarget(f.target); err != nil {
-			return nil, err
-		}
-		token, err := clientToken(f.token)
-		if err != nil {
-			return nil, err
-		}
-		if err := refuseFlags(cmd, liveLocalOnly, remoteWhy); err != nil {
-			return nil, err
-		}
 		return agent.Dial(ctx, f.target, token)
 	}
-	if f.token != "" {
-		return nil, errTokenAlone
-	}
-	if f.model == "" && f.spec != "" { // the host group of a measured result's spec
-		if s, _, err := readSpecFile(cmd, f.spec, true); err == nil && s.Host != nil {
-			f.model = s.Host.ModelFile
-		}
-	}
-	if f.model == "" {
+	if h.ModelFile == "" {
 		return nil, errors.New(`required flag(s) "model" not set (or run on an agent with --target)`)
 	}
-	if err := checkLiveLocal(cmd, f); err != nil {
-		return nil, err
+	if f.series != "" && f.model == "" { // the --spec file's model
+		if err := checkOutput("series", f.series, h.ModelFile); err != nil {
+			return nil, err
+		}
 	}
 	if localEngine == nil {
 		return nil, errNoLlama("run live here", "or run on a device agent with --target")
 	}
-	return localEngine(f.model, "", nil)
+	return localEngine(h.ModelFile, "", nil)
 }
 
 // checkLiveLocal checks what a local run's flags say before any work:
@@ -257,7 +265,9 @@ func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, []string, erro
 			h = *s.Host
 		}
 		changed := cmd.Flags().Changed
-		h.ModelFile = f.model
+		if f.model != "" {
+			h.ModelFile = f.model
+		}
 		if changed("prompt") || h.Prompt == "" {
 			h.Prompt = f.prompt
 		}
