@@ -185,10 +185,7 @@ func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, e
 		o.Prompt, o.Lanes, o.Threads = cmp.Or(h.Prompt, o.Prompt), cmp.Or(h.Lanes, o.Lanes), cmp.Or(h.Threads, o.Threads)
 	}
 	o.EnsureDefaults()
-	warn, err := applySpec(&o, &s, e.model)
-	if err != nil {
-		bad = append(bad, err.Error())
-	}
+	warn := applySpec(&o, &s, e.model, refuse)
 	refuse(o.Tokens > MaxLiveTokens && !e.Local, fmt.Sprintf("tokens %d: a live agent runs at most %d", o.Tokens, MaxLiveTokens))
 	if len(bad) > 0 {
 		return o, nil, errors.New(strings.Join(bad, "; "))

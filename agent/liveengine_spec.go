@@ -1,8 +1,7 @@
 package agent
 
 import (
-	"errors"
-	"strings"
+	"fmt"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
@@ -17,15 +16,10 @@ import (
 // synthetic trace's decode tokens. Settings the engine cannot honour are
 // refused together, each with its reason; the routing model's settings (a
 // synthetic trace's skew, reuse, ...) do not apply, because the model
-// routes (the caller says so: RoutingNote). The caller checks what is its
-// own to check (a trace file, the device, the model's name).
-func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec) (warnings []string, err error) {
-	var bad []string
-	refuse := func(cond bool, what string) {
-		if cond {
-			bad = append(bad, what)
-		}
-	}
+// routes (the caller says so: RoutingNote). Each refusal goes to refuse
+// (when cond holds, what says why). The caller checks what is its own to
+// check (a trace file, the device, the model's name).
+func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, refuse func(cond bool, what string)) (warnings []string) {
 	refuse(s.Predictor != nil, "predictor: the live engine routes with the model's own routers")
 	refuse(s.Speculative != nil || s.SpecFromTrace, "speculative decoding: not supported by the live engine")
 	refuse(s.Prefill, "prefill: the live engine prefills its prompt without measuring it")
@@ -48,15 +42,13 @@ func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec) (warni
 	case string(sim.LayoutGGUFMmap):
 		o.Stock = true
 	default:
-		bad = append(bad, "layout "+s.Layout+": the live engine runs per-expert (pread) or gguf-mmap (stock page faults)")
+		refuse(true, "layout "+s.Layout+": the live engine runs per-expert (pread) or gguf-mmap (stock page faults)")
 	}
 	o.Policy = s.Policy.Name
 	switch c := s.Cache; {
 	case c.Size != "":
 		b, err := live.ResolveCache(c.Size, m)
-		if err != nil {
-			bad = append(bad, err.Error())
-		}
+		refuse(err != nil, fmt.Sprint(err))
 		o.Cache = b
 	default:
 		o.Cache = c.Bytes
@@ -64,11 +56,8 @@ func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec) (warni
 	if y := s.Trace.Synthetic; y != nil {
 		o.Tokens = y.Tokens
 	}
-	if len(bad) > 0 {
-		return nil, errors.New(strings.Join(bad, "; "))
-	}
 	if s.CachedFirst && !o.Stock {
 		warnings = append(warnings, "cached_first: the live engine computes a layer's experts once all are resident (barrier order) either way")
 	}
-	return warnings, nil
+	return warnings
 }

@@ -16,18 +16,26 @@ func TestApplySpecRefusesSimulatorOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var bad []string
+	refuse := func(cond bool, what string) {
+		if cond {
+			bad = append(bad, what)
+		}
+	}
 	s := experiment.DefaultSpec()
 	s.Cache.Size = "1GiB"
 	s.ExpertQuant, s.ContextCost = "Q3_K", true
 	o := live.DefaultOptions()
-	_, err = applySpec(&o, &s, m)
+	applySpec(&o, &s, m, refuse)
+	got := strings.Join(bad, "; ")
 	for _, want := range []string{"expert_quant: the live engine runs the GGUF's own types", "context_cost: a simulator option"} {
-		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("error %v, want one containing %q", err, want)
+		if !strings.Contains(got, want) {
+			t.Errorf("refused %q, want one containing %q", got, want)
 		}
 	}
+	bad = nil
 	s.ExpertQuant, s.ContextCost = "", false
-	if _, err := applySpec(&o, &s, m); err != nil {
-		t.Errorf("without them: %v", err)
+	if applySpec(&o, &s, m, refuse); len(bad) > 0 || o.Cache != 1<<30 {
+		t.Errorf("without them: refused %v, cache %d", bad, o.Cache)
 	}
 }

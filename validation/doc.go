@@ -3,12 +3,11 @@
 // profile, measures the same point live (runtime/live, several repeats) and
 // compares the two.
 //
-// The statistics (Summarize), the text table (WriteTable), the results rows
-// (Rows, WriteRows) and the scatter plot (WritePlot) are pure Go. Run, which
-// records the trace and drives llama.cpp, needs the llamacpp build tag.
-// RunRemote is pure Go: a device agent (package agent) records the trace and
-// runs the points, this side simulates. Both share one loop over a Runner
-// (record, then simulate every point, then the live repeats).
+// The package is pure Go. Run measures on an agent.Engine: the live engine
+// in this process (its caller builds it with llama.cpp) or a device agent's
+// client (RunRemote dials it); either records the trace and runs the
+// points, this side simulates. A point's measured run is one experiment
+// spec (MeasuredSpec), with a host group on this machine.
 //
 // The live runs go in rounds, one run of every point per round (after one
 // run of each fit point, with Options.Fit); round r of n points starts at
