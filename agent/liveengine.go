@@ -16,6 +16,7 @@ import (
 	"syscall"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/runtime/calibrate"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
@@ -49,8 +50,9 @@ type LiveEngine struct {
 	// wrapped for an agent's client; calibrate options are not bounded.
 	Local bool
 	// Log, when set, is told how a calibration goes (runtime/calibrate's
-	// progress lines).
-	Log io.Writer
+	// progress lines); Calibrated, when set, is handed its whole result.
+	Log        io.Writer
+	Calibrated func(*calibrate.Result)
 }
 
 var _ Engine = (*LiveEngine)(nil)

@@ -94,6 +94,9 @@ func (e *LiveEngine) Calibrate(ctx context.Context, options json.RawMessage) ([]
 	if err != nil {
 		return nil, err
 	}
+	if e.Calibrated != nil {
+		e.Calibrated(r)
+	}
 	return r.YAML, nil
 }
 

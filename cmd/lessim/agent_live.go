@@ -2,11 +2,7 @@
 
 package main
 
-import (
-	"io"
-
-	"github.com/lessim/lessim/agent"
-)
+import "github.com/lessim/lessim/agent"
 
 // The llama.cpp build serves a GGUF --model with the live engine, and
 // measures here (live, calibrate, validate) with it in this process.
@@ -19,12 +15,12 @@ func init() {
 		e.Lanes = lanes
 		return e, nil
 	}
-	localEngine = func(path, prompt string, log io.Writer) (agent.Engine, error) {
+	localEngine = func(path string, o localOptions) (agent.Engine, error) {
 		e, err := agent.NewLiveEngine(path, version)
 		if err != nil {
 			return nil, err
 		}
-		e.Local, e.Prompt, e.Log = true, prompt, log
+		e.Local, e.Prompt, e.Log, e.Calibrated = true, o.prompt, o.log, o.calibrated
 		return e, nil
 	}
 }

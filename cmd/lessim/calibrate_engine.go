@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -39,7 +38,7 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 	}
 	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
-	eng, where, err := calibrateEngine(ctx, cmd, r, h)
+	eng, where, err := calibrateEngine(ctx, cmd, r, h, out)
 	if err != nil {
 		return err
 	}
@@ -74,15 +73,20 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 		return nil
 	}
 	fmt.Fprintf(w, "wrote %s: device %s\n", out, d.Name)
-	if n := len(d.Flash.Aggregate); n > 0 && len(d.Flash.SingleLane) > 0 {
-		one, all := d.Flash.SingleLane[len(d.Flash.SingleLane)-1], d.Flash.Aggregate[n-1]
+	if r := h.result; r != nil {
+		u := r.Compute.Points[0]
+		big, most := r.Options.Sizes[len(r.Options.Sizes)-1], r.Options.Lanes[len(r.Options.Lanes)-1]
+		one, _ := r.Point(big, 1)
+		all, _ := r.Point(big, most)
 		fmt.Fprintf(w, "flash: %s reads %s at 1 lane, %s at %d lanes; latency %.0f us; lanes %d\n",
-			strings.TrimSpace(sizeText(one.ReadBytes)), mib(one.BytesPerSec), mib(all.BytesPerSec), d.Flash.Lanes, float64(d.Flash.LatencyNS)/1e3, d.Flash.Lanes)
-	}
-	fmt.Fprintf(w, "memory: %.2f GB/s × efficiency %.3f; compute %.2f GFLOPS, %.1f us per layer\n",
-		d.MemBandwidth/1e9, d.MemEfficiency, d.ComputeFLOPS/1e9, float64(d.LayerOverhead)/1e3)
-	if d.LoadFixedNS > 0 {
-		fmt.Fprintf(w, "live engine: one expert load adds %.0f us to the compute thread (compute.load_fixed)\n", float64(d.LoadFixedNS)/1e3)
+			strings.TrimSpace(sizeText(big)), mib(one.Throughput.Median), mib(all.Throughput.Median), most, float64(d.Flash.LatencyNS)/1e3, d.Flash.Lanes)
+		fmt.Fprintf(w, "memory: %.2f GB/s × efficiency %.3f; compute %.2f GFLOPS, %.1f us per layer\n",
+			d.MemBandwidth/1e9, d.MemEfficiency, d.ComputeFLOPS/1e9, float64(d.LayerOverhead)/1e3)
+		fmt.Fprintf(w, "decode (all in RAM, 1 thread): %.2f ms/token on %s\n", u.TokenNS.Median/1e6, u.Name)
+		if ll := r.LiveLoad; ll != nil {
+			fmt.Fprintf(w, "live engine: one expert load adds %.0f ± %.0f us to the compute thread (compute.load_fixed %.0f us); %.2f ms/token with no loads\n",
+				ll.PerLoadNS/1e3, ll.PerLoadSE/1e3, float64(d.LoadFixedNS)/1e3, ll.InterceptNS/1e6)
+		}
 	}
 	if len(d.Assumed) > 0 {
 		fmt.Fprintf(w, "assumed (not measured): %s\n", strings.Join(d.Assumed, ", "))
@@ -92,16 +96,30 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 
 // calibrateEngine opens the engine that calibrates: a client of --target,
 // or the live engine on --model (its progress on stderr unless --quiet).
-func calibrateEngine(ctx context.Context, cmd *cobra.Command, r *remoteFlags, h *hostFlags) (agent.Engine, string, error) {
+func calibrateEngine(ctx context.Context, cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) (agent.Engine, string, error) {
 	if r.target == "" {
 		if localEngine == nil {
 			return nil, "", errNoLlama("measure this machine", "--from-run works in every build")
 		}
-		var log io.Writer
-		if !h.quiet {
-			log = cmd.ErrOrStderr()
+		// NB: the flags' options checked as the engine will, before the
+		// model is opened: every problem at once.
+		o := calibrate.DefaultOptions()
+		o.Model, o.Out = h.model, out
+		var err error
+		if o.Lanes, err = parseInts(h.lanes); err != nil {
+			return nil, "", fmt.Errorf("--lanes: %w", err)
 		}
-		e, err := localEngine(h.model, "", log)
+		if o.Sizes, err = parseSizes(h.sizes); err != nil {
+			return nil, "", fmt.Errorf("--sizes: %w", err)
+		}
+		if err := o.Validate(); err != nil {
+			return nil, "", err
+		}
+		lo := localOptions{calibrated: func(r *calibrate.Result) { h.result = r }}
+		if !h.quiet {
+			lo.log = cmd.ErrOrStderr()
+		}
+		e, err := localEngine(h.model, lo)
 		return e, h.model, err
 	}
 	if _, err := agent.ParseTarget(r.target); err != nil {

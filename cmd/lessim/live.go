@@ -16,6 +16,7 @@ import (
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/reports"
+	"github.com/lessim/lessim/runtime/calibrate"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
@@ -24,10 +25,18 @@ import (
 
 // localEngine, when set by a build with the llama.cpp runtime (a
 // llamacpp-tagged file's init), is the live engine in this process running
-// the GGUF at path (agent.LiveEngine with Local set), recording with prompt
-// ("" = its default) and telling log (when set) how a calibration goes;
-// otherwise live, calibrate and validate measure only on a device agent.
-var localEngine func(path, prompt string, log io.Writer) (agent.Engine, error)
+// the GGUF at path (agent.LiveEngine with Local set); otherwise live,
+// calibrate and validate measure only on a device agent.
+var localEngine func(path string, o localOptions) (agent.Engine, error)
+
+// localOptions tune the in-process live engine: the prompt its records
+// prefill ("" = its default), where a calibration's progress goes (log)
+// and who is handed a calibration's whole result (calibrated).
+type localOptions struct {
+	prompt     string
+	log        io.Writer
+	calibrated func(*calibrate.Result)
+}
 
 // errNoLlama is why a build without localEngine cannot measure here.
 func errNoLlama(what, remote string) error {
@@ -208,7 +217,7 @@ func openLiveEngine(ctx context.Context, cmd *cobra.Command, f *liveFlags, h *ex
 	if localEngine == nil {
 		return nil, errNoLlama("run live here", "or run on a device agent with --target")
 	}
-	return localEngine(h.ModelFile, "", nil)
+	return localEngine(h.ModelFile, localOptions{})
 }
 
 // checkLiveLocal checks what a local run's flags say before any work:

@@ -110,7 +110,7 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 		if localEngine == nil {
 			return nil, errNoLlama("validate against the real engine here", "--target validates on a device agent in every build")
 		}
-		return validation.Run(ctx, *o, func() (agent.Engine, error) { return localEngine(o.Model, o.Prompt, nil) })
+		return validation.Run(ctx, *o, func() (agent.Engine, error) { return localEngine(o.Model, localOptions{prompt: o.Prompt}) })
 	}
 	if err := refuseFlags(cmd, validateLocalOnly, remoteWhy); err != nil {
 		return nil, err
