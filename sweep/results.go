@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -58,7 +60,11 @@ type Row struct {
 }
 
 // rowColumns are Row's flattened columns, in schema order.
-var rowColumns = columnsOf("", reflect.TypeFor[Row]())
+// NB: without spec.host: a resolved spec, the one a row holds, never has
+// a host group (experiment's Resolve drops it).
+var rowColumns = slices.DeleteFunc(columnsOf("", reflect.TypeFor[Row]()), func(c column) bool {
+	return strings.HasPrefix(c.name, "spec.host.")
+})
 
 // ColumnNames lists the results columns in schema order.
 func ColumnNames() []string {
