@@ -26,7 +26,9 @@ build: deps
 	$(LLAMA_ENV) && $(GO) build -tags llamacpp -o $(BIN)/lessim ./cmd/lessim
 
 # build-sim: the pure-Go tool (everything but record/live), builds in seconds.
-build-sim: deps
+# No `deps`: go build fetches only the modules the pure-Go tool imports, so no
+# llama.cpp source (the ollama module) is downloaded.
+build-sim:
 	$(GO) build -o $(BIN)/lessim-sim ./cmd/lessim
 
 # build-arm64: lessim for linux/arm64, for Android phones (run from an adb
