@@ -2,7 +2,10 @@
 
 package main
 
-import "github.com/lessim/lessim/agent"
+import (
+	"github.com/lessim/lessim/agent"
+	"github.com/lessim/lessim/runtime/calibrate"
+)
 
 // The llama.cpp build serves a GGUF --model with the live engine, and
 // measures here (live, calibrate, validate) with it in this process.
@@ -20,7 +23,20 @@ func init() {
 		if err != nil {
 			return nil, err
 		}
-		e.Local, e.Prompt, e.Log, e.Calibrated = true, o.prompt, o.log, o.calibrated
+		e.Local, e.Prompt, e.Log = true, o.prompt, o.log
+		if o.calibrated != nil {
+			e.Calibrated = func(r *calibrate.Result) { o.calibrated(summarize(r)) }
+		}
 		return e, nil
 	}
+}
+
+// summarize is what calibrate prints of r.
+func summarize(r *calibrate.Result) calSummary {
+	big, most := r.Options.Sizes[len(r.Options.Sizes)-1], r.Options.Lanes[len(r.Options.Lanes)-1]
+	one, _ := r.Point(big, 1)
+	all, _ := r.Point(big, most)
+	u := r.Compute.Points[0]
+	return calSummary{size: big, lanes: most, oneLane: one.Throughput.Median, allLanes: all.Throughput.Median,
+		tokenNS: u.TokenNS.Median, model: u.Name, liveLoad: r.LiveLoad}
 }

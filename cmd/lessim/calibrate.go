@@ -14,7 +14,7 @@ type hostFlags struct {
 	model, lanes, sizes    string
 	samples, reads, tokens int
 	quiet                  bool
-	result                 *calibrate.Result // the in-process engine's calibration, once made
+	result                 *calSummary // the in-process engine's calibration, once made
 }
 
 // hostOnly are the flags that make sense only when measuring this machine.

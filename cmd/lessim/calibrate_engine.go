@@ -74,16 +74,12 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 	}
 	fmt.Fprintf(w, "wrote %s: device %s\n", out, d.Name)
 	if r := h.result; r != nil {
-		u := r.Compute.Points[0]
-		big, most := r.Options.Sizes[len(r.Options.Sizes)-1], r.Options.Lanes[len(r.Options.Lanes)-1]
-		one, _ := r.Point(big, 1)
-		all, _ := r.Point(big, most)
 		fmt.Fprintf(w, "flash: %s reads %s at 1 lane, %s at %d lanes; latency %.0f us; lanes %d\n",
-			strings.TrimSpace(sizeText(big)), mib(one.Throughput.Median), mib(all.Throughput.Median), most, float64(d.Flash.LatencyNS)/1e3, d.Flash.Lanes)
+			strings.TrimSpace(sizeText(r.size)), mib(r.oneLane), mib(r.allLanes), r.lanes, float64(d.Flash.LatencyNS)/1e3, d.Flash.Lanes)
 		fmt.Fprintf(w, "memory: %.2f GB/s × efficiency %.3f; compute %.2f GFLOPS, %.1f us per layer\n",
 			d.MemBandwidth/1e9, d.MemEfficiency, d.ComputeFLOPS/1e9, float64(d.LayerOverhead)/1e3)
-		fmt.Fprintf(w, "decode (all in RAM, 1 thread): %.2f ms/token on %s\n", u.TokenNS.Median/1e6, u.Name)
-		if ll := r.LiveLoad; ll != nil {
+		fmt.Fprintf(w, "decode (all in RAM, 1 thread): %.2f ms/token on %s\n", r.tokenNS/1e6, r.model)
+		if ll := r.liveLoad; ll != nil {
 			fmt.Fprintf(w, "live engine: one expert load adds %.0f ± %.0f us to the compute thread (compute.load_fixed %.0f us); %.2f ms/token with no loads\n",
 				ll.PerLoadNS/1e3, ll.PerLoadSE/1e3, float64(d.LoadFixedNS)/1e3, ll.InterceptNS/1e6)
 		}
@@ -92,6 +88,19 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 		fmt.Fprintf(w, "assumed (not measured): %s\n", strings.Join(d.Assumed, ", "))
 	}
 	return nil
+}
+
+// calSummary is what calibrate prints of the in-process engine's
+// measurement (runtime/calibrate's Result exists only on Linux): the largest
+// read size, its median throughput at 1 and at the most lanes, and the
+// model's decode time all in RAM.
+type calSummary struct {
+	size              int64
+	lanes             int
+	oneLane, allLanes float64 // bytes/s
+	tokenNS           float64
+	model             string
+	liveLoad          *calibrate.LiveLoad
 }
 
 // calibrateEngine opens the engine that calibrates: a client of --target,
@@ -115,7 +124,7 @@ func calibrateEngine(ctx context.Context, cmd *cobra.Command, r *remoteFlags, h 
 		if err := o.Validate(); err != nil {
 			return nil, "", err
 		}
-		lo := localOptions{calibrated: func(r *calibrate.Result) { h.result = r }}
+		lo := localOptions{calibrated: func(r calSummary) { h.result = &r }}
 		if !h.quiet {
 			lo.log = cmd.ErrOrStderr()
 		}

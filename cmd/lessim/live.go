@@ -16,7 +16,6 @@ import (
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/reports"
-	"github.com/lessim/lessim/runtime/calibrate"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
@@ -35,7 +34,7 @@ var localEngine func(path string, o localOptions) (agent.Engine, error)
 type localOptions struct {
 	prompt     string
 	log        io.Writer
-	calibrated func(*calibrate.Result)
+	calibrated func(calSummary)
 }
 
 // errNoLlama is why a build without localEngine cannot measure here.
