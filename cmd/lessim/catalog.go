@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 	"text/tabwriter"
@@ -106,9 +105,7 @@ func newModelsCmd() *cobra.Command {
 			}
 			out := cmd.OutOrStdout()
 			if format == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(m)
+				return printJSON(out, m)
 			}
 			tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 			fmt.Fprintf(tw, "model\t%s (%s)\narch\t%s\nshape\t%d blocks, %d MoE layers × %d experts, top-%d, %d shared; hidden %d, expert FFN %d\n",

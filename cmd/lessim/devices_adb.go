@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"text/tabwriter"
@@ -49,9 +48,7 @@ version. Use a serial in a target: adb://SERIAL:7070 (docs/android.md).`,
 			}
 			out := cmd.OutOrStdout()
 			if format == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				return enc.Encode(devs)
+				return printJSON(out, devs)
 			}
 			if len(devs) == 0 {
 				fmt.Fprintf(out, "no devices (adb server at %s)\n", addr)

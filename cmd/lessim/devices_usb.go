@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"text/tabwriter"
@@ -38,9 +37,7 @@ that long.`,
 			}
 			out := cmd.OutOrStdout()
 			if format == "json" {
-				enc := json.NewEncoder(out)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(devs); err != nil {
+				if err := printJSON(out, devs); err != nil {
 					return err
 				}
 			} else if len(devs) == 0 {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 )
@@ -16,4 +18,11 @@ func checkFormat(format string) error {
 		return fmt.Errorf("unknown format %q (valid: %s)", format, strings.Join(outputFormats, ", "))
 	}
 	return nil
+}
+
+// printJSON writes v to w as indented JSON, as every --format json does.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

@@ -380,9 +380,7 @@ func printLive(cmd *cobra.Command, f *liveFlags, eng agent.Engine, s experiment.
 		o.Target, o.Device, o.Spec.Device = f.target, &facts, experiment.Device{Name: facts.Model}
 	}
 	if f.format == "json" {
-		enc := json.NewEncoder(out)
-		enc.SetIndent("", "  ")
-		return enc.Encode(o)
+		return printJSON(out, o)
 	}
 	tokens := s.Trace.Synthetic.Tokens
 	if h := s.Host; h != nil {

@@ -254,9 +254,7 @@ func checkPlotPrefix(prefix string) error {
 func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
 	res := o.Result
 	if format == "json" {
-		enc := json.NewEncoder(w)
-		enc.SetIndent("", "  ")
-		return enc.Encode(simulateOutput{Spec: o.Spec, SpecHash: o.Hash, Result: res})
+		return printJSON(w, simulateOutput{Spec: o.Spec, SpecHash: o.Hash, Result: res})
 	}
 	m, s := o.Model, &o.Spec
 	h := reports.Header{
