@@ -163,7 +163,7 @@ func TestSynthValidate(t *testing.T) {
 	d.EnsureDefaults()
 	def := DefaultSynthOptions()
 	def.RouterCorrelation, def.Seed = 0, 0
-	if d != def {
+	if !reflect.DeepEqual(d, def) {
 		t.Errorf("EnsureDefaults: %+v", d)
 	}
 }
