@@ -28,8 +28,8 @@ type Device struct {
 	// read, for the types the profile states (see Efficiency); nil when
 	// it states none.
 	FormatEfficiency map[QuantType]float64 `json:"format_efficiency,omitempty"`
-	ComputeFLOPS  float64 `json:"compute_flops"`  // sustained matmul throughput, FLOP/s
-	LayerOverhead int64   `json:"layer_overhead_ns"`
+	ComputeFLOPS     float64               `json:"compute_flops"` // sustained matmul throughput, FLOP/s
+	LayerOverhead    int64                 `json:"layer_overhead_ns"`
 
 	// LoadFixedNS and LoadRate are what loading one expert costs the compute
 	// thread besides the flash read (allocating and committing memory,

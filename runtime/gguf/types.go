@@ -58,8 +58,8 @@ var ggmlTypes = map[TypeID]ggmlType{
 
 // Type ids the writer and synthetic models use.
 const (
-	TypeF32  TypeID = 0
-	TypeF16  TypeID = 1
+	TypeF32   TypeID = 0
+	TypeF16   TypeID = 1
 	TypeQ8_0  TypeID = 8
 	TypeQ3_K  TypeID = 11
 	TypeQ4_K  TypeID = 12
