@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/runtime/llama"
@@ -29,13 +31,13 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 	}
 	logf("compute: %s: %.2f ms/token (%d tokens)", filepath.Base(o.Model), user.TokenNS.Median/1e6, user.TokenNS.N)
 	c.Points = append(c.Points, user)
-	variants, why := variantOptions(o.Model)
+	variants, fmtBase, why := variantOptions(o.Model)
+	dir, err := os.MkdirTemp("", "lessim-calibrate-")
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer os.RemoveAll(dir)
 	if len(variants) > 0 {
-		dir, err := os.MkdirTemp("", "lessim-calibrate-")
-		if err != nil {
-			return nil, fmt.Errorf("calibrate: %w", err)
-		}
-		defer os.RemoveAll(dir)
 		for i, v := range variants {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -55,6 +57,11 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 	}
 	if err := c.fit(why); err != nil {
 		return nil, err
+	}
+	if fmtBase != nil {
+		if err := measureFormats(ctx, o, c, *fmtBase, dir, logf); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -94,6 +101,18 @@ func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint
 	}
 	p.Bytes += float64(spec.HeadBytes)
 	p.FLOPs += float64(spec.HeadFLOPsPerToken)
+	p.TypeBytes = map[devices.QuantType]float64{}
+	for _, l := range spec.Layers {
+		for _, d := range l.DenseTypes {
+			p.TypeBytes[d.Type] += float64(d.Bytes)
+		}
+		for _, t := range l.Tensors {
+			p.TypeBytes[t.Type] += float64(int64(spec.TopK) * t.Bytes)
+		}
+	}
+	if spec.HeadType != "" {
+		p.TypeBytes[spec.HeadType] += float64(spec.HeadBytes)
+	}
 	p.ModelFLOPsTok = p.FLOPs
 	if err := warmFile(path); err != nil {
 		return p, err
@@ -147,25 +166,24 @@ func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint
 
 // variantOptions are synthetic models of the user's model's shape with fewer
 // layers and experts (2 and 4 layers; top-1 and the model's top-k, all experts
-// used), or none and why when the model cannot be synthesized.
-func variantOptions(path string) ([]gguf.SynthOptions, string) {
+// used), or none and why when the model cannot be synthesized; and the
+// 4-layer, top-k one whatever the model's size (nil when the shape cannot be
+// synthesized), which measureFormats writes in each format.
+func variantOptions(path string) ([]gguf.SynthOptions, *gguf.SynthOptions, string) {
 	f, err := gguf.Open(path)
 	if err != nil {
-		return nil, err.Error()
+		return nil, nil, err.Error()
 	}
 	defer f.Close()
 	m, err := f.MoE()
 	if err != nil {
-		return nil, err.Error()
+		return nil, nil, err.Error()
 	}
 	arch := m.Arch
 	quant := ""
 	if len(m.Layers) > 0 && len(m.Layers[0].Tensors) > 0 {
-		switch m.Layers[0].Tensors[0].Type {
-		case gguf.TypeF16:
-			quant = "f16"
-		case gguf.TypeQ8_0:
-			quant = "q8_0"
+		if t := m.Layers[0].Tensors[0].Type; slices.Contains(append(calibrateFormats, "f16"), strings.ToLower(string(t.Name()))) {
+			quant = strings.ToLower(string(t.Name()))
 		}
 	}
 	get := func(key string) int {
@@ -174,7 +192,7 @@ func variantOptions(path string) ([]gguf.SynthOptions, string) {
 	}
 	o := gguf.SynthOptions{Arch: arch, Hidden: m.Hidden, ExpertFFN: m.ExpertFFN, Heads: get("attention.head_count"),
 		HeadsKV: get("attention.head_count_kv"), HeadDim: get("attention.key_length"), Context: get("context_length"),
-		Quant: quant, RouterCorrelation: 0.7, AttentionScale: 1, Seed: 1}
+		Quant: quant, Quantize: llama.Quantize, RouterCorrelation: 0.7, AttentionScale: 1, Seed: 1}
 	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		o.Vocab = len(toks)
 	}
@@ -190,16 +208,17 @@ func variantOptions(path string) ([]gguf.SynthOptions, string) {
 		v := o
 		v.Layers, v.TopK, v.Experts = lk[0], lk[1], max(k, 2)
 		if err := v.Validate(); err != nil {
-			return nil, fmt.Sprintf("its shape cannot be synthesized (%v)", firstLine(err.Error()))
+			return nil, nil, fmt.Sprintf("its shape cannot be synthesized (%v)", firstLine(err.Error()))
 		}
 		out = append(out, v)
 	}
+	base := out[len(out)-1]
 	// Keep only shapes smaller than the model: the model itself is a point already.
 	out = slices.DeleteFunc(out, func(v gguf.SynthOptions) bool { return v.Layers >= len(m.Layers) && v.TopK >= m.TopK })
 	if len(out) == 0 {
-		return nil, "the model is already as small as the variants (2 layers, top-1)"
+		return nil, &base, "the model is already as small as the variants (2 layers, top-1)"
 	}
-	return out, ""
+	return out, &base, ""
 }
 
 func firstLine(s string) string {

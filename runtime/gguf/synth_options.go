@@ -211,9 +211,11 @@ func (o SynthOptions) Validate() error {
 	if !okQuant {
 		bad("quant %q is not supported (valid: %s)", o.Quant, synthQuantNames)
 	}
-	et, okExpert := synthQuants[o.expertQuant()]
-	if !okExpert {
-		bad("expert quant %q is not supported (valid: %s)", o.ExpertQuant, synthQuantNames)
+	et, okExpert := qt, okQuant
+	if o.ExpertQuant != "" {
+		if et, okExpert = synthQuants[strings.ToLower(o.ExpertQuant)]; !okExpert {
+			bad("expert quant %q is not supported (valid: %s)", o.ExpertQuant, synthQuantNames)
+		}
 	}
 	okQuant = okQuant && okExpert
 	for _, t := range []TypeID{qt, et} {
