@@ -14,11 +14,11 @@ import (
 // same mix of formats and one run cannot tell them apart. The others are
 // kept.
 type formats struct {
-	eff     float64            // the base's memory.efficiency
-	base    map[string]float64 // exercised formats' base efficiencies
-	unread  []string           // stated formats no run's model reads
-	effLo float64            // the fitted efficiency's bounds that keep every scaled format within [0.01, 1]
-	effHi float64
+	eff    float64            // the base's memory.efficiency
+	base   map[string]float64 // exercised formats' base efficiencies
+	unread []string           // stated formats no run's model reads
+	effLo  float64            // the fitted efficiency's bounds that keep every scaled format within [0.01, 1]
+	effHi  float64
 }
 
 // newFormats finds the base's stated formats that the runs' models read
