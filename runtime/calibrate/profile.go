@@ -157,12 +157,35 @@ func (r *Result) compute(pw *profileWriter) {
 		if c.Clamped {
 			how = "the per-layer term of the least-squares fit, held at 0 because it came out negative (per-layer cost not separable from bytes at this noise)"
 		}
-		kv("  ", "layer_overhead", us(c.LayerOverheadNS), m+fmt.Sprintf("%s over %d model shapes (this model and synthetic variants with fewer layers and experts): %s",
-			how, len(c.Points), strings.Join(shapes, "; ")))
+		v, live := r.liveLayerOverhead()
+		kv("  ", "layer_overhead", us(v), m+fmt.Sprintf("%s over %d model shapes (this model and synthetic variants with fewer layers and experts), %s: %s%s",
+			how, len(c.Points), us(c.LayerOverheadNS), strings.Join(shapes, "; "), live))
 	} else {
 		kv("  ", "layer_overhead", "0 us", "assumed: not separable from the byte rate here ("+c.Why+"); the decode time is all charged to bytes")
 	}
 	loadCost(r, kv, m)
+}
+
+// liveLayerOverhead is compute.layer_overhead for lessim's live engine,
+// which validate compares against: the fitted per-layer overhead of plain
+// decode plus what the live engine adds to each layer of a token with
+// every expert resident (its hooks on every layer: the live runs' per-token
+// compute with no loads, the intercept of LiveLoad, minus plain decode's
+// time on the same model, over its layers; none when that comes out
+// negative), and the text that says so for the source ("" without live
+// runs).
+func (r *Result) liveLayerOverhead() (float64, string) {
+	c, ll := r.Compute, r.LiveLoad
+	if ll == nil {
+		return c.LayerOverheadNS, ""
+	}
+	u := c.Points[0]
+	extra := (ll.InterceptNS - u.TokenNS.Median) / float64(u.Layers)
+	if extra <= 0 {
+		return c.LayerOverheadNS, fmt.Sprintf("; lessim's live engine added nothing measurable per layer (its per-token compute with no loads, %s, is not above this decode's %s)", ms(ll.InterceptNS), ms(u.TokenNS.Median))
+	}
+	return c.LayerOverheadNS + extra, fmt.Sprintf("; plus %s per layer that lessim's live engine (which validate compares against) adds to a decode token with every expert resident: its per-token compute with no loads %s (the intercept of compute.load_fixed's fit) minus this decode's %s, over %d layers",
+		us(extra), ms(ll.InterceptNS), ms(u.TokenNS.Median), u.Layers)
 }
 
 // flash writes the flash section: lanes, latency, the single-lane and

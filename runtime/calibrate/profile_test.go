@@ -113,3 +113,32 @@ func TestProfileFormats(t *testing.T) {
 		t.Errorf("format efficiency %v, want %v", d.FormatEfficiency, want)
 	}
 }
+
+// TestLiveLayerOverhead: with live runs, compute.layer_overhead is the
+// plain fit's plus what the live engine adds per layer: (its per-token
+// compute with no loads − plain decode) ÷ layers; none when negative.
+func TestLiveLayerOverhead(t *testing.T) {
+	r := measuredResult()
+	u := r.Compute.Points[0] // 40 layers, 360 ms per token; fit overhead 40 us
+	for _, tc := range []struct {
+		intercept float64
+		want      int64
+	}{{u.TokenNS.Median + 40*10e3, 50e3}, {u.TokenNS.Median - 1e6, 40e3}} {
+		r.LiveLoad.InterceptNS = tc.intercept
+		y, err := r.profile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := devices.ParseProfile(y, "host.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := p.Device()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.LayerOverhead != tc.want {
+			t.Errorf("intercept %.0f ns: layer overhead %d ns, want %d", tc.intercept, d.LayerOverhead, tc.want)
+		}
+	}
+}
