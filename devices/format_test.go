@@ -103,11 +103,11 @@ func TestDenseTypesValidate(t *testing.T) {
 	}
 	bad := ok
 	bad.Layers = append([]LayerSpec(nil), ok.Layers...)
-	bad.Layers[0].DenseTypes = []TypeBytes{{"Q8_0", bad.Layers[0].DenseBytes}, {"Q8_0", 1}, {"Q9", 5}}
+	bad.Layers[0].DenseTypes = []TypeBytes{{"Q9", 5}, {"Q8_0", bad.Layers[0].DenseBytes - 5}, {"Q8_0", 1}}
 	bad.Layers[1].DenseTypes = []TypeBytes{{"F32", 0}}
 	bad.HeadType = "Q7"
 	err = bad.Validate()
-	for _, want := range []string{"layers[0].dense_types[1].type", "layers[0].dense_types[2].type", "layers[0].dense_types:", "layers[1].dense_types[0].bytes", "head_type"} {
+	for _, want := range []string{"layers[0].dense_types[0].type", "layers[0].dense_types[2].type", "layers[0].dense_types:", "layers[1].dense_types[0].bytes", "head_type"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("no problem at %s: %v", want, err)
 		}

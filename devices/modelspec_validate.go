@@ -115,25 +115,24 @@ func (m *ModelSpec) check(recorded bool) problems {
 // dense_bytes.
 func (ps *problems) checkDenseTypes(p string, l *LayerSpec) {
 	var sum int64
+	seen := map[QuantType]bool{}
 	for j, t := range l.DenseTypes {
 		q := fmt.Sprintf("%s.dense_types[%d]", p, j)
 		if _, ok := quantBlocks[t.Type]; !ok {
 			ps.add(q+".type", "unknown quant type %q (valid: %s)", string(t.Type), joinNames(QuantTypes()))
+		} else if seen[t.Type] {
+			ps.add(q+".type", "%s is listed twice", t.Type)
 		}
-		for _, u := range l.DenseTypes[:j] {
-			if u.Type == t.Type {
-				ps.add(q+".type", "%s is listed twice", t.Type)
-				break
-			}
-		}
+		seen[t.Type] = true
 		if t.Bytes <= 0 || t.Bytes > l.DenseBytes {
 			ps.add(q+".bytes", "must be in [1, dense_bytes %d] (got %d)", l.DenseBytes, t.Bytes)
 			continue
 		}
+		if sum > l.DenseBytes-t.Bytes { // NB: sum + t.Bytes > dense_bytes, without overflow
+			ps.add(p+".dense_types", "sum to more than dense_bytes %d", l.DenseBytes)
+			return
+		}
 		sum += t.Bytes
-	}
-	if sum > l.DenseBytes {
-		ps.add(p+".dense_types", "sum to %d, more than dense_bytes %d", sum, l.DenseBytes)
 	}
 }
 

@@ -81,6 +81,46 @@ func warmFile(path string) error {
 // model at path with 1 thread and everything in RAM; with batches it also times
 // passes of batchSizes tokens, samples each.
 func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint, error) {
+	p, err := shapeOf(path, name)
+	if err != nil {
+		return p, err
+	}
+	d, err := openDecoder(path)
+	if err != nil {
+		return p, err
+	}
+	defer d.close()
+	var per []float64
+	for i := range tokens + 2 {
+		ns, err := d.next()
+		if err != nil {
+			return p, err
+		}
+		if i >= 2 {
+			per = append(per, ns)
+		}
+	}
+	p.TokenNS = Summarize(per)
+	ctx, toks := d.ctx, d.toks
+	if batches {
+		p.BatchNS = map[int]Summary{1: p.TokenNS}
+		for _, n := range batchSizes[1:] {
+			var ts []float64
+			for range samples {
+				ctx.Reset()
+				if err := ctx.Decode(toks[:n]); err != nil {
+					return p, fmt.Errorf("calibrate: decode %d tokens: %w", n, err)
+				}
+				ts = append(ts, float64(ctx.PassNS()))
+			}
+			p.BatchNS[n] = Summarize(ts)
+		}
+	}
+	return p, nil
+}
+
+// shapeOf is the work per token of the model at path, as sim charges it.
+func shapeOf(path, name string) (ShapePoint, error) {
 	p := ShapePoint{Name: name}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -114,54 +154,57 @@ func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint
 		p.TypeBytes[spec.HeadType] += float64(spec.HeadBytes)
 	}
 	p.ModelFLOPsTok = p.FLOPs
+	return p, nil
+}
+
+// decoder decodes the calibration text one token at a time, with 1 thread
+// and every weight in RAM (the file read once first).
+type decoder struct {
+	m    *llama.Model
+	ctx  *llama.Context
+	toks []int32
+	i    int
+}
+
+func openDecoder(path string) (*decoder, error) {
 	if err := warmFile(path); err != nil {
-		return p, err
+		return nil, err
 	}
 	m, err := llama.Load(path, llama.ModelOptions{})
 	if err != nil {
-		return p, err
+		return nil, err
 	}
-	defer m.Close()
-	ctx, err := m.NewContext(llama.ContextOptions{Threads: 1, Ctx: 1024, Batch: 16})
+	d := &decoder{m: m}
+	if d.ctx, err = m.NewContext(llama.ContextOptions{Threads: 1, Ctx: 1024, Batch: 16}); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if d.toks, err = m.Tokenize("Calibration text: the quick brown fox jumps over the lazy dog, 0123456789.", true); err == nil && len(d.toks) < 8 {
+		err = fmt.Errorf("calibrate: the model's tokenizer gave only %d tokens for the calibration text", len(d.toks))
+	}
 	if err != nil {
-		return p, err
+		d.close()
+		return nil, err
 	}
-	defer ctx.Close()
-	toks, err := m.Tokenize("Calibration text: the quick brown fox jumps over the lazy dog, 0123456789.", true)
-	if err != nil {
-		return p, err
+	return d, nil
+}
+
+// next decodes the next token and returns the pass's time in ns.
+func (d *decoder) next() (float64, error) {
+	if d.ctx.Pos() >= 1000 {
+		d.ctx.Reset()
 	}
-	if len(toks) < 8 {
-		return p, fmt.Errorf("calibrate: the model's tokenizer gave only %d tokens for the calibration text", len(toks))
+	j := d.i % len(d.toks)
+	d.i++
+	if err := d.ctx.Decode(d.toks[j : j+1]); err != nil {
+		return 0, fmt.Errorf("calibrate: decode: %w", err)
 	}
-	var per []float64
-	for i := range tokens + 2 {
-		if ctx.Pos() >= 1000 {
-			ctx.Reset()
-		}
-		if err := ctx.Decode(toks[i%len(toks) : i%len(toks)+1]); err != nil {
-			return p, fmt.Errorf("calibrate: decode: %w", err)
-		}
-		if i >= 2 {
-			per = append(per, float64(ctx.PassNS()))
-		}
-	}
-	p.TokenNS = Summarize(per)
-	if batches {
-		p.BatchNS = map[int]Summary{1: p.TokenNS}
-		for _, n := range batchSizes[1:] {
-			var ts []float64
-			for range samples {
-				ctx.Reset()
-				if err := ctx.Decode(toks[:n]); err != nil {
-					return p, fmt.Errorf("calibrate: decode %d tokens: %w", n, err)
-				}
-				ts = append(ts, float64(ctx.PassNS()))
-			}
-			p.BatchNS[n] = Summarize(ts)
-		}
-	}
-	return p, nil
+	return float64(d.ctx.PassNS()), nil
+}
+
+func (d *decoder) close() {
+	d.ctx.Close()
+	d.m.Close()
 }
 
 // variantOptions are synthetic models of the user's model's shape with fewer
