@@ -45,7 +45,7 @@ func TestADBTarget(t *testing.T) {
 	}
 
 	run := func(target string) string {
-		r, _, err := RunRemote(context.Background(), target, a.token, json.RawMessage(testSpec), nil)
+		r, _, err := runRemote(context.Background(), target, a.token, json.RawMessage(testSpec), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

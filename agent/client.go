@@ -305,28 +305,3 @@ func (c *Client) run(ctx context.Context, req Run, emit func(TokenSample) error)
 	}
 	return &res, nil
 }
-
-// RunRemote dials target, runs spec there (see Client.Run) and hangs up. It
-// returns the result and the device facts the agent reported.
-func RunRemote(ctx context.Context, target, token string, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, DeviceFacts, error) {
-	c, err := Dial(ctx, target, token)
-	if err != nil {
-		return nil, DeviceFacts{}, err
-	}
-	defer c.Close()
-	res, err := c.Run(ctx, spec, emit)
-	return res, c.Facts(), err
-}
-
-// CalibrateRemote dials target, calibrates its device (see
-// Client.Calibrate) and hangs up. It returns the profile YAML and the device
-// facts the agent reported.
-func CalibrateRemote(ctx context.Context, target, token string, options json.RawMessage) ([]byte, DeviceFacts, error) {
-	c, err := Dial(ctx, target, token)
-	if err != nil {
-		return nil, DeviceFacts{}, err
-	}
-	defer c.Close()
-	y, err := c.Calibrate(ctx, options)
-	return y, c.Facts(), err
-}

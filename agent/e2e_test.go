@@ -21,7 +21,7 @@ func TestRunMatchesLocal(t *testing.T) {
 	e := newTestEngine(t, 0)
 	a := startAgent(t, e, fastLimits())
 	var samples []TokenSample
-	res, facts, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(testSpec), func(s TokenSample) error {
+	res, facts, err := runRemote(context.Background(), a.target, a.token, json.RawMessage(testSpec), func(s TokenSample) error {
 		samples = append(samples, s)
 		return nil
 	})
@@ -252,7 +252,7 @@ func TestDisconnectMidRun(t *testing.T) {
 		t.Errorf("run not cancelled: %+v", st)
 	}
 	settle(t, base)
-	if _, _, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(`{"model": {"name": "qwen3-30b-a3b"}, "trace": {"synthetic": {"tokens": 2}}}`), nil); err != nil {
+	if _, _, err := runRemote(context.Background(), a.target, a.token, json.RawMessage(`{"model": {"name": "qwen3-30b-a3b"}, "trace": {"synthetic": {"tokens": 2}}}`), nil); err != nil {
 		t.Fatalf("next run: %v", err)
 	}
 }

@@ -89,7 +89,7 @@ func hostFacts(version string) DeviceFacts {
 		CPU:   fmt.Sprintf("%s, %d logical CPUs", runtime.GOARCH, runtime.NumCPU()),
 		Cores: runtime.NumCPU(), RAMBytes: ram, PageBytes: int64(os.Getpagesize()),
 		Engine: "llama.cpp (lessim live)", EngineVersion: version,
-		CoreMaxMHz: coreMaxMHz("/"),
+		CoreMaxMHz: calibrate.CoreMaxMHz("/"),
 	}
 }
 
@@ -103,7 +103,7 @@ func (e *LiveEngine) Capabilities() []string {
 // temperatures of now.
 func (e *LiveEngine) Facts() DeviceFacts {
 	f := e.facts
-	f.MemAvailableBytes, f.Thermal = memAvailable("/"), thermal("/")
+	f.MemAvailableBytes, f.Thermal = calibrate.MemAvailable("/"), calibrate.Thermal("/")
 	return f
 }
 

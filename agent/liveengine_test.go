@@ -51,7 +51,7 @@ func TestLiveEngine(t *testing.T) {
 	a := startAgent(t, e, fastLimits())
 	spec := `{"policy": {"name": "les"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 12}}}`
 	var samples []TokenSample
-	res, facts, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(spec), func(s TokenSample) error {
+	res, facts, err := runRemote(context.Background(), a.target, a.token, json.RawMessage(spec), func(s TokenSample) error {
 		samples = append(samples, s)
 		return nil
 	})
@@ -79,7 +79,7 @@ func TestLiveEngine(t *testing.T) {
 		{`{"speculative": {"block": 4}}`, "speculative"},
 		{`{"policy": {"name": "les", "les": {"top_n": 3}}}`, "only depth and no_prefetch"},
 	} {
-		_, _, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(bad.spec), nil)
+		_, _, err := runRemote(context.Background(), a.target, a.token, json.RawMessage(bad.spec), nil)
 		if !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want invalid_spec with %q", bad.spec, err, bad.want)
 		}

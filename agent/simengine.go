@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -178,36 +179,24 @@ func (e *SimEngine) Record(ctx context.Context, tokens int) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
 	}
-	y := experiment.DefaultSynthetic()
-	o := traces.DefaultSynthOptions()
-	o.Tokens, o.PromptTokens, o.Sequences = tokens, y.PromptTokens, y.Sequences
-	o.Skew, o.Reuse, o.LookaheadRecall = y.Skew, y.Reuse, y.LookaheadRecall
-	o.LookaheadDepth, o.DepthPenalty, o.Seed = y.LookaheadDepth, y.DepthPenalty, y.Seed
+	o := experiment.DefaultSynthetic().Options()
+	o.Tokens = tokens
 	meta, src, err := traces.SynthSource(m, o)
 	if err != nil {
 		return nil, err
 	}
 	var buf bytes.Buffer
-	w, err := traces.NewWriter(&buf, meta)
-	if err != nil {
-		return nil, err
-	}
-	for src.Next() {
-		if err := ctx.Err(); err != nil {
-			w.Abort()
-			return nil, err
-		}
-		if err := w.Write(src.Step()); err != nil {
-			w.Abort()
-			return nil, err
-		}
-	}
-	if err := src.Err(); err != nil {
-		w.Abort()
-		return nil, err
-	}
-	if err := w.Close(); err != nil {
+	if err := traces.Encode(&buf, meta, ctxSource{ctx, src}); err != nil {
 		return nil, err
 	}
 	return buf.Bytes(), nil
 }
+
+// ctxSource is a trace source that ends with ctx's error when ctx is done.
+type ctxSource struct {
+	ctx context.Context
+	traces.Source
+}
+
+func (s ctxSource) Next() bool { return s.ctx.Err() == nil && s.Source.Next() }
+func (s ctxSource) Err() error { return cmp.Or(s.ctx.Err(), s.Source.Err()) }

@@ -1,4 +1,6 @@
-package agent
+//go:build linux
+
+package calibrate
 
 import (
 	"bufio"
@@ -10,16 +12,17 @@ import (
 	"strings"
 )
 
-// The system facts a measuring agent reports on Linux and Android (see
-// DeviceFacts), read under root ("/" but in tests). Each reader returns the
-// zero value for what it cannot read: an Android app's sandbox hides some
-// of these files, an adb shell usually sees them all.
+// The system facts a measuring agent reports on Linux and Android beside a
+// calibration (agent.DeviceFacts), read under root ("/" but in tests). Each
+// reader returns the zero value for what it cannot read: an Android app's
+// sandbox hides some of these files, an adb shell usually sees them all.
 
-// maxThermalBytes bounds DeviceFacts.Thermal (a phone has dozens of zones).
-const maxThermalBytes = 1024
+// MaxThermalBytes bounds Thermal's answer (a phone has dozens of zones).
+const MaxThermalBytes = 1024
 
-// coreMaxMHz lists each CPU's cpuinfo_max_freq (kHz) in MHz, in CPU order.
-func coreMaxMHz(root string) string {
+// CoreMaxMHz lists each CPU's cpuinfo_max_freq (kHz) in MHz, in CPU order,
+// comma-separated, 0 where unreadable ("1800,1800,2400,3200").
+func CoreMaxMHz(root string) string {
 	cpus := numbered(filepath.Join(root, "sys/devices/system/cpu"), "cpu")
 	mhz := make([]string, len(cpus))
 	for i, dir := range cpus {
@@ -29,29 +32,42 @@ func coreMaxMHz(root string) string {
 	return strings.Join(mhz, ",")
 }
 
-// memAvailable is /proc/meminfo's MemAvailable in bytes.
-func memAvailable(root string) int64 {
+// MemAvailable is /proc/meminfo's MemAvailable in bytes.
+func MemAvailable(root string) int64 { return memInfo(root).Available }
+
+// memInfo reads MemTotal and MemAvailable from root's /proc/meminfo (zero
+// where absent or implausible; "kB" are KiB).
+func memInfo(root string) MemInfo {
+	var m MemInfo
 	f, err := os.Open(filepath.Join(root, "proc/meminfo"))
 	if err != nil {
-		return 0
+		return m
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "MemAvailable:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil || kb < 0 || kb > 1<<40 {
-				return 0
-			}
-			return kb << 10
+		fs := strings.Fields(sc.Text())
+		if len(fs) < 2 {
+			continue
+		}
+		kb, err := strconv.ParseInt(fs[1], 10, 64)
+		if err != nil || kb < 0 || kb > 1<<40 {
+			continue
+		}
+		switch fs[0] {
+		case "MemTotal:":
+			m.Total = kb << 10
+		case "MemAvailable:":
+			m.Available = kb << 10
 		}
 	}
-	return 0
+	return m
 }
 
-// thermal lists the thermal zones' types and temperatures (the kernel
-// reports millidegrees Celsius), in zone order, skipping unreadable zones.
-func thermal(root string) string {
+// Thermal lists the thermal zones' types and temperatures in °C
+// ("TYPE=TEMP,...", the kernel reports millidegrees), in zone order,
+// skipping unreadable zones, within MaxThermalBytes.
+func Thermal(root string) string {
 	var b strings.Builder
 	for _, dir := range numbered(filepath.Join(root, "sys/class/thermal"), "thermal_zone") {
 		mc, ok := readInt(filepath.Join(dir, "temp"))
@@ -65,11 +81,8 @@ func thermal(root string) string {
 			}
 			return r
 		}, strings.TrimSpace(string(typ)))
-		if len(name) > 40 { // ASCII by now
-			name = name[:40]
-		}
-		item := fmt.Sprintf("%s=%.1f", name, float64(mc)/1000)
-		if b.Len()+1+len(item) > maxThermalBytes {
+		item := fmt.Sprintf("%.40s=%.1f", name, float64(mc)/1000) // NB: ASCII by now
+		if b.Len()+1+len(item) > MaxThermalBytes {
 			break
 		}
 		if b.Len() > 0 {
