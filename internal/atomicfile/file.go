@@ -170,9 +170,6 @@ func Kind(m os.FileMode) string {
 // Name returns the target path (a symlink resolved).
 func (f *File) Name() string { return f.target }
 
-// TempName returns the temporary file's path.
-func (f *File) TempName() string { return f.tmp }
-
 // Write writes p to the temporary file.
 func (f *File) Write(p []byte) (int, error) { return f.f.Write(p) }
 
