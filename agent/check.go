@@ -305,8 +305,12 @@ func (k *checker) run(series bool) func(context.Context) (string, error) {
 	}
 }
 
-// errStop ends a probe's run at its first token.
-var errStop = errors.New("stop")
+// Faults the busy and cancel checks find (CheckResult.Err wraps them).
+var (
+	errNotBusy  = errors.New("a second run was accepted during a run: want busy")
+	errNoCancel = errors.New("the engine does not stop when its run is closed")
+	errStop     = errors.New("stop") // ends a probe's run at its first token
+)
 
 // busy: a run requested (on a new connection) while another streams is
 // answered busy; one accepted is a fault if the first streams on (3 more
@@ -351,9 +355,9 @@ func (k *checker) busy(ctx context.Context) (string, error) {
 		case errors.As(err, &re) && re.Code == CodeBusy:
 			return "409 busy: " + re.Message, nil
 		case at < 0:
-			return "", fmt.Errorf("a second run during a run: %v, want busy", err)
+			return "", fmt.Errorf("%w (it got %v)", errNotBusy, err)
 		case passes.Load()-at >= 3:
-			return "", fmt.Errorf("a second run was accepted while the first streamed on (%d more passes): want busy", passes.Load()-at)
+			return "", fmt.Errorf("%w (the first streamed on for %d more passes)", errNotBusy, passes.Load()-at)
 		}
 	}
 	return "", skipError("the run ended before the second run reached the agent, 3 times: give --spec a longer run")
@@ -377,7 +381,7 @@ func (k *checker) cancel(ctx context.Context) (string, error) {
 		case errors.Is(err, errStop) && took <= k.o.CancelWithin:
 			return fmt.Sprintf("a new run was accepted %v after the first was closed", took.Round(time.Microsecond)), nil
 		case errors.Is(err, errStop) || errors.Is(err, ErrBusy) && time.Since(closed) > k.o.CancelWithin:
-			return "", fmt.Errorf("the engine was still busy %v after its run was closed, more than %v: it does not stop when cancelled", took.Round(time.Millisecond), k.o.CancelWithin)
+			return "", fmt.Errorf("%w: still busy %v after, more than %v", errNoCancel, took.Round(time.Millisecond), k.o.CancelWithin)
 		case !errors.Is(err, ErrBusy):
 			return "", err
 		}

@@ -6,14 +6,18 @@ import (
 	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/sim"
 )
+
+func TestMain(m *testing.M) { os.Exit(errgolden.Main(m)) }
 
 // testSpec is a small run: 24 passes of the Qwen3 model on the simulated phone.
 const testSpec = `{"model": {"name": "qwen3-30b-a3b"}, "policy": {"name": "les"}, "cache": {"size": "25%"},
