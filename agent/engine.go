@@ -60,10 +60,6 @@ func capabilities(e Engine) []string {
 	return caps
 }
 
-// errNoSeries answers a run that asks for its series on an engine that
-// does not measure them.
-var errNoSeries = fmt.Errorf("%w: this agent's engine measures no per-token series (capability %s absent)", ErrInvalidSpec, CapSeries)
-
 // errNoRecord answers record on an engine that is not a Recorder.
 var errNoRecord = fmt.Errorf("%w: this agent's engine does not record routing (capability %s absent)", ErrInvalidSpec, CapRecord)
 
