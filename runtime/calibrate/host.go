@@ -7,15 +7,41 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // The system facts a measuring agent reports on Linux and Android beside a
 // calibration (agent.DeviceFacts), read under root ("/" but in tests). Each
 // reader returns the zero value for what it cannot read: an Android app's
 // sandbox hides some of these files, an adb shell usually sees them all.
+
+// Host names this machine as a measuring agent reports it.
+type Host struct {
+	Name     string // host name, "unknown host" when the system has none
+	OS       string // GOOS and kernel release: "linux 6.1.0-18-amd64"
+	RAMBytes int64  // physical RAM (sysinfo(2)); 0 when unknown
+}
+
+// ReadHost reads this machine's Host.
+func ReadHost() Host {
+	h := Host{Name: "unknown host", OS: runtime.GOOS}
+	if name, err := os.Hostname(); err == nil && name != "" {
+		h.Name = name
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h.OS += " " + strings.TrimSpace(string(b))
+	}
+	var si unix.Sysinfo_t
+	if unix.Sysinfo(&si) == nil {
+		h.RAMBytes = int64(si.Totalram) * int64(si.Unit)
+	}
+	return h
+}
 
 // MaxThermalBytes bounds Thermal's answer (a phone has dozens of zones).
 const MaxThermalBytes = 1024

@@ -84,3 +84,11 @@ func TestSystemFactsHere(t *testing.T) {
 		t.Errorf("thermal %d bytes", len(Thermal("/")))
 	}
 }
+
+// TestReadHost: this machine has a name, a kernel release and RAM.
+func TestReadHost(t *testing.T) {
+	h := ReadHost()
+	if h.Name == "" || !strings.HasPrefix(h.OS, "linux ") || len(h.OS) <= len("linux ") || h.RAMBytes <= 0 {
+		t.Errorf("host %+v", h)
+	}
+}
