@@ -122,8 +122,9 @@ func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
 			return errors.New("--device-file does not apply: --device and --device-file exclude each other")
 		}
 		if f.model != "" {
-			if _, err := lookupModelSpec(f.model); err != nil {
-				if name, _, _ := strings.Cut(f.model, ":"); devices.ModelVariants(name) == nil {
+			name, variant, _ := strings.Cut(f.model, ":")
+			if _, err := devices.LookupModel(name, variant); err != nil {
+				if devices.ModelVariants(name) == nil {
 					return fmt.Errorf("--model %s: %w, or a FILE.gguf for the live engine", f.model, err)
 				}
 				return fmt.Errorf("--model %s: %w", f.model, err)
