@@ -254,7 +254,7 @@ func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, []string, erro
 		}
 		var named func(string) bool
 		var err error
-		if s, named, err = readSpecFile(cmd, f.spec, true); err != nil {
+		if s, named, err = experiment.ReadSpec(f.spec, cmd.InOrStdin(), true); err != nil {
 			return s, nil, err
 		}
 		if f.target == "" && named("device") && s.Device.Profile == nil {
