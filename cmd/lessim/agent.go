@@ -62,7 +62,7 @@ the spec's policy and cache and streams each token's measurement.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:7070", "HOST:PORT to listen on (port 0 picks a free one)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --listen address (anyone on the network with the token may run)")
-	fl.StringVar(&f.device, "device", defaultDevice, "embedded device profile the simulator engine simulates (see: lessim devices list)")
+	fl.StringVar(&f.device, "device", experiment.DefaultDevice, "embedded device profile the simulator engine simulates (see: lessim devices list)")
 	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML the simulator engine simulates (instead of --device)")
 	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
 	floatVar(fl, &f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
