@@ -20,15 +20,6 @@ import (
 	"github.com/lessim/lessim/runtime/live"
 )
 
-// newLiveEngine, when set by a build with the llama.cpp runtime (a
-// llamacpp-tagged file's init), serves a GGUF model with the live engine;
-// otherwise the agent serves the simulator.
-var newLiveEngine func(ggufPath string, lanes int) (agent.Engine, error)
-
-// tokenEnv holds an agent token for `lessim agent` (instead of a fresh one)
-// and for clients (instead of --token).
-const tokenEnv = "LESSIM_AGENT_TOKEN"
-
 type agentFlags struct {
 	listen, device, deviceFile, model string
 	allowRemote                       bool
@@ -145,10 +136,10 @@ func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
 // (when built in), else the simulator of --device with --model loaded.
 func agentEngine(ctx context.Context, f *agentFlags) (agent.Engine, error) {
 	if strings.HasSuffix(f.model, ".gguf") {
-		if newLiveEngine == nil {
+		if liveEngine == nil {
 			return nil, fmt.Errorf("--model %s: serving a GGUF needs the live engine, which this build does not have; without it the agent serves the simulator (pass a built-in model, see `lessim models list`)", f.model)
 		}
-		return newLiveEngine(f.model, f.lanes)
+		return liveEngine(f.model, liveOptions{lanes: f.lanes})
 	}
 	p, err := agentProfile(f.device, f.deviceFile)
 	if err != nil {
@@ -206,23 +197,6 @@ result. It prints PASS, FAIL or SKIP per check and fails if any check fails.`,
 	fl.DurationVar(&f.timeout, "silence", 15*time.Second, "longest the agent may stay silent during a request")
 	fl.DurationVar(&f.cancelWithin, "cancel-within", agent.DefaultCancelWithin, "how soon a closed run must free the agent's engine (raise it on a loaded host)")
 	return cmd
-}
-
-// clientToken is --token, else $LESSIM_AGENT_TOKEN, refused unless it has
-// a token's form: a typo must not reach the agent, whose refusal would read
-// as the agent's fault (agent check: "does not conform").
-func clientToken(flag string) (string, error) {
-	from := "--token"
-	if flag == "" {
-		flag, from = os.Getenv(tokenEnv), "$"+tokenEnv
-	}
-	switch {
-	case flag == "":
-		return "", fmt.Errorf("no token: pass --token (the agent prints it at start) or set $%s", tokenEnv)
-	case !agent.ValidToken(flag):
-		return "", fmt.Errorf("%s %q: not an agent token (32 hex characters, as the agent prints it at start)", from, flag)
-	}
-	return flag, nil
 }
 
 func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {
