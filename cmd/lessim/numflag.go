@@ -54,14 +54,6 @@ func floatVar(fl *pflag.FlagSet, p *float64, name string, value float64, usage s
 	numVar(fl, p, name, value, usage, "float64", func(s string) (float64, error) { return numtext.Float(s, 64) })
 }
 
-// float32Var defines a float32 flag that must be finite.
-func float32Var(fl *pflag.FlagSet, p *float32, name string, value float32, usage string) {
-	numVar(fl, p, name, value, usage, "float32", func(s string) (float32, error) {
-		v, err := numtext.Float(s, 32)
-		return float32(v), err
-	})
-}
-
 // intVar defines an int flag.
 func intVar(fl *pflag.FlagSet, p *int, name string, value int, usage string) {
 	numVar(fl, p, name, value, usage, "int", func(s string) (int, error) {
