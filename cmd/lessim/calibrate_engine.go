@@ -19,7 +19,7 @@ import (
 // calibrateOn has the engine calibrate its device and writes the profile
 // it returns (checked first) to out: the live engine in this process on
 // --model, or the agent at --target. calibrate's measuring flags, when
-// set, travel as the live engine's options (agent.LiveCalibrateOptions).
+// set, travel as the live engine's options (calibrate.Options as JSON).
 func calibrateOn(cmd *cobra.Command, r *targetFlags, token string, h *hostFlags, out string) error {
 	opts, err := calibrateOptions(cmd, h)
 	if err != nil {
@@ -110,7 +110,7 @@ func calibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error)
 		return nil, err
 	}
 	changed := cmd.Flags().Changed
-	var o agent.LiveCalibrateOptions
+	var o calibrate.Options
 	var err error
 	if changed("lanes") {
 		if o.Lanes, err = parseInts(h.lanes); err != nil {
@@ -118,7 +118,7 @@ func calibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error)
 		}
 	}
 	if changed("sizes") {
-		if o.SizesBytes, err = parseSizes(h.sizes); err != nil {
+		if o.Sizes, err = parseSizes(h.sizes); err != nil {
 			return nil, fmt.Errorf("--sizes: %w", err)
 		}
 	}
