@@ -34,23 +34,8 @@ so next-layer lookahead has signal as in trained models.`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			switch preset {
-			case "default":
-			case "trained-like":
-				// The preset's routing knobs, unless given explicitly.
-				t := gguf.TrainedLikeSynthOptions()
-				fl := cmd.Flags()
-				if !fl.Changed("router-correlation") {
-					o.RouterCorrelation = t.RouterCorrelation
-				}
-				if !fl.Changed("attention-scale") {
-					o.AttentionScale = t.AttentionScale
-				}
-				if !fl.Changed("attention-sharing") {
-					o.AttentionSharing = t.AttentionSharing
-				}
-			default:
-				return fmt.Errorf("unknown preset %q (valid: default, trained-like)", preset)
+			if err := o.ApplyPreset(preset, cmd.Flags().Changed); err != nil {
+				return err
 			}
 			o.Quantize = ggmlQuantize
 			// NB: every flag starts at its default, so a 0 here was typed: validate

@@ -114,6 +114,30 @@ func TrainedLikeSynthOptions() SynthOptions {
 	return o
 }
 
+// ApplyPreset sets the routing knobs of the named preset ("default": none;
+// "trained-like": TrainedLikeSynthOptions') on o, except those given says
+// were set explicitly (by their flag names: router-correlation,
+// attention-scale, attention-sharing).
+func (o *SynthOptions) ApplyPreset(name string, given func(flag string) bool) error {
+	switch name {
+	case "default":
+		return nil
+	case "trained-like":
+		t := TrainedLikeSynthOptions()
+		for flag, f := range map[string][2]*float64{
+			"router-correlation": {&o.RouterCorrelation, &t.RouterCorrelation},
+			"attention-scale":    {&o.AttentionScale, &t.AttentionScale},
+			"attention-sharing":  {&o.AttentionSharing, &t.AttentionSharing},
+		} {
+			if !given(flag) {
+				*f[0] = *f[1]
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown preset %q (valid: default, trained-like)", name)
+}
+
 // EnsureDefaults fills zero fields from DefaultSynthOptions (not RouterCorrelation or Seed).
 func (o *SynthOptions) EnsureDefaults() {
 	d := DefaultSynthOptions()
