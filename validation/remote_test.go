@@ -14,6 +14,7 @@ import (
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/internal/atomicfile/atomictest"
 	"github.com/lessim/lessim/reports"
+	"github.com/lessim/lessim/sweep"
 )
 
 // simAgent serves the simulator engine (the iPhone 17 Pro Max profile,
@@ -122,7 +123,7 @@ func TestRunRemoteSimAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(dir, "results.parquet")
-	if err := WriteRows(path, id, rows); err != nil {
+	if err := sweep.WriteRows(path, id, rows); err != nil {
 		t.Fatal(err)
 	}
 	tab, err := reports.ReadTables(path)
@@ -139,7 +140,7 @@ func TestRunRemoteSimAgent(t *testing.T) {
 		t.Errorf("%d rows record the agent's device facts, want the 8 measured", devs)
 	}
 	var table bytes.Buffer
-	if err := WriteTable(&table, rep.Summary); err != nil || !strings.Contains(table.String(), "MAPE (tokens/s): 0.0% over 4 points") {
+	if err := reports.WriteComparison(&table, rep.Summary); err != nil || !strings.Contains(table.String(), "MAPE (tokens/s): 0.0% over 4 points") {
 		t.Errorf("table (%v):\n%s", err, table.String())
 	}
 }
