@@ -163,9 +163,10 @@ func FuzzParseBMoEMetrics(f *testing.F) {
 // error carries the file's bytes (it printed `header "PAR1\x15\x04…"`).
 func TestParseBMoEMetricsNotText(t *testing.T) {
 	_, err := ParseBMoEMetrics(strings.NewReader("PAR1\x15\x04\x15\x80\x01step,wall_ms\n"), "ser.parquet")
-	if !errors.Is(err, ErrParquet) || !strings.HasPrefix(err.Error(), "ser.parquet: a Parquet file, not a BigMoeOnEdge metrics CSV") {
-		t.Errorf("Parquet: %v", err)
+	if !errors.Is(err, ErrParquet) {
+		t.Errorf("Parquet: %v, want ErrParquet", err)
 	}
+	errgolden.Check(t, "parquet", err)
 	_, err = ParseBMoEMetrics(strings.NewReader("GGUF\x03\x00\x00\x00\xff\xfe\n"), "m.gguf")
 	errgolden.Check(t, "m-gguf-1-binary", err)
 }
