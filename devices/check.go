@@ -42,6 +42,9 @@ func (d *Device) numbers() []deviceNumber {
 		number("load_rate", "compute.load_rate", d.LoadRate, true),
 		integer("compute_threads", "compute.threads", int64(d.ComputeThreads), true),
 		integer("gpu_sync_ns", "compute.gpu_sync", d.GPUSyncNS, true),
+		integer("cores", "compute.cores", int64(d.Cores), true),
+		number("parallel", "compute.parallel", d.Parallel, true),
+		integer("predict_ns", "compute.predict_cost", d.PredictNS, true),
 		integer("flash.lanes", "flash.lanes", int64(f.Lanes), false),
 		integer("flash.latency_ns", "flash.latency", f.LatencyNS, false),
 		integer("flash.page_bytes", "flash.page_size", f.PageBytes, false),
@@ -50,6 +53,8 @@ func (d *Device) numbers() []deviceNumber {
 		integer("flash.read_ahead_async_bytes", "flash.read_ahead_async", f.ReadAheadAsyncBytes, true),
 		number("flash.thermal_floor", "flash.thermal_floor", f.ThermalFloor, true),
 		integer("flash.thermal_bytes", "flash.thermal_bytes", f.ThermalBytes, true),
+		integer("flash.read_cpu_ns", "flash.read_cpu", f.ReadCPUNS, true),
+		number("flash.copy_rate", "flash.copy_rate", f.CopyRate, true),
 	}
 }
 

@@ -58,6 +58,15 @@ type ComputeSection struct {
 	// synchronisation.
 	Threads Quantity `yaml:"threads,omitempty"`
 	GPUSync Quantity `yaml:"gpu_sync,omitempty"`
+	// Cores (optional) is the cores the compute threads and the I/O lanes
+	// share: stated, they contend for them (sim: cores.go). Parallel
+	// (optional) is the share of compute that splits over the threads
+	// (stated, the compute numbers are one thread's). PredictCost
+	// (optional) is the compute thread's time per layer and token of a
+	// lookahead router on the CPU backend.
+	Cores       Quantity `yaml:"cores,omitempty"`
+	Parallel    Quantity `yaml:"parallel,omitempty"`
+	PredictCost Quantity `yaml:"predict_cost,omitempty"`
 }
 
 // FlashSection is the storage part of a profile.
@@ -83,6 +92,12 @@ type FlashSection struct {
 	// the bytes read over which about 63% of the drop has happened.
 	ThermalFloor Quantity `yaml:"thermal_floor,omitempty"`
 	ThermalBytes Quantity `yaml:"thermal_bytes,omitempty"`
+	// ReadCPU and CopyRate (optional) are what a read costs the CPU of the
+	// lane that issues it: ReadCPU per request (system call, submission,
+	// completion) and its bytes copied into the cache at CopyRate (absent:
+	// placed directly, no copy).
+	ReadCPU  Quantity `yaml:"read_cpu,omitempty"`
+	CopyRate Quantity `yaml:"copy_rate,omitempty"`
 }
 
 // Quantity is one profile number: its value as written (a number, or a number

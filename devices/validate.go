@@ -33,6 +33,9 @@ func (p *Profile) fields() []field {
 		{"compute.load_rate", Rate, &c.LoadRate, true},
 		{"compute.threads", Dimensionless, &c.Threads, true},
 		{"compute.gpu_sync", Duration, &c.GPUSync, true},
+		{"compute.cores", Dimensionless, &c.Cores, true},
+		{"compute.parallel", Dimensionless, &c.Parallel, true},
+		{"compute.predict_cost", Duration, &c.PredictCost, true},
 		{"flash.lanes", Dimensionless, &f.Lanes, false},
 		{"flash.latency", Duration, &f.Latency, false},
 		{"flash.page_size", Size, &f.PageSize, false},
@@ -41,6 +44,8 @@ func (p *Profile) fields() []field {
 		{"flash.read_ahead_async", Size, &f.ReadAheadAsync, true},
 		{"flash.thermal_floor", Dimensionless, &f.ThermalFloor, true},
 		{"flash.thermal_bytes", Size, &f.ThermalBytes, true},
+		{"flash.read_cpu", Duration, &f.ReadCPU, true},
+		{"flash.copy_rate", Rate, &f.CopyRate, true},
 	}
 }
 
@@ -163,6 +168,11 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.Flash.FaultNS = int64(math.Round(vals["flash.fault_cost"]))
 	d.ComputeThreads = int(vals["compute.threads"])
 	d.GPUSyncNS = int64(math.Round(vals["compute.gpu_sync"]))
+	d.Cores = int(vals["compute.cores"])
+	d.Parallel = vals["compute.parallel"]
+	d.PredictNS = int64(math.Round(vals["compute.predict_cost"]))
+	d.Flash.ReadCPUNS = int64(math.Round(vals["flash.read_cpu"]))
+	d.Flash.CopyRate = vals["flash.copy_rate"]
 	d.Flash.ReadAheadAsyncBytes = int64(math.Round(vals["flash.read_ahead_async"]))
 	d.Backend = ps.backend(p, &d.Assumed)
 	d.Flash.ThermalFloor = vals["flash.thermal_floor"]
