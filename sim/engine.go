@@ -52,7 +52,7 @@ type engine struct {
 	// lanes for them (cores.go); predict: the lookahead router's cost per
 	// layer on the CPU backend.
 	shared, predict bool
-	laSync  bool       // the policy's lookahead router costs one more sync per layer
+	laSync          bool // the policy's lookahead router costs one more sync per layer
 	// laScores: the policy runs the lookahead router, so moment 1 shows it
 	// the trace's lookahead scores (NB: other policies never read them, and
 	// not touching them spares a cache miss per layer and pass).
