@@ -22,7 +22,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 	fmt.Fprintln(tw, "policy\tcache\tpredicted tok/s\tmeasured tok/s (mean ± sd [min, max])\terror\thit rate pred/meas\tp50 ms pred/meas\tp90 ms pred/meas\t")
 	for _, p := range s.Points {
 		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f ± %.2f [%.2f, %.2f]\t%+.1f%%\t%.3f / %.3f\t%.2f / %.2f\t%.2f / %.2f\t\n",
-			p.Policy, p.Cache, p.PredictedTPS, p.MeasuredTPS, p.MeasuredSD, p.MeasuredMin, p.MeasuredMax, p.ErrorPct,
+			p.label(), p.Cache, p.PredictedTPS, p.MeasuredTPS, p.MeasuredSD, p.MeasuredMin, p.MeasuredMax, p.ErrorPct,
 			p.PredictedHitRate, p.MeasuredHitRate, ms(p.PredictedP50NS), ms(p.MeasuredP50NS), ms(p.PredictedP90NS), ms(p.MeasuredP90NS))
 	}
 	if err := tw.Flush(); err != nil {

@@ -164,7 +164,7 @@ func (r *runner) caches(trace string, caches []string) ([]int64, error) {
 // Live runs p once on the engine and checks the result is the point asked
 // for (checked).
 func (r *runner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {
-	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, tokens)
+	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, p.Host, tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -181,8 +181,8 @@ func (r *runner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, e
 // (the file lessim live --series writes, which calibrate --from-run reads)
 // and reads it back as the run the fit uses.
 func (r *runner) FitRun(ctx context.Context, p FitPoint, round, tokens int) (*runs.Run, error) {
-	pt := &Point{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes}
-	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, tokens)
+	pt := &Point{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes, Host: p.Host}
+	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, p.Host, tokens)
 	if err != nil {
 		return nil, err
 	}
@@ -321,7 +321,9 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 	}
 	for _, pol := range o.Policies {
 		for i, cache := range o.Caches {
-			rep.Points = append(rep.Points, Point{Policy: pol, Cache: cache, CacheBytes: bytes[i]})
+			for _, h := range o.hosts() {
+				rep.Points = append(rep.Points, Point{Policy: pol, Cache: cache, CacheBytes: bytes[i], Host: h})
+			}
 		}
 	}
 	var fitRuns []fitRun
@@ -337,7 +339,7 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 		}
 		for _, i := range RoundOrder(k, len(rep.Points)) {
 			p := &rep.Points[i]
-			step(fmt.Sprintf("live %s %s %d/%d", p.Policy, p.Cache, k+1, o.Repeats))
+			step(fmt.Sprintf("live %s %s%s %d/%d", p.Policy, p.Cache, p.Host.suffix(), k+1, o.Repeats))
 			res, err := r.Live(ctx, p, o.Tokens)
 			if err != nil {
 				return nil, fmt.Errorf("validate: live %s at %s: %w", p.Policy, p.Cache, err)
@@ -356,8 +358,12 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 	var in experiment.Inputs
 	for i := range rep.Points {
 		p := &rep.Points[i]
-		step(fmt.Sprintf("simulate %s %s", p.Policy, p.Cache))
-		out, err := simulate(&in, so.Spec(rep.Trace, p.Policy, p.Cache))
+		step(fmt.Sprintf("simulate %s %s%s", p.Policy, p.Cache, p.Host.suffix()))
+		s := so.Spec(rep.Trace, p.Policy, p.Cache)
+		if s.Device, err = hostDevice(so.DeviceFile, p.Host); err != nil {
+			return nil, fmt.Errorf("validate: %w", err)
+		}
+		out, err := simulate(&in, s)
 		if err != nil {
 			return nil, fmt.Errorf("validate: simulate %s at %s: %w", p.Policy, p.Cache, err)
 		}

@@ -18,6 +18,7 @@ type Point struct {
 	// is its value in bytes.
 	Cache      string
 	CacheBytes int64
+	Host       Host // its live configuration in a grid (Options.Grid)
 	// Predicted is the simulated result; Measured has one result per repeat.
 	Predicted *sim.Result
 	Measured  []*sim.Result
@@ -28,6 +29,8 @@ type PointStats struct {
 	Policy     string `json:"policy"`
 	Cache      string `json:"cache"`
 	CacheBytes int64  `json:"cache_bytes"`
+	Lanes      int    `json:"lanes,omitempty"` // a grid point's (Options.Grid)
+	Threads    int    `json:"threads,omitempty"`
 	// PredictedTPS is the simulated tokens/s; MeasuredTPS the mean over the
 	// repeats, with their minimum, maximum and sample standard deviation
 	// (0 with one repeat).
@@ -119,7 +122,7 @@ func (s *Summary) MarkFit(fit []FitPoint) {
 	var sum float64
 	s.HeldOut, s.HeldOutMAPE = 0, 0
 	for _, p := range s.Points {
-		if slices.Contains(s.FitPoints, FitPoint{Policy: p.Policy, Cache: p.Cache}.String()) {
+		if slices.Contains(s.FitPoints, FitPoint{Policy: p.Policy, Cache: p.Cache, Host: p.host()}.String()) {
 			continue
 		}
 		sum += math.Abs(p.ErrorPct)
@@ -163,7 +166,7 @@ func pointStats(p Point) (PointStats, error) {
 	if len(p.Measured) == 0 {
 		return PointStats{}, fmt.Errorf("%s: no measurement", where)
 	}
-	ps := PointStats{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes, Repeats: len(p.Measured),
+	ps := PointStats{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes, Lanes: p.Host.Lanes, Threads: p.Host.Threads, Repeats: len(p.Measured),
 		PredictedTPS: p.Predicted.TokensPerSec, PredictedHitRate: p.Predicted.HitRate,
 		PredictedP50NS: p.Predicted.LatencyP50NS, PredictedP90NS: p.Predicted.LatencyP90NS,
 		MeasuredMin: math.Inf(1), MeasuredMax: math.Inf(-1)}
@@ -224,9 +227,27 @@ func order(ps []PointStats, speed func(PointStats) float64) []string {
 	slices.SortStableFunc(s, func(a, b PointStats) int { return cmp.Compare(speed(b), speed(a)) })
 	names := make([]string, len(s))
 	for i, p := range s {
-		names[i] = p.Policy
+		names[i] = p.label()
 	}
 	return names
+}
+
+func (p PointStats) host() Host { return Host{p.Lanes, p.Threads} }
+
+// label names p within its cache size: the policy, and a grid point's
+// lanes and threads.
+func (p PointStats) label() string { return p.Policy + p.host().suffix() }
+
+// oneApart reports whether a and b differ in exactly one of policy, lanes
+// and threads: the pairs a ranking judges (without a grid, every pair).
+func oneApart(a, b PointStats) bool {
+	n := 0
+	for _, d := range []bool{a.Policy != b.Policy, a.Lanes != b.Lanes, a.Threads != b.Threads} {
+		if d {
+			n++
+		}
+	}
+	return n == 1
 }
 
 // judge checks every pair of one cache size's points (see Ranking).
@@ -234,8 +255,11 @@ func (r *Ranking) judge(ps []PointStats) {
 	for i := range ps {
 		for j := range i {
 			a, b := ps[j], ps[i]
+			if !oneApart(a, b) {
+				continue
+			}
 			dp, dm := a.PredictedTPS-b.PredictedTPS, a.MeasuredTPS-b.MeasuredTPS
-			pair := a.Policy + "/" + b.Policy
+			pair := a.label() + "/" + b.label()
 			switch {
 			case dp == 0:
 				r.Ties = true

@@ -23,7 +23,7 @@ import (
 // into RAM first.
 func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) (*Compute, error) {
 	c := &Compute{Threads: 1}
-	user, err := timeModel(o.Model, filepath.Base(o.Model), o.Tokens, o.Samples, true)
+	user, err := timeModel(o.Model, filepath.Base(o.Model), o.Tokens, o.Samples, true, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -44,7 +44,7 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 			if err := gguf.SynthMoE(path, v); err != nil {
 				return nil, fmt.Errorf("calibrate: synthetic variant: %w", err)
 			}
-			p, err := timeModel(path, fmt.Sprintf("variant %d layers × top-%d", v.Layers, v.TopK), o.Tokens, o.Samples, false)
+			p, err := timeModel(path, fmt.Sprintf("variant %d layers × top-%d", v.Layers, v.TopK), o.Tokens, o.Samples, false, 1)
 			os.Remove(path)
 			if err != nil {
 				return nil, err
@@ -57,6 +57,17 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 		return nil, err
 	}
 	return c, nil
+}
+
+// measureThreads times decode of the model at 2 threads (everything in
+// RAM, as timeModel) against c's 1-thread time, for compute.parallel.
+func measureThreads(o *Options, c *Compute, logf func(string, ...any)) (Summary, error) {
+	p, err := timeModel(o.Model, filepath.Base(o.Model), o.Tokens, o.Samples, false, 2)
+	if err != nil {
+		return Summary{}, err
+	}
+	logf("compute: %s at 2 threads: %.2f ms/token (1 thread %.2f)", p.Name, p.TokenNS.Median/1e6, c.Points[0].TokenNS.Median/1e6)
+	return p.TokenNS, nil
 }
 
 // warmFile reads the whole file once so its pages are in the page cache.
@@ -73,7 +84,7 @@ func warmFile(path string) error {
 // timeModel decodes tokens single-token passes (after two warm-up passes) on the
 // model at path with 1 thread and everything in RAM; with batches it also times
 // passes of batchSizes tokens, samples each.
-func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint, error) {
+func timeModel(path, name string, tokens, samples int, batches bool, threads int) (ShapePoint, error) {
 	p := ShapePoint{Name: name}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -103,7 +114,7 @@ func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint
 		return p, err
 	}
 	defer m.Close()
-	ctx, err := m.NewContext(llama.ContextOptions{Threads: 1, Ctx: 1024, Batch: 16})
+	ctx, err := m.NewContext(llama.ContextOptions{Threads: threads, Ctx: 1024, Batch: 16})
 	if err != nil {
 		return p, err
 	}
