@@ -99,6 +99,8 @@ var boundTable = []Bound{
 		Reason: "the memory the OS lets one app keep resident: iOS's jetsam limits run from a few hundred MiB on old phones to several GiB with the increased-memory-limit entitlement; it can never exceed RAM (checked against memory.ram too)"},
 	{Field: "memory.runtime", Kind: Size, Min: "0 B", Max: "16 TiB",
 		Reason: "the app's own memory besides the model (runtime, compute buffers, UI): tens to hundreds of MiB; it counts against memory.app_limit, which is at most RAM"},
+	{Field: "memory.growth", Kind: Size, Min: "1 B", Max: "1 GiB",
+		Reason: "what the footprint grows by per token besides the KV cache (page cache the kernel keeps): bytes to megabytes; a GiB per token would exhaust any phone in a few tokens"},
 	// Profile: compute.
 	{Field: "compute.flops", Kind: Throughput, Min: "1 GFLOPS", Max: "10 PFLOPS",
 		Reason: "one in-order embedded core sustains about 1 GFLOPS; the largest accelerators reach a few PFLOPS dense (about 4.5 PFLOPS FP8 on a B200)"},

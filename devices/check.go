@@ -36,6 +36,7 @@ func (d *Device) numbers() []deviceNumber {
 		number("mem_efficiency", "memory.efficiency", d.MemEfficiency, false),
 		integer("app_limit_bytes", "memory.app_limit", d.AppLimitBytes, true),
 		integer("runtime_bytes", "memory.runtime", d.RuntimeBytes, true),
+		integer("growth_bytes", "memory.growth", d.GrowthBytes, true),
 		number("compute_flops", "compute.flops", d.ComputeFLOPS, false),
 		integer("layer_overhead_ns", "compute.layer_overhead", d.LayerOverhead, false),
 		integer("load_fixed_ns", "compute.load_fixed", d.LoadFixedNS, true),

@@ -21,6 +21,12 @@ type Device struct {
 	// cache and recurrent state (runtime, compute buffers), counted against
 	// AppLimitBytes. Zero when not stated.
 	RuntimeBytes int64 `json:"runtime_bytes,omitempty"`
+	// GrowthBytes is what the footprint grows by per token processed
+	// besides the KV cache. Stated (with AppLimitBytes), the memory-pressure
+	// model counts the footprint pass by pass: the KV cache up to the pass's
+	// position plus GrowthBytes per token so far, so the refaults grow over
+	// the run. Zero means not stated: one footprint for the whole run.
+	GrowthBytes int64 `json:"growth_bytes,omitempty"`
 
 	MemBandwidth  float64 `json:"mem_bandwidth"`  // peak DRAM bandwidth, bytes/s
 	MemEfficiency float64 `json:"mem_efficiency"` // fraction of peak reached by decode matmuls (0,1]

@@ -43,6 +43,10 @@ type MemorySection struct {
 	// with AppLimit) is the app's own memory besides the model's.
 	AppLimit Quantity `yaml:"app_limit,omitempty"`
 	Runtime  Quantity `yaml:"runtime,omitempty"`
+	// Growth (optional, only with AppLimit) is what the app's footprint
+	// grows by per token processed besides the KV cache (page cache the
+	// kernel keeps for it): stated, the footprint is counted pass by pass.
+	Growth Quantity `yaml:"growth,omitempty"`
 }
 
 // ComputeSection is the processor part of a profile.

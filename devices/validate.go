@@ -27,6 +27,7 @@ func (p *Profile) fields() []field {
 		{"memory.efficiency", Dimensionless, &m.Efficiency, false},
 		{"memory.app_limit", Size, &m.AppLimit, true},
 		{"memory.runtime", Size, &m.Runtime, true},
+		{"memory.growth", Size, &m.Growth, true},
 		{"compute.flops", Throughput, &c.FLOPS, false},
 		{"compute.layer_overhead", Duration, &c.LayerOverhead, false},
 		{"compute.load_fixed", Duration, &c.LoadFixed, true},
@@ -154,6 +155,10 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.RAMBytes = int64(math.Round(vals["memory.ram"]))
 	d.AppLimitBytes = int64(vals["memory.app_limit"])
 	d.RuntimeBytes = int64(vals["memory.runtime"])
+	d.GrowthBytes = int64(vals["memory.growth"])
+	if p.Memory.Growth.set && !p.Memory.AppLimit.set {
+		ps.add("memory.growth", "grows the footprint against memory.app_limit: give memory.app_limit too (or neither)")
+	}
 	d.ReserveBytes = int64(math.Round(vals["memory.reserve"]))
 	d.MemBandwidth = vals["memory.bandwidth"]
 	d.MemEfficiency = vals["memory.efficiency"]

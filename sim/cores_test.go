@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/policies"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
 )
@@ -165,5 +166,31 @@ func TestDRAMShared(t *testing.T) {
 	r := coresRun(t, cfg, steps, &wasteful{})
 	if got := r.Series[1].TimeNS; got < 2_062_914 || got > 2_062_916 {
 		t.Errorf("token 1: %d ns, want 2,062,915 (±1 for rounding)", got)
+	}
+}
+
+// TestPressureGrowth: with memory.growth the footprint is counted pass by
+// pass. The app holds cache 12 MiB + weights 32 MiB (tinyModel, no KV) and
+// grows 128 KiB (one fault's chunk: max(16 KiB page, 128 KiB read-ahead))
+// per token; the limit is 256 KiB above 44 MiB. Decode token i (from 1)
+// holds 44 MiB + i × 128 KiB: tokens 1 and 2 fit, token i ≥ 3 refaults
+// i − 2 chunks, so 4 tokens refault 0 + 0 + 1 + 2 = 3 chunks. Without
+// growth the footprint stays 44 MiB, under the limit: no refault.
+func TestPressureGrowth(t *testing.T) {
+	m := tinyModel()
+	steps := randomSteps(m, 4, 5)
+	cfg := sim.Config{Model: m, Device: flatDevice(), CacheBytes: 12 * mib, Layout: sim.LayoutPerExpert, CachedFirst: true, SpecBlock: 1}
+	cfg.Device.AppLimitBytes = 44*mib + 256<<10
+	flat := run(t, cfg, steps, "lru", policies.DefaultParams(m))
+	if flat.PressureFaults != 0 {
+		t.Errorf("fixed footprint: %d refaults, want 0", flat.PressureFaults)
+	}
+	cfg.Device.GrowthBytes = 128 << 10
+	r := run(t, cfg, steps, "lru", policies.DefaultParams(m))
+	if r.PressureFaults != 3 || r.PressureFaultBytes != 3*128<<10 {
+		t.Errorf("growing footprint: %d refaults of %d bytes, want 3 of %d", r.PressureFaults, r.PressureFaultBytes, 3*128<<10)
+	}
+	if r.AppFootprintBytes != 44*mib+4*128<<10 {
+		t.Errorf("footprint at the end %d, want %d", r.AppFootprintBytes, 44*mib+4*128<<10)
 	}
 }

@@ -60,6 +60,9 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 	if e.cfg.ContextCost {
 		e.beginContext(steps)
 	}
+	if e.press.growth > 0 {
+		e.press.grow(steps)
+	}
 	if e.press.faults > 0 {
 		e.refaultWeights()
 	}
