@@ -116,6 +116,8 @@ var boundTable = []Bound{
 		Reason: "committing a GPU command buffer and waiting for it costs tens of microseconds (Metal, CUDA, Vulkan); below 1 us no host-device round trip exists, and 10 ms per layer would be a stalled driver"},
 	{Field: "compute.cores", Kind: Dimensionless, Min: "1", Max: "1024", Unit: "cores", Whole: true,
 		Reason: "the cores the compute threads and I/O lanes run on: phones have 6-10, laptops 8-24, servers a few hundred"},
+	{Field: "compute.background", Kind: Dimensionless, Min: "0.01", Max: "8", Unit: "threads",
+		Reason: "the mean runnable threads of other work on the cores: a fraction of one on an idle phone, a few on a shared machine; with more than 8 the engine would barely run"},
 	{Field: "compute.parallel", Kind: Dimensionless, Min: "0.01", Max: "1", Unit: "of compute",
 		Reason: "a fraction of the compute that splits over threads: at most all of it; below 1% threads would not matter and the field should be left out"},
 	{Field: "compute.predict_cost", Kind: Duration, Min: "0 ns", Max: "10 ms",

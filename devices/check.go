@@ -44,6 +44,7 @@ func (d *Device) numbers() []deviceNumber {
 		integer("compute_threads", "compute.threads", int64(d.ComputeThreads), true),
 		integer("gpu_sync_ns", "compute.gpu_sync", d.GPUSyncNS, true),
 		integer("cores", "compute.cores", int64(d.Cores), true),
+		number("background", "compute.background", d.Background, true),
 		number("parallel", "compute.parallel", d.Parallel, true),
 		integer("predict_ns", "compute.predict_cost", d.PredictNS, true),
 		integer("flash.lanes", "flash.lanes", int64(f.Lanes), false),
@@ -124,6 +125,12 @@ func (d *Device) checkRelations(ps *problems) {
 	}
 	if d.RuntimeBytes != 0 && d.AppLimitBytes == 0 {
 		ps.add("runtime_bytes", "counts against app_limit_bytes: give app_limit_bytes too (or neither)")
+	}
+	if d.GrowthBytes != 0 && d.AppLimitBytes == 0 {
+		ps.add("growth_bytes", "grows the footprint against app_limit_bytes: give app_limit_bytes too (or neither)")
+	}
+	if d.Background != 0 && d.Cores == 0 {
+		ps.add("background", "shares cores: give cores too (or neither)")
 	}
 	switch d.Backend {
 	case "":

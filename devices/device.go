@@ -57,6 +57,10 @@ type Device struct {
 	// stretches while lanes copy, and lanes slow while compute runs (sim:
 	// cores.go). Zero means not stated: no contention.
 	Cores int `json:"cores,omitempty"`
+	// Background is the mean number of runnable threads of other work
+	// sharing the Cores (other apps, a shared machine's other processes).
+	// Zero means none (or not stated).
+	Background float64 `json:"background,omitempty"`
 	// Parallel is the share of compute that splits over the compute
 	// threads (Amdahl): stated, the compute numbers are one thread's and T
 	// threads take (1 − Parallel) + Parallel/T of that time. Zero means not

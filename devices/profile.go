@@ -69,6 +69,7 @@ type ComputeSection struct {
 	// (optional) is the compute thread's time per layer and token of a
 	// lookahead router on the CPU backend.
 	Cores       Quantity `yaml:"cores,omitempty"`
+	Background  Quantity `yaml:"background,omitempty"` // runnable threads of other work on the cores
 	Parallel    Quantity `yaml:"parallel,omitempty"`
 	PredictCost Quantity `yaml:"predict_cost,omitempty"`
 }

@@ -35,6 +35,7 @@ func (p *Profile) fields() []field {
 		{"compute.threads", Dimensionless, &c.Threads, true},
 		{"compute.gpu_sync", Duration, &c.GPUSync, true},
 		{"compute.cores", Dimensionless, &c.Cores, true},
+		{"compute.background", Dimensionless, &c.Background, true},
 		{"compute.parallel", Dimensionless, &c.Parallel, true},
 		{"compute.predict_cost", Duration, &c.PredictCost, true},
 		{"flash.lanes", Dimensionless, &f.Lanes, false},
@@ -174,6 +175,10 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.ComputeThreads = int(vals["compute.threads"])
 	d.GPUSyncNS = int64(math.Round(vals["compute.gpu_sync"]))
 	d.Cores = int(vals["compute.cores"])
+	d.Background = vals["compute.background"]
+	if p.Compute.Background.set && !p.Compute.Cores.set {
+		ps.add("compute.background", "shares compute.cores: give compute.cores too (or neither)")
+	}
 	d.Parallel = vals["compute.parallel"]
 	d.PredictNS = int64(math.Round(vals["compute.predict_cost"]))
 	d.Flash.ReadCPUNS = int64(math.Round(vals["flash.read_cpu"]))

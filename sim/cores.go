@@ -11,17 +11,27 @@ import (
 // A read's CPU work runs on the lane that issued it, after its transfer:
 // Device.Flash.ReadCPUNS per request plus its bytes at CopyRate (the copy
 // into the cache), the lane held meanwhile (flash.cpuWork). With
-// Device.Cores stated, the T compute threads (Device.Threads) and the n
-// lanes in that CPU phase are the runnable threads; when they outnumber
-// the C cores each gets C/runnable of one (processor sharing):
+// Device.Cores stated, the T compute threads (Device.Threads), the n lanes
+// in that CPU phase and B threads of other work (Device.Background) are
+// the runnable threads; when they outnumber the C cores they share them:
 //
-//	lane CPU phase progresses at  min(1, C / (n + T·busy))
-//	compute progresses at         min(1, C / (T + n)) / base · dram
+//	lane CPU phase progresses at  min(1, C / (n + T·busy + B))
+//	compute progresses at         1 / f / base · dram
+//
+// With one thread (or more threads than cores) f = max(1, (T + n + B)/C),
+// processor sharing. With 2 ≤ T ≤ C threads, which meet at a barrier after
+// every operation (spinning while they wait), the operation ends when the
+// slowest thread does: the e = n + B − (C − T) threads beyond the free
+// cores land on the compute threads' cores, and the busiest core sets the
+// pace. f = 1 + min(e, 1) + max(0, e − T)/T (e ≤ 0: 1): one extra thread on
+// one core already halves it, and each further T extras add one more share
+// (the time average of the busiest core's load when e varies).
 //
 // busy is whether the compute thread is running (not stalled on a read);
-// base is min(1, C/T) (the compute numbers were measured uncontended at T
-// threads), or 1 with Device.Parallel (the numbers are one thread's, and
-// T threads take (1 − p) + p/T of that: computeModel). dram is the DRAM
+// base is compute's uncontended rate by the same formula with n = B = 0
+// (the compute numbers were measured uncontended at T threads), or 1 with
+// Device.Parallel (the numbers are one thread's, and T threads take
+// (1 − p) + p/T of that: computeModel). dram is the DRAM
 // bandwidth compute keeps while the I/O draws on it: 1 − (Σ transfer
 // rates + 2 · Σ copy rates) / memory.bandwidth, at least 0.05 (a copy
 // reads and writes each byte), applied only when the profile states
@@ -36,6 +46,7 @@ type contention struct {
 	copyPerByte float64 // ns of CPU per byte copied (1e9/CopyRate), 0: no copy
 	cores       float64 // 0: unlimited (no contention)
 	threads     float64
+	background  float64 // runnable threads of other work
 	base        float64 // compute's uncontended share (see above)
 	memBW       float64 // bytes/ns of DRAM bandwidth
 	busy        bool    // the compute thread is running
@@ -51,9 +62,10 @@ func newContention(d *devices.Device) (c contention, cpuPhase bool) {
 	}
 	c.threads = float64(d.Threads())
 	c.cores = float64(d.Cores)
+	c.background = d.Background
 	c.base = 1
 	if c.cores > 0 && d.Parallel == 0 {
-		c.base = min(1, c.cores/c.threads)
+		c.base = 1 / c.stretch(0, 0)
 	}
 	c.memBW = d.MemBandwidth / 1e9
 	return c, c.cpuFixed > 0 || c.copyPerByte > 0
@@ -69,18 +81,32 @@ func (c *contention) ioShare() float64 {
 	if c.cores == 0 {
 		return 1
 	}
-	run := float64(c.ncpu)
+	run := float64(c.ncpu) + c.background
 	if c.busy {
 		run += c.threads
 	}
 	return min(1, c.cores/run)
 }
 
+// stretch is f above: how much longer compute takes with n lanes and b
+// other threads runnable than with the cores to itself.
+func (c *contention) stretch(n, b float64) float64 {
+	t := c.threads
+	if t < 2 || t > c.cores {
+		return max(1, (t+n+b)/c.cores)
+	}
+	e := n + b - (c.cores - t)
+	if e <= 0 {
+		return 1
+	}
+	return 1 + min(e, 1) + max(0, e-t)/t
+}
+
 // computeRate is compute's progress per ns of wall time, now: its core
 // share over base, times the DRAM bandwidth the I/O leaves it.
 func (f *flash) computeRate() float64 {
 	c := &f.cont
-	r := min(1, c.cores/(c.threads+float64(c.ncpu))) / c.base
+	r := 1 / c.stretch(float64(c.ncpu), c.background) / c.base
 	if c.copyPerByte == 0 || c.memBW <= 0 {
 		return r // NB: DRAM shared only with copies stated (see above)
 	}

@@ -194,3 +194,28 @@ func TestPressureGrowth(t *testing.T) {
 		t.Errorf("footprint at the end %d, want %d", r.AppFootprintBytes, 44*mib+4*128<<10)
 	}
 }
+
+// TestCoresBarrier: two compute threads on two cores meet at a barrier
+// after every operation, so one lane copying on one of the cores halves
+// compute (the slowest thread sets the pace), not 2/3 as processor sharing
+// would; the lane gets 2/3 of a core (three runnable on two). Token 1:
+// compute alone for 1,049,576 ns; then the lane's 1 ms of CPU at 2/3 takes
+// 1,500,000 ns while compute does 750,000 of its remaining 950,424 at 1/2;
+// the last 200,424 at full speed: 2,750,000 ns. Half a thread of other
+// work on average (compute.background 0.5) stretches the prefetch-free
+// token's 2 ms by 1 + 0.5: 3,000,000 ns.
+func TestCoresBarrier(t *testing.T) {
+	cfg, steps := coresSetup()
+	d := *cfg.Device
+	d.Cores, d.ComputeThreads = 2, 2
+	cfg.Device = &d
+	if got := coresRun(t, cfg, steps, &wasteful{}).Series[1].TimeNS; got != 2_750_000 {
+		t.Errorf("token 1 with a lane copying: %d ns, want 2,750,000", got)
+	}
+	b := d
+	b.Background = 0.5
+	cfg.Device = &b
+	if got := coresRun(t, cfg, steps, &wasteful{passes: -1 << 30}).Series[1].TimeNS; got != 3_000_000 {
+		t.Errorf("token 1 with 0.5 threads of other work: %d ns, want 3,000,000", got)
+	}
+}
