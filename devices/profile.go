@@ -47,6 +47,10 @@ type MemorySection struct {
 	// grows by per token processed besides the KV cache (page cache the
 	// kernel keeps for it): stated, the footprint is counted pass by pass.
 	Growth Quantity `yaml:"growth,omitempty"`
+	// FormatEfficiency (optional) is Efficiency by the ggml type of the
+	// weights read ("Q4_K", "MXFP4"): a type it names is charged at its own
+	// efficiency, every other at Efficiency.
+	FormatEfficiency map[string]Quantity `yaml:"format_efficiency,omitempty"`
 }
 
 // ComputeSection is the processor part of a profile.

@@ -14,9 +14,14 @@ import (
 
 	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/progress"
+	"github.com/lessim/lessim/runtime/gguf"
+	"github.com/lessim/lessim/runtime/llama"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
 )
+
+// ggmlQuantize is ggml's quantizer, for model synth's K-quants and MXFP4.
+var ggmlQuantize gguf.Quantizer = llama.Quantize
 
 func newRecordCmd() *cobra.Command {
 	o := record.DefaultOptions()
