@@ -22,9 +22,10 @@ import (
 func boundsProfile(over map[string]string) []byte {
 	v := map[string]string{
 		"memory.ram": "16 GiB", "memory.reserve": "4 GiB", "memory.bandwidth": "60 GB/s", "memory.efficiency": "0.7",
-		"memory.app_limit": "12 GiB", "memory.runtime": "200 MiB",
+		"memory.app_limit": "12 GiB", "memory.runtime": "200 MiB", "memory.growth": "1 MiB",
 		"compute.flops": "1 TFLOPS", "compute.layer_overhead": "20 us", "compute.load_fixed": "10 us", "compute.load_rate": "8 GB/s",
 		"compute.threads": "4", "compute.gpu_sync": "50 us", "flash.read_ahead_async": "128 KiB",
+		"compute.cores": "8", "compute.background": "0.5", "compute.parallel": "0.9", "compute.predict_cost": "20 us", "flash.read_cpu": "10 us", "flash.copy_rate": "5 GB/s",
 		"flash.lanes": "4", "flash.latency": "100 us", "flash.page_size": "16 KiB", "flash.read_ahead": "128 KiB", "flash.fault_cost": "2 us", "flash.thermal_floor": "0.7", "flash.thermal_bytes": "8 GiB",
 		"single.read": "4 MiB", "single.bandwidth": "20 MB/s",
 		"agg.read": "4 MiB", "agg.lanes": "8", "agg.bandwidth": "100 MB/s",
@@ -45,6 +46,7 @@ memory:
   efficiency: %s
   app_limit: %s
   runtime: %s
+  growth: %s
 compute:
   flops: %s
   layer_overhead: %s
@@ -52,6 +54,10 @@ compute:
   load_rate: %s
   threads: %s
   gpu_sync: %s
+  cores: %s
+  background: %s
+  parallel: %s
+  predict_cost: %s
 flash:
   lanes: %s
   latency: %s
@@ -65,10 +71,12 @@ flash:
   read_ahead_async: %s
   thermal_floor: %s
   thermal_bytes: %s
-`, q("memory.ram"), q("memory.reserve"), q("memory.bandwidth"), q("memory.efficiency"), q("memory.app_limit"), q("memory.runtime"),
-		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("compute.threads"), q("compute.gpu_sync"), q("flash.lanes"), q("flash.latency"),
+  read_cpu: %s
+  copy_rate: %s
+`, q("memory.ram"), q("memory.reserve"), q("memory.bandwidth"), q("memory.efficiency"), q("memory.app_limit"), q("memory.runtime"), q("memory.growth"),
+		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("compute.threads"), q("compute.gpu_sync"), q("compute.cores"), q("compute.background"), q("compute.parallel"), q("compute.predict_cost"), q("flash.lanes"), q("flash.latency"),
 		v["single.read"], v["single.bandwidth"], v["agg.read"], v["agg.lanes"], v["agg.bandwidth"],
-		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"), q("flash.read_ahead_async"), q("flash.thermal_floor"), q("flash.thermal_bytes"))
+		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"), q("flash.read_ahead_async"), q("flash.thermal_floor"), q("flash.thermal_bytes"), q("flash.read_cpu"), q("flash.copy_rate"))
 }
 
 // baseUnit is the unit a value of kind k is written in at full precision.
@@ -159,7 +167,7 @@ func TestProfileBounds(t *testing.T) {
 			}
 		}
 	}
-	if tested != 23 {
+	if tested != 30 {
 		t.Errorf("only %d profile bounds tested", tested)
 	}
 }

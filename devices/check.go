@@ -36,12 +36,17 @@ func (d *Device) numbers() []deviceNumber {
 		number("mem_efficiency", "memory.efficiency", d.MemEfficiency, false),
 		integer("app_limit_bytes", "memory.app_limit", d.AppLimitBytes, true),
 		integer("runtime_bytes", "memory.runtime", d.RuntimeBytes, true),
+		integer("growth_bytes", "memory.growth", d.GrowthBytes, true),
 		number("compute_flops", "compute.flops", d.ComputeFLOPS, false),
 		integer("layer_overhead_ns", "compute.layer_overhead", d.LayerOverhead, false),
 		integer("load_fixed_ns", "compute.load_fixed", d.LoadFixedNS, true),
 		number("load_rate", "compute.load_rate", d.LoadRate, true),
 		integer("compute_threads", "compute.threads", int64(d.ComputeThreads), true),
 		integer("gpu_sync_ns", "compute.gpu_sync", d.GPUSyncNS, true),
+		integer("cores", "compute.cores", int64(d.Cores), true),
+		number("background", "compute.background", d.Background, true),
+		number("parallel", "compute.parallel", d.Parallel, true),
+		integer("predict_ns", "compute.predict_cost", d.PredictNS, true),
 		integer("flash.lanes", "flash.lanes", int64(f.Lanes), false),
 		integer("flash.latency_ns", "flash.latency", f.LatencyNS, false),
 		integer("flash.page_bytes", "flash.page_size", f.PageBytes, false),
@@ -50,6 +55,8 @@ func (d *Device) numbers() []deviceNumber {
 		integer("flash.read_ahead_async_bytes", "flash.read_ahead_async", f.ReadAheadAsyncBytes, true),
 		number("flash.thermal_floor", "flash.thermal_floor", f.ThermalFloor, true),
 		integer("flash.thermal_bytes", "flash.thermal_bytes", f.ThermalBytes, true),
+		integer("flash.read_cpu_ns", "flash.read_cpu", f.ReadCPUNS, true),
+		number("flash.copy_rate", "flash.copy_rate", f.CopyRate, true),
 	}
 }
 
@@ -119,6 +126,12 @@ func (d *Device) checkRelations(ps *problems) {
 	}
 	if d.RuntimeBytes != 0 && d.AppLimitBytes == 0 {
 		ps.add("runtime_bytes", "counts against app_limit_bytes: give app_limit_bytes too (or neither)")
+	}
+	if d.GrowthBytes != 0 && d.AppLimitBytes == 0 {
+		ps.add("growth_bytes", "grows the footprint against app_limit_bytes: give app_limit_bytes too (or neither)")
+	}
+	if d.Background != 0 && d.Cores == 0 {
+		ps.add("background", "shares cores: give cores too (or neither)")
 	}
 	switch d.Backend {
 	case "":

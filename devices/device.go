@@ -21,6 +21,12 @@ type Device struct {
 	// cache and recurrent state (runtime, compute buffers), counted against
 	// AppLimitBytes. Zero when not stated.
 	RuntimeBytes int64 `json:"runtime_bytes,omitempty"`
+	// GrowthBytes is what the footprint grows by per token processed
+	// besides the KV cache. Stated (with AppLimitBytes), the memory-pressure
+	// model counts the footprint pass by pass: the KV cache up to the pass's
+	// position plus GrowthBytes per token so far, so the refaults grow over
+	// the run. Zero means not stated: one footprint for the whole run.
+	GrowthBytes int64 `json:"growth_bytes,omitempty"`
 
 	MemBandwidth  float64 `json:"mem_bandwidth"`  // peak DRAM bandwidth, bytes/s
 	MemEfficiency float64 `json:"mem_efficiency"` // fraction of peak reached by decode matmuls (0,1]
@@ -49,6 +55,25 @@ type Device struct {
 	// top-k back, and a lookahead router (les) one more.
 	Backend   string `json:"backend,omitempty"`
 	GPUSyncNS int64  `json:"gpu_sync_ns,omitempty"`
+
+	// Cores is how many cores the compute threads and the I/O lanes share.
+	// Stated, runnable threads beyond it share the cores equally: compute
+	// stretches while lanes copy, and lanes slow while compute runs (sim:
+	// cores.go). Zero means not stated: no contention.
+	Cores int `json:"cores,omitempty"`
+	// Background is the mean number of runnable threads of other work
+	// sharing the Cores (other apps, a shared machine's other processes).
+	// Zero means none (or not stated).
+	Background float64 `json:"background,omitempty"`
+	// Parallel is the share of compute that splits over the compute
+	// threads (Amdahl): stated, the compute numbers are one thread's and T
+	// threads take (1 − Parallel) + Parallel/T of that time. Zero means not
+	// stated: the compute numbers are those of ComputeThreads.
+	Parallel float64 `json:"parallel,omitempty"`
+	// PredictNS is the compute thread's time per layer and token of a
+	// lookahead router on the CPU backend (the next layer's router matmul).
+	// Zero means free (not stated).
+	PredictNS int64 `json:"predict_ns,omitempty"`
 
 	Flash Flash `json:"flash"`
 
@@ -95,6 +120,14 @@ type Flash struct {
 	// ThermalBytes means no derating (the profile does not state it).
 	ThermalFloor float64 `json:"thermal_floor,omitempty"`
 	ThermalBytes int64   `json:"thermal_bytes,omitempty"`
+
+	// ReadCPUNS and CopyRate are what one read costs the CPU of the lane
+	// that issues it, after its transfer: ReadCPUNS per request plus its
+	// bytes at CopyRate bytes/s (the copy from the read buffer into the
+	// cache; zero: placed directly). The lane is held meanwhile. Zero both:
+	// reads cost no CPU (not stated).
+	ReadCPUNS int64   `json:"read_cpu_ns,omitempty"`
+	CopyRate  float64 `json:"copy_rate,omitempty"`
 }
 
 // CurvePoint is one (read size, bytes/s) sample; curves interpolate linearly in

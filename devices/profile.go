@@ -43,6 +43,10 @@ type MemorySection struct {
 	// with AppLimit) is the app's own memory besides the model's.
 	AppLimit Quantity `yaml:"app_limit,omitempty"`
 	Runtime  Quantity `yaml:"runtime,omitempty"`
+	// Growth (optional, only with AppLimit) is what the app's footprint
+	// grows by per token processed besides the KV cache (page cache the
+	// kernel keeps for it): stated, the footprint is counted pass by pass.
+	Growth Quantity `yaml:"growth,omitempty"`
 	// FormatEfficiency (optional) is Efficiency by the ggml type of the
 	// weights read ("Q4_K", "MXFP4"): a type it names is charged at its own
 	// efficiency, every other at Efficiency.
@@ -62,6 +66,16 @@ type ComputeSection struct {
 	// synchronisation.
 	Threads Quantity `yaml:"threads,omitempty"`
 	GPUSync Quantity `yaml:"gpu_sync,omitempty"`
+	// Cores (optional) is the cores the compute threads and the I/O lanes
+	// share: stated, they contend for them (sim: cores.go). Parallel
+	// (optional) is the share of compute that splits over the threads
+	// (stated, the compute numbers are one thread's). PredictCost
+	// (optional) is the compute thread's time per layer and token of a
+	// lookahead router on the CPU backend.
+	Cores       Quantity `yaml:"cores,omitempty"`
+	Background  Quantity `yaml:"background,omitempty"` // runnable threads of other work on the cores
+	Parallel    Quantity `yaml:"parallel,omitempty"`
+	PredictCost Quantity `yaml:"predict_cost,omitempty"`
 }
 
 // FlashSection is the storage part of a profile.
@@ -87,6 +101,12 @@ type FlashSection struct {
 	// the bytes read over which about 63% of the drop has happened.
 	ThermalFloor Quantity `yaml:"thermal_floor,omitempty"`
 	ThermalBytes Quantity `yaml:"thermal_bytes,omitempty"`
+	// ReadCPU and CopyRate (optional) are what a read costs the CPU of the
+	// lane that issues it: ReadCPU per request (system call, submission,
+	// completion) and its bytes copied into the cache at CopyRate (absent:
+	// placed directly, no copy).
+	ReadCPU  Quantity `yaml:"read_cpu,omitempty"`
+	CopyRate Quantity `yaml:"copy_rate,omitempty"`
 }
 
 // Quantity is one profile number: its value as written (a number, or a number

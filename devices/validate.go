@@ -27,12 +27,17 @@ func (p *Profile) fields() []field {
 		{"memory.efficiency", Dimensionless, &m.Efficiency, false},
 		{"memory.app_limit", Size, &m.AppLimit, true},
 		{"memory.runtime", Size, &m.Runtime, true},
+		{"memory.growth", Size, &m.Growth, true},
 		{"compute.flops", Throughput, &c.FLOPS, false},
 		{"compute.layer_overhead", Duration, &c.LayerOverhead, false},
 		{"compute.load_fixed", Duration, &c.LoadFixed, true},
 		{"compute.load_rate", Rate, &c.LoadRate, true},
 		{"compute.threads", Dimensionless, &c.Threads, true},
 		{"compute.gpu_sync", Duration, &c.GPUSync, true},
+		{"compute.cores", Dimensionless, &c.Cores, true},
+		{"compute.background", Dimensionless, &c.Background, true},
+		{"compute.parallel", Dimensionless, &c.Parallel, true},
+		{"compute.predict_cost", Duration, &c.PredictCost, true},
 		{"flash.lanes", Dimensionless, &f.Lanes, false},
 		{"flash.latency", Duration, &f.Latency, false},
 		{"flash.page_size", Size, &f.PageSize, false},
@@ -41,6 +46,8 @@ func (p *Profile) fields() []field {
 		{"flash.read_ahead_async", Size, &f.ReadAheadAsync, true},
 		{"flash.thermal_floor", Dimensionless, &f.ThermalFloor, true},
 		{"flash.thermal_bytes", Size, &f.ThermalBytes, true},
+		{"flash.read_cpu", Duration, &f.ReadCPU, true},
+		{"flash.copy_rate", Rate, &f.CopyRate, true},
 	}
 }
 
@@ -149,6 +156,10 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.RAMBytes = int64(math.Round(vals["memory.ram"]))
 	d.AppLimitBytes = int64(vals["memory.app_limit"])
 	d.RuntimeBytes = int64(vals["memory.runtime"])
+	d.GrowthBytes = int64(vals["memory.growth"])
+	if p.Memory.Growth.set && !p.Memory.AppLimit.set {
+		ps.add("memory.growth", "grows the footprint against memory.app_limit: give memory.app_limit too (or neither)")
+	}
 	d.ReserveBytes = int64(math.Round(vals["memory.reserve"]))
 	d.MemBandwidth = vals["memory.bandwidth"]
 	d.MemEfficiency = vals["memory.efficiency"]
@@ -164,6 +175,15 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.Flash.FaultNS = int64(math.Round(vals["flash.fault_cost"]))
 	d.ComputeThreads = int(vals["compute.threads"])
 	d.GPUSyncNS = int64(math.Round(vals["compute.gpu_sync"]))
+	d.Cores = int(vals["compute.cores"])
+	d.Background = vals["compute.background"]
+	if p.Compute.Background.set && !p.Compute.Cores.set {
+		ps.add("compute.background", "shares compute.cores: give compute.cores too (or neither)")
+	}
+	d.Parallel = vals["compute.parallel"]
+	d.PredictNS = int64(math.Round(vals["compute.predict_cost"]))
+	d.Flash.ReadCPUNS = int64(math.Round(vals["flash.read_cpu"]))
+	d.Flash.CopyRate = vals["flash.copy_rate"]
 	d.Flash.ReadAheadAsyncBytes = int64(math.Round(vals["flash.read_ahead_async"]))
 	d.Backend = ps.backend(p, &d.Assumed)
 	d.Flash.ThermalFloor = vals["flash.thermal_floor"]

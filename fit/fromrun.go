@@ -18,6 +18,9 @@ const (
 	ParamEfficiency = "memory.efficiency"
 	ParamFlashScale = "flash bandwidth scale"
 	ParamLoadRate   = "compute.load_rate"
+	// ParamBackground is fitted only when the base profile states
+	// compute.cores (the contention model, docs/model.md).
+	ParamBackground = "compute.background"
 )
 
 // RunFit is what FromRun found.
@@ -191,8 +194,14 @@ func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 		{ParamEfficiency, f.baseValue(devices.Dimensionless, f.base.Memory.Efficiency.Value), f.formats.effLo, f.formats.effHi},
 		{ParamFlashScale, 1, 0.05, 8},
 	}
+	f.lrIdx, f.bgIdx = -1, -1
 	if fitLoadRate {
+		f.lrIdx = len(params)
 		params = append(params, Param{ParamLoadRate, 8e9, 1e8, 1e12})
+	}
+	if f.base.Compute.Cores.Value != "" {
+		f.bgIdx = len(params)
+		params = append(params, Param{ParamBackground, 0.5, 0.01, 8})
 	}
 	lo, hi, err := f.validScales(starts(params), params[1].Min, params[1].Max)
 	if err != nil {
@@ -276,6 +285,8 @@ func kept(load *Line) []string {
 		"flash.latency: every read has the same size, so latency and bandwidth cannot be told apart; the bandwidth scale carries both",
 		"memory.bandwidth: only its product with memory.efficiency matters, and the efficiency was fitted",
 		"memory.ram, memory.reserve, flash.lanes, page_size, read_ahead, fault_cost: not exercised by a per-expert decode with a managed cache",
+		"compute.cores, compute.parallel, flash.read_cpu, flash.copy_rate: one run has one count of compute threads and lanes, and one read size, so the cores' share, the threads' speed-up and a read's CPU cost cannot be told apart from memory.efficiency and the bandwidth scale (calibrate measures them on the device)",
+		"memory.growth: needs the app's footprint over the run, which the run does not record",
 	}
 	if load != nil {
 		out = append(out, fmt.Sprintf("compute.load_fixed: loads and bytes per token are nearly proportional (one expert size), so the per-load part is in the per-byte slope and the %.2f ms/token intercept in memory.efficiency", load.Intercept/1e6))
@@ -307,7 +318,10 @@ type fromRun struct {
 	label    string
 	n        int     // tokens over all parts
 	loadRate float64 // from the management column; 0 = fitted
-	formats  formats // the stated formats the runs read, scaled with memory.efficiency
+	// lrIdx and bgIdx are the indices of ParamLoadRate and ParamBackground
+	// among the fitted values, -1 when not fitted.
+	lrIdx, bgIdx int
+	formats      formats // the stated formats the runs read, scaled with memory.efficiency
 }
 
 // part is one measured run and its replay.
@@ -349,10 +363,13 @@ func (f *fromRun) candidate(p []float64, src func(name string) string) *devices.
 	scale(c.Flash.SingleLane)
 	scale(c.Flash.Aggregate)
 	rate := f.loadRate
-	if len(p) > 2 {
-		rate = p[2]
+	if f.lrIdx >= 0 {
+		rate = p[f.lrIdx]
 	}
 	c.Compute.LoadRate.Set(fmt.Sprintf("%.4g MB/s", rate/1e6), src(ParamLoadRate))
+	if f.bgIdx >= 0 {
+		c.Compute.Background.Set(fmt.Sprintf("%.4g", p[f.bgIdx]), src(ParamBackground))
+	}
 	return c
 }
 
@@ -444,6 +461,9 @@ func (f *fromRun) profile(vals []float64, o *Outcome, out *RunFit) (*devices.Pro
 	c := f.candidate(vals, src)
 	if lr, ok := byName[ParamLoadRate]; ok && !lr.Identified {
 		c.Compute.LoadRate = f.base.Clone().Compute.LoadRate // not identified: stays as it was (absent = free)
+	}
+	if bg, ok := byName[ParamBackground]; ok && !bg.Identified {
+		c.Compute.Background = f.base.Clone().Compute.Background // not identified: stays as it was (absent = none)
 	}
 	c.Name = f.base.Name + "-fitted"
 	c.SetFile("") // messages name it by its Name: it is not the base's file

@@ -23,19 +23,34 @@ type VsPoint struct {
 	// is its value in bytes.
 	Cache      string
 	CacheBytes int64
+	// Lanes and Threads are a grid point's live I/O lanes and compute
+	// threads (0: the validation's one default configuration).
+	Lanes, Threads int
 	// Predicted is the simulated result; Measured has one result per repeat.
 	Predicted *sim.Result
 	Measured  []*sim.Result
 }
 
-// String names the point as a fit point is named: "les at 25%".
-func (p VsPoint) String() string { return p.Policy + " at " + p.Cache }
+// String names the point as a fit point is named: "les at 25%", and a
+// grid point "les at 25% L2 T1".
+func (p VsPoint) String() string { return p.Policy + " at " + p.Cache + HostSuffix(p.Lanes, p.Threads) }
+
+// HostSuffix names a grid point's lanes and threads after it: "" without
+// a grid (both 0), else " L2 T1".
+func HostSuffix(lanes, threads int) string {
+	if lanes == 0 && threads == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" L%d T%d", lanes, threads)
+}
 
 // VsStats compares one point's prediction with its measurements.
 type VsStats struct {
 	Policy     string `json:"policy"`
 	Cache      string `json:"cache"`
 	CacheBytes int64  `json:"cache_bytes"`
+	Lanes      int    `json:"lanes,omitempty"` // a grid point's (VsPoint)
+	Threads    int    `json:"threads,omitempty"`
 	// PredictedTPS is the simulated tokens/s; MeasuredTPS the mean over the
 	// repeats, with their minimum, maximum and sample standard deviation
 	// (0 with one repeat).
@@ -125,7 +140,7 @@ func (c *Comparison) MarkFit(fit []string) {
 	var sum float64
 	c.HeldOut, c.HeldOutMAPE = 0, 0
 	for _, p := range c.Points {
-		if !slices.Contains(fit, VsPoint{Policy: p.Policy, Cache: p.Cache}.String()) {
+		if !slices.Contains(fit, VsPoint{Policy: p.Policy, Cache: p.Cache, Lanes: p.Lanes, Threads: p.Threads}.String()) {
 			sum += math.Abs(p.ErrorPct)
 			c.HeldOut++
 		}
@@ -168,7 +183,7 @@ func vsStats(p VsPoint) (VsStats, error) {
 	if len(p.Measured) == 0 {
 		return VsStats{}, fmt.Errorf("%s: no measurement", where)
 	}
-	ps := VsStats{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes, Repeats: len(p.Measured),
+	ps := VsStats{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes, Lanes: p.Lanes, Threads: p.Threads, Repeats: len(p.Measured),
 		PredictedTPS: p.Predicted.TokensPerSec, PredictedHitRate: p.Predicted.HitRate,
 		PredictedP50NS: p.Predicted.LatencyP50NS, PredictedP90NS: p.Predicted.LatencyP90NS,
 		MeasuredMin: math.Inf(1), MeasuredMax: math.Inf(-1)}
@@ -229,9 +244,25 @@ func order(ps []VsStats, speed func(VsStats) float64) []string {
 	slices.SortStableFunc(s, func(a, b VsStats) int { return cmp.Compare(speed(b), speed(a)) })
 	names := make([]string, len(s))
 	for i, p := range s {
-		names[i] = p.Policy
+		names[i] = p.label()
 	}
 	return names
+}
+
+// label names p within its cache size: the policy, and a grid point's
+// lanes and threads.
+func (p VsStats) label() string { return p.Policy + HostSuffix(p.Lanes, p.Threads) }
+
+// oneApart reports whether a and b differ in exactly one of policy, lanes
+// and threads: the pairs a ranking judges (without a grid, every pair).
+func oneApart(a, b VsStats) bool {
+	n := 0
+	for _, d := range []bool{a.Policy != b.Policy, a.Lanes != b.Lanes, a.Threads != b.Threads} {
+		if d {
+			n++
+		}
+	}
+	return n == 1
 }
 
 // judge checks every pair of one cache size's points (see Ranking).
@@ -239,8 +270,11 @@ func (r *Ranking) judge(ps []VsStats) {
 	for i := range ps {
 		for j := range i {
 			a, b := ps[j], ps[i]
+			if !oneApart(a, b) {
+				continue
+			}
 			dp, dm := a.PredictedTPS-b.PredictedTPS, a.MeasuredTPS-b.MeasuredTPS
-			pair := a.Policy + "/" + b.Policy
+			pair := a.label() + "/" + b.label()
 			switch {
 			case dp == 0:
 				r.Ties = true
@@ -262,7 +296,7 @@ func WriteComparison(w io.Writer, c *Comparison) error {
 	fmt.Fprintln(tw, "policy\tcache\tpredicted tok/s\tmeasured tok/s (mean ± sd [min, max])\terror\thit rate pred/meas\tp50 ms pred/meas\tp90 ms pred/meas\t")
 	for _, p := range c.Points {
 		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f ± %.2f [%.2f, %.2f]\t%+.1f%%\t%.3f / %.3f\t%.2f / %.2f\t%.2f / %.2f\t\n",
-			p.Policy, p.Cache, p.PredictedTPS, p.MeasuredTPS, p.MeasuredSD, p.MeasuredMin, p.MeasuredMax, p.ErrorPct,
+			p.label(), p.Cache, p.PredictedTPS, p.MeasuredTPS, p.MeasuredSD, p.MeasuredMin, p.MeasuredMax, p.ErrorPct,
 			p.PredictedHitRate, p.MeasuredHitRate, nsMS(p.PredictedP50NS), nsMS(p.MeasuredP50NS), nsMS(p.PredictedP90NS), nsMS(p.MeasuredP90NS))
 	}
 	if err := tw.Flush(); err != nil {

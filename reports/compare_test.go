@@ -237,3 +237,34 @@ func TestSummaryJSONHeldOut(t *testing.T) {
 		t.Fatalf("every point fitted: %v", m)
 	}
 }
+
+// TestGridPairs: in a grid, a cache size's ranking judges only the pairs
+// that differ in one of policy, lanes and threads. Here les L1 T1 and
+// ondemand L2 T2 differ in all three and are measured the other way: not
+// judged; les L1 T1 / les L2 T1 (lanes only) is measured the other way and
+// flipped.
+func TestGridPairs(t *testing.T) {
+	pt := func(pol string, lanes, threads int, pred, meas float64) VsPoint {
+		return VsPoint{Policy: pol, Cache: "15%", CacheBytes: 1, Lanes: lanes, Threads: threads,
+			Predicted: res(pred, 0.5, 1, 1, sim.SourceSimulated), Measured: []*sim.Result{res(meas, 0.5, 1, 1, sim.SourceMeasured)}}
+	}
+	s, err := Compare([]VsPoint{
+		pt("les", 1, 1, 10, 5),
+		pt("ondemand", 2, 2, 8, 9),
+		pt("les", 2, 1, 9, 6),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s.Rankings[0]
+	if !slices.Equal(r.Flipped, []string{"les L1 T1/les L2 T1"}) || r.Preserved || s.RankingPreserved {
+		t.Errorf("flipped %v preserved %v, want only the lanes pair flipped", r.Flipped, r.Preserved)
+	}
+	if s.Points[1].Lanes != 2 || s.Points[1].Threads != 2 || s.Points[1].label() != "ondemand L2 T2" {
+		t.Errorf("point 1: %+v", s.Points[1])
+	}
+	s.MarkFit([]string{"les at 15% L1 T1"})
+	if s.HeldOut != 2 {
+		t.Errorf("held out %d, want 2 (the fit point is les at 15%% L1 T1 only)", s.HeldOut)
+	}
+}

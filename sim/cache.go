@@ -44,7 +44,7 @@ func (e *engine) chargeLoad(k Key) {
 	if d == 0 {
 		return
 	}
-	e.now += d
+	d = e.cpu(d)
 	e.hi |= e.now // NB: loads per layer have no bound (see pass)
 	if e.bk.Measure {
 		e.res.LoadCPUNS += d
@@ -119,6 +119,7 @@ func (e *engine) Cancel() (Key, bool) {
 // waitAnyRead stalls the compute thread until the next flash event; false when idle.
 func (e *engine) waitAnyRead() bool {
 	e.fl.advance(e.now)
+	e.idle()
 	ev, h := e.fl.nextEvent()
 	if h < 0 || ev == math.MaxInt64 {
 		return false
@@ -147,6 +148,9 @@ func (e *engine) waitResident(k Key) error {
 		return nil
 	}
 	e.fl.advance(e.now)
+	if e.bk.keys[k].state != Resident {
+		e.idle()
+	}
 	for e.bk.keys[k].state != Resident {
 		ev, h := e.fl.nextEvent()
 		if h < 0 {
@@ -191,6 +195,7 @@ func (e *engine) syncFault(bytes int64) {
 	e.fl.advance(e.now)
 	id := e.fl.submit(-1, bytes, true)
 	e.fl.reqs[id].sync = true
+	e.idle()
 	for !e.fl.reqs[id].finished {
 		ev, nid := e.fl.nextEvent()
 		e.fl.step(ev, nid)

@@ -48,7 +48,11 @@ type engine struct {
 
 	mm      *mmapModel // detailed gguf-mmap fault path (mmap.go), nil when off
 	gpuSync Time       // host-device sync per layer (backend gpu), 0 on the CPU
-	laSync  bool       // the policy's lookahead router costs one more sync per layer
+	// shared: the device states its cores, so compute contends with the
+	// lanes for them (cores.go); predict: the lookahead router's cost per
+	// layer on the CPU backend.
+	shared, predict bool
+	laSync          bool // the policy's lookahead router costs one more sync per layer
 	// laScores: the policy runs the lookahead router, so moment 1 shows it
 	// the trace's lookahead scores (NB: other policies never read them, and
 	// not touching them spares a cache miss per layer and pass).
@@ -162,7 +166,11 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 	if cfg.Device.Backend == devices.BackendGPU {
 		e.gpuSync = cfg.Device.GPUSyncNS
 		e.laSync = e.laScores
+	} else {
+		e.predict = e.laScores && cfg.Device.PredictNS > 0
 	}
+	e.fl.cont, e.fl.cpuPhase = newContention(cfg.Device)
+	e.shared = cfg.Device.Cores > 0
 	e.fl.eng = e
 	for i, l := range m.Layers {
 		e.layerBytes[i] = l.ExpertBytes

@@ -51,6 +51,11 @@ type flash struct {
 	thermalFloor float64 // fraction of cold bandwidth left when hot (0: no derating)
 	thermalBytes float64 // bytes read over which ~63% of the drop happens
 
+	// cpuPhase: a read ends with its CPU work on its lane (cores.go), at
+	// the share cont gives it.
+	cpuPhase bool
+	cont     contention
+
 	// done is called when a read completes, at time f.now; or with eng set,
 	// eng.readDone (NB: the engine's callback called directly, not through
 	// a method value's wrapper, once per read).
@@ -88,6 +93,7 @@ type inService struct {
 	class     int32
 	id        int32
 	inXfer    bool
+	inCPU     bool // transfer done, the lane's CPU work in progress (cores.go)
 }
 
 type fifo struct {
@@ -250,7 +256,7 @@ func (f *flash) startReq(id int32) {
 	f.svc = f.svc[:len(f.svc)+1]
 	a := &f.svc[len(f.svc)-1]
 	a.eta, a.seq, a.remaining, a.rate = r.xferStart, r.seq, float64(r.bytes), 0
-	a.class, a.id, a.inXfer = r.class, id, f.latency == 0
+	a.class, a.id, a.inXfer, a.inCPU = r.class, id, f.latency == 0, false
 	if f.latency == 0 {
 		f.xfers++
 	}
@@ -297,6 +303,10 @@ func (f *flash) rerate() {
 			// that has just begun), then set the new rate.
 			a.remaining -= float64(a.rate * elapsed)
 			a.rate = rates[a.class]
+			a.eta = now + Time(math.Ceil(float64(a.remaining/a.rate)))
+		} else if a.inCPU {
+			a.remaining -= float64(a.rate * elapsed)
+			a.rate = f.cont.ioShare()
 			a.eta = now + Time(math.Ceil(float64(a.remaining/a.rate)))
 		}
 		if t := a.eta; t < best || t == best && a.seq < bestSeq {
@@ -345,7 +355,7 @@ func (f *flash) advanceTo(t Time) {
 func (f *flash) step(ev Time, i int32) int32 {
 	f.progress(ev)
 	a := &f.svc[i]
-	if !a.inXfer {
+	if !a.inXfer && !a.inCPU {
 		// NB: every read whose latency ends now begins its transfer now, under
 		// one rerate. One rerate per read would give the same state: a rerate
 		// at an instant already rerated has zero elapsed time, so it leaves
@@ -353,7 +363,7 @@ func (f *flash) step(ev Time, i int32) int32 {
 		// rates and completion times these do. (Completions are not batched
 		// so: each re-evaluates the others' remaining bytes.)
 		for j := range f.svc {
-			if b := &f.svc[j]; !b.inXfer && b.eta == ev {
+			if b := &f.svc[j]; !b.inXfer && !b.inCPU && b.eta == ev {
 				b.inXfer = true
 				f.xfers++
 			}
@@ -361,13 +371,20 @@ func (f *flash) step(ev Time, i int32) int32 {
 		f.rerate()
 		return a.id
 	}
+	if a.inXfer && f.cpuPhase {
+		return f.beginCPU(a)
+	}
 	// Completion. NB: remaining may be a hair above zero from rounding; the
 	// event time already rounded up, so the transfer is done.
 	id := a.id
 	r := &f.reqs[id]
 	r.finished = true
 	r.finish = ev
-	f.xfers--
+	if a.inCPU {
+		f.cont.ncpu--
+	} else {
+		f.xfers--
+	}
 	// NB: the order of svc is immaterial (rerate's tie-break is seq), so the
 	// last read takes the finished one's place.
 	last := len(f.svc) - 1
@@ -390,3 +407,14 @@ func (f *flash) step(ev Time, i int32) int32 {
 
 // release recycles a finished request id once the caller has read it.
 func (f *flash) release(id int32) { f.free = append(f.free, id) }
+
+// beginCPU ends a's transfer and starts its CPU phase on its lane
+// (cores.go): the read's CPU work at the lane's share of a core.
+func (f *flash) beginCPU(a *inService) int32 {
+	a.inXfer, a.inCPU = false, true
+	f.xfers--
+	f.cont.ncpu++
+	a.remaining, a.rate = f.cont.cpuWork(f.reqs[a.id].bytes), 0
+	f.rerate()
+	return a.id
+}

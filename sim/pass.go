@@ -60,6 +60,9 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 	if e.cfg.ContextCost {
 		e.beginContext(steps)
 	}
+	if e.press.growth > 0 {
+		e.press.grow(steps)
+	}
 	if e.press.faults > 0 {
 		e.refaultWeights()
 	}
@@ -73,6 +76,9 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 		// Moment 1 comes after the previous layer's experts are done: none is in use.
 		if e.laSync {
 			e.sync() // the lookahead router's scores come back to the host
+		}
+		if e.predict {
+			e.predictCost(tokens) // the lookahead router runs on the CPU
 		}
 		e.lookahead(steps, l)
 		if err := e.bk.Prefetch(&e.la); err != nil {
@@ -113,7 +119,7 @@ func (e *engine) passBody(steps []*traces.Step, first int) error {
 // compute advances the compute thread by busy time d (a large d has been
 // through long; see pass).
 func (e *engine) compute(d Time) {
-	e.now += d
+	d = e.cpu(d)
 	if e.bk.Measure {
 		e.res.ComputeNS += d
 	}

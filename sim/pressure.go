@@ -27,6 +27,11 @@ type pressure struct {
 	chunk     int64 // bytes one fault reads
 	faults    int64 // faults per pass: ceil(refault / chunk)
 	ctxTokens int
+
+	// Over time (Device.GrowthBytes): the footprint is counted at each
+	// pass as base + kv × (the pass's last position + 1) + growth × the
+	// tokens processed so far; faults then change pass by pass.
+	growth, base, kv, limit, nonExpert, seen int64
 }
 
 // newPressure sizes the model for steps: zero when the device states no app
@@ -37,6 +42,13 @@ func newPressure(cfg *Config, ctx int) pressure {
 		return pressure{}
 	}
 	p := pressure{ctxTokens: ctx, chunk: max(d.Flash.PageBytes, d.Flash.ReadAheadBytes)}
+	if d.GrowthBytes > 0 {
+		m0 := ModelMemory(cfg.Model, 0, cfg.ContextCost)
+		p.growth, p.limit, p.nonExpert = d.GrowthBytes, d.AppLimitBytes, cfg.Model.NonExpertBytes
+		p.base = cfg.CacheBytes + m0 + d.RuntimeBytes
+		p.kv = ModelMemory(cfg.Model, 1, cfg.ContextCost) - m0
+		return p // NB: sized pass by pass (grow)
+	}
 	p.footprint = cfg.CacheBytes + ModelMemory(cfg.Model, ctx, cfg.ContextCost) + d.RuntimeBytes
 	p.overflow = p.footprint - d.AppLimitBytes
 	if p.overflow <= 0 {
@@ -45,6 +57,20 @@ func newPressure(cfg *Config, ctx int) pressure {
 	p.refault = min(p.overflow, cfg.Model.NonExpertBytes)
 	p.faults = (p.refault + p.chunk - 1) / p.chunk
 	return p
+}
+
+// grow counts the footprint of the pass over steps (Device.GrowthBytes):
+// the KV cache up to its last position and the growth of the tokens so
+// far, this pass's included; faults follow it.
+func (p *pressure) grow(steps []*traces.Step) {
+	p.seen += int64(len(steps))
+	p.footprint = p.base + p.kv*(int64(steps[len(steps)-1].Pos)+1) + p.growth*p.seen
+	p.overflow = p.footprint - p.limit
+	p.refault, p.faults = 0, 0
+	if p.overflow > 0 {
+		p.refault = min(p.overflow, p.nonExpert)
+		p.faults = (p.refault + p.chunk - 1) / p.chunk
+	}
 }
 
 // refaultWeights faults the dropped weights back in at the start of a pass:

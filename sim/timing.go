@@ -45,8 +45,12 @@ type computeModel struct {
 }
 
 func newComputeModel(d *devices.Device) computeModel {
-	return computeModel{memRate: float64(d.MemBandwidth * d.MemEfficiency), flops: d.ComputeFLOPS, over: d.LayerOverhead,
+	c := computeModel{memRate: float64(d.MemBandwidth * d.MemEfficiency), flops: d.ComputeFLOPS, over: d.LayerOverhead,
 		loadFixed: d.LoadFixedNS, loadRate: d.LoadRate}
+	if d.Parallel > 0 {
+		c.memRate, c.flops = threadScale(c.memRate, c.flops, d.Parallel, d.Threads())
+	}
+	return c
 }
 
 // load is the compute thread's cost of loading one expert of bytes:

@@ -110,7 +110,7 @@ func TestCheckRefuses(t *testing.T) {
 		// The live runs keep the profile's reads in flight (4), not live's
 		// default (2): with fewer, more prefetches are still loading when
 		// their layer needs them, and predicted vs measured hit rates part.
-		raw, err := o.MeasuredSpec(c, "les", "25%", 4)
+		raw, err := o.MeasuredSpec(c, "les", "25%", Host{}, 4)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -73,6 +73,9 @@ func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (
 	for _, fr := range fitRuns {
 		s := o.Spec(trace, fr.p.Policy, "")
 		s.Cache = experiment.Cache{Bytes: fr.p.CacheBytes}
+		if s.Device, err = hostDevice(o.DeviceFile, fr.p.Host); err != nil {
+			return nil, fmt.Errorf("validate: fit %s: %w", fr.p, err)
+		}
 		plan, err := in.Resolve(s)
 		if err != nil {
 			return nil, fmt.Errorf("validate: fit %s: %w", fr.p, err)
@@ -102,7 +105,7 @@ func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (
 // fitSeriesPath is where the series of fit point p's run in round r (from
 // 0) is written: Out/fit/POLICY-CACHE-rN.parquet.
 func fitSeriesPath(out string, p FitPoint, r int) string {
-	name := strings.NewReplacer("%", "pct", "/", "_").Replace(fmt.Sprintf("%s-%s-r%d", p.Policy, p.Cache, r+1))
+	name := strings.NewReplacer("%", "pct", "/", "_", " ", "-").Replace(fmt.Sprintf("%s-%s%s-r%d", p.Policy, p.Cache, p.Host.suffix(), r+1))
 	return filepath.Join(out, FitDir, name+".parquet")
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/lessim/lessim/agent"
@@ -16,6 +17,7 @@ import (
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/policies"
+	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
@@ -46,6 +48,12 @@ type Options struct {
 	// a layer needs them: the hit vs in-flight split differs); a value
 	// other than the profile's is refused.
 	Lanes int
+	// Grid, when set, crosses every policy and cache with these live
+	// configurations (I/O lanes × compute threads): each point runs live
+	// with its own and is simulated with the profile's flash.lanes and
+	// compute.threads set to them. Empty: one configuration, Lanes (the
+	// profile's) and 1 thread.
+	Grid []Host
 	// Fit lists points as "POLICY:CACHE" (e.g. "ondemand:25%", "les:25%"):
 	// each is run live once more per round with its per-token series (on
 	// this machine, or on the agent with a target: the run asks for its
@@ -98,9 +106,89 @@ type Checked struct {
 type FitPoint struct {
 	Policy, Cache string
 	CacheBytes    int64
+	Host          Host // its live configuration in a grid (Options.Grid)
 }
 
-func (p FitPoint) String() string { return p.Policy + " at " + p.Cache }
+// String names p as reports.VsPoint names the point it was fitted on.
+func (p FitPoint) String() string {
+	return reports.VsPoint{Policy: p.Policy, Cache: p.Cache, Lanes: p.Host.Lanes, Threads: p.Host.Threads}.String()
+}
+
+// Host is one live configuration of a grid point: I/O lanes and compute
+// threads (zero: the validation's default, Options.Grid).
+type Host struct {
+	Lanes, Threads int
+}
+
+// suffix names h after a point ("", or " L2 T1").
+func (h Host) suffix() string { return reports.HostSuffix(h.Lanes, h.Threads) }
+
+// ParseGrid is Options.Grid from comma-separated lanes and threads (both
+// or neither): every lanes × threads, lanes-major. Each must be a whole
+// number live accepts (1..256).
+func ParseGrid(lanes, threads string) ([]Host, error) {
+	if lanes == "" && threads == "" {
+		return nil, nil
+	}
+	if lanes == "" || threads == "" {
+		return nil, errors.New("grid: give --grid-lanes and --grid-threads together")
+	}
+	ls, err := gridList("lanes", lanes)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := gridList("threads", threads)
+	if err != nil {
+		return nil, err
+	}
+	var out []Host
+	for _, l := range ls {
+		for _, t := range ts {
+			out = append(out, Host{l, t})
+		}
+	}
+	return out, nil
+}
+
+// gridList parses one of ParseGrid's lists.
+func gridList(what, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > 256 {
+			return nil, fmt.Errorf("grid %s %q: want whole numbers 1..256, comma-separated", what, s)
+		}
+		if slices.Contains(out, n) {
+			return nil, fmt.Errorf("grid %s %q: %d given twice", what, s, n)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+// hosts is the grid's configurations, or the one default.
+func (o *Options) hosts() []Host {
+	if len(o.Grid) == 0 {
+		return []Host{{}}
+	}
+	return o.Grid
+}
+
+// hostDevice is the simulated device of a point of host h: the profile at
+// file, with h's lanes and threads when h is a grid point (inline, as the
+// spec's profile), else the file itself.
+func hostDevice(file string, h Host) (experiment.Device, error) {
+	if h == (Host{}) {
+		return experiment.Device{File: file}, nil
+	}
+	d, err := experiment.LoadDevice("", file)
+	if err != nil {
+		return experiment.Device{}, err
+	}
+	c := *d
+	c.Flash.Lanes, c.ComputeThreads = h.Lanes, h.Threads
+	return experiment.Device{Profile: &c}, nil
+}
 
 // Check reports every problem with the options before any work: unknown
 // policies, caches smaller than one layer's top-k, a model that is not MoE,
@@ -154,29 +242,42 @@ func (o *Options) Check() (*Checked, error) {
 		if _, err := agent.ParseTarget(o.Target); err != nil {
 			errs = append(errs, err)
 		}
-		if o.Model != "" || o.Prompt != "" || o.Lanes != 0 {
+		if o.Model != "" || o.Prompt != "" || o.Lanes != 0 || len(o.Grid) > 0 {
 			bad("model, prompt and lanes: the agent's own with a target (leave them unset)")
 		}
 	case o.Model == "":
 		bad("model: missing (a GGUF Mixture-of-Experts file)")
+	case len(o.Grid) > 0 && o.Lanes != 0:
+		bad("lanes %d with a grid: the grid states each point's lanes", o.Lanes)
 	default:
 		errs = append(errs, o.checkLocal(c, traceOK)...)
 		errs = append(errs, o.checkLanes(c)...)
 	}
 	for _, f := range o.Fit {
 		pol, cache, ok := strings.Cut(f, ":")
+		var h Host
+		if cc, rest, grid := strings.Cut(cache, ":"); grid {
+			cache = cc
+			if n, err := fmt.Sscanf(rest, "%d:%d", &h.Lanes, &h.Threads); n != 2 || err != nil || !slices.Contains(o.Grid, h) {
+				bad("fit %q: want POLICY:CACHE:LANES:THREADS with lanes and threads of the grid", f)
+				continue
+			}
+		} else if len(o.Grid) > 0 {
+			bad("fit %q: with a grid of lanes and threads, want POLICY:CACHE:LANES:THREADS, e.g. ondemand:15%%:2:1", f)
+			continue
+		}
 		switch {
 		case !ok:
 			bad("fit %q: want POLICY:CACHE, e.g. ondemand:25%%", f)
 		case policies.CheckName(pol) != nil:
 			bad("fit %q: %v", f, policies.CheckName(pol))
 		case o.Target != "":
-			c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache}) // resolved against the recorded trace's model
+			c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache, Host: h}) // resolved against the recorded trace's model
 		case c.Model != nil:
 			if b, cerrs := resolveCaches(c.Model, []string{cache}); len(cerrs) > 0 {
 				bad("fit %q: %w", f, cerrs[0])
 			} else {
-				c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache, CacheBytes: b[0]})
+				c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache, CacheBytes: b[0], Host: h})
 			}
 		}
 	}
@@ -244,13 +345,16 @@ func (o *Options) checkLanes(c *Checked) []error {
 // compute order (Spec), and the engine's own device and model (both
 // absent). On this machine its host group names the model, the prompt, the
 // profile's flash lanes (c.Device's) and 1 compute thread.
-func (o *Options) MeasuredSpec(c *Checked, policy, cache string, tokens int) (json.RawMessage, error) {
+func (o *Options) MeasuredSpec(c *Checked, policy, cache string, h Host, tokens int) (json.RawMessage, error) {
 	syn := experiment.DefaultSynthetic()
 	syn.Tokens = tokens
 	s := o.Spec("", policy, cache)
 	s.Trace, s.Device, s.Prefill = experiment.Trace{Synthetic: &syn}, experiment.Device{}, false
 	if o.Target == "" {
 		s.Host = &experiment.Host{ModelFile: o.Model, Prompt: o.Prompt, Lanes: c.Device.Flash.Lanes, Threads: 1}
+		if h != (Host{}) {
+			s.Host.Lanes, s.Host.Threads = h.Lanes, h.Threads
+		}
 	}
 	return json.Marshal(s)
 }

@@ -146,7 +146,7 @@ func (r *runner) caches(trace string, caches []string) ([]int64, error) {
 // bytes: the engine resolved it against its model, the trace's) and marks
 // it measured (on an agent, on the device it reported).
 func (r *runner) Live(ctx context.Context, p FitPoint, tokens int, series bool) (*sim.Result, []agent.TokenSample, error) {
-	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, tokens)
+	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, p.Host, tokens)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -280,7 +280,9 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 	}
 	for _, pol := range o.Policies {
 		for i, cache := range o.Caches {
-			rep.Points = append(rep.Points, reports.VsPoint{Policy: pol, Cache: cache, CacheBytes: bytes[i]})
+			for _, h := range o.hosts() {
+				rep.Points = append(rep.Points, reports.VsPoint{Policy: pol, Cache: cache, CacheBytes: bytes[i], Lanes: h.Lanes, Threads: h.Threads})
+			}
 		}
 	}
 	var fitRuns []fitRun
@@ -296,8 +298,9 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 		}
 		for _, i := range RoundOrder(k, len(rep.Points)) {
 			p := &rep.Points[i]
-			step(fmt.Sprintf("live %s %s %d/%d", p.Policy, p.Cache, k+1, o.Repeats))
-			res, _, err := r.Live(ctx, FitPoint{p.Policy, p.Cache, p.CacheBytes}, o.Tokens, false)
+			step(fmt.Sprintf("live %s %s%s %d/%d", p.Policy, p.Cache, reports.HostSuffix(p.Lanes, p.Threads), k+1, o.Repeats))
+			fp := FitPoint{p.Policy, p.Cache, p.CacheBytes, Host{p.Lanes, p.Threads}}
+			res, _, err := r.Live(ctx, fp, o.Tokens, false)
 			if err != nil {
 				return nil, fmt.Errorf("validate: live %s at %s: %w", p.Policy, p.Cache, err)
 			}
@@ -315,8 +318,12 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 	var in experiment.Inputs
 	for i := range rep.Points {
 		p := &rep.Points[i]
-		step(fmt.Sprintf("simulate %s %s", p.Policy, p.Cache))
-		out, err := simulate(&in, so.Spec(rep.Trace, p.Policy, p.Cache))
+		step(fmt.Sprintf("simulate %s %s%s", p.Policy, p.Cache, reports.HostSuffix(p.Lanes, p.Threads)))
+		s := so.Spec(rep.Trace, p.Policy, p.Cache)
+		if s.Device, err = hostDevice(so.DeviceFile, Host{p.Lanes, p.Threads}); err != nil {
+			return nil, fmt.Errorf("validate: %w", err)
+		}
+		out, err := simulate(&in, s)
 		if err != nil {
 			return nil, fmt.Errorf("validate: simulate %s at %s: %w", p.Policy, p.Cache, err)
 		}

@@ -45,11 +45,11 @@ const validateExample = `  lessim calibrate --model tiny.gguf --out host.yaml
   lessim validate --target tcp://127.0.0.1:7070 --token 0123… --device-file remote.yaml --out validation/`
 
 // validateLocalOnly are flags a remote validation cannot carry.
-var validateLocalOnly = []string{"model", "prompt", "lanes"}
+var validateLocalOnly = []string{"model", "prompt", "lanes", "grid-lanes", "grid-threads"}
 
 func newValidateCmd() *cobra.Command {
 	o := validation.Options{Tokens: 32, Repeats: 2, Version: version}
-	var pols, caches, fitPts string
+	var pols, caches, fitPts, gridLanes, gridThreads string
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:     "validate",
@@ -65,6 +65,11 @@ func newValidateCmd() *cobra.Command {
 			if err := errors.Join(errs[:]...); err != nil {
 				return err
 			}
+			grid, err := validation.ParseGrid(gridLanes, gridThreads)
+			if err != nil {
+				return err
+			}
+			o.Grid = grid
 			if !quiet {
 				o.Progress = func(s string) { fmt.Fprintf(cmd.ErrOrStderr(), "validate: %s\n", s) }
 			}
@@ -95,6 +100,8 @@ func newValidateCmd() *cobra.Command {
 	intVar(f, &o.Repeats, "repeats", o.Repeats, "live runs per point")
 	f.StringVar(&o.Prompt, "prompt", "", "text to prefill before decoding (default: live's fixed sentence)")
 	intVar(f, &o.Lanes, "lanes", 0, "live I/O lanes (0 = the profile's flash.lanes, which the simulation uses; another value is refused)")
+	f.StringVar(&gridLanes, "grid-lanes", "", "live I/O lanes of a grid, comma-separated (e.g. 1,2,4), with --grid-threads: every policy and cache runs at each lanes × threads, simulated with them (--fit points then read POLICY:CACHE:LANES:THREADS)")
+	f.StringVar(&gridThreads, "grid-threads", "", "compute threads of a grid, comma-separated (e.g. 1,2), with --grid-lanes")
 	f.StringVar(&o.Out, "out", "", "output folder (required)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	f.StringVar(&o.Target, "target", "", "measure on a device agent: tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT")
@@ -141,7 +148,11 @@ func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.
 		fmt.Fprintf(out, "measured on %s\n", validation.DescribeFacts(*rep.Facts, rep.Target))
 		fmt.Fprintf(out, "trace %s (recorded by the agent), %d decode tokens, %d run(s) per point on the agent\n", rep.Trace, o.Tokens, o.Repeats)
 	} else {
-		fmt.Fprintf(out, "trace %s, %d decode tokens, %d live repeat(s) per point, 1 compute thread\n", rep.Trace, o.Tokens, o.Repeats)
+		threads := "1 compute thread"
+		if len(o.Grid) > 0 {
+			threads = "lanes (L) and compute threads (T) per point"
+		}
+		fmt.Fprintf(out, "trace %s, %d decode tokens, %d live repeat(s) per point, %s\n", rep.Trace, o.Tokens, o.Repeats, threads)
 	}
 	if ft := rep.Fit; ft != nil {
 		printValidateFit(out, ft)

@@ -25,7 +25,7 @@ import (
 // into RAM first.
 func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) (*Compute, error) {
 	c := &Compute{Threads: 1}
-	user, err := timeModel(o.Model, filepath.Base(o.Model), o.Tokens, o.Samples, true)
+	user, err := timeModel(o.Model, filepath.Base(o.Model), o.Tokens, o.Samples, true, 1)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +46,7 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 			if err := gguf.SynthMoE(path, v); err != nil {
 				return nil, fmt.Errorf("calibrate: synthetic variant: %w", err)
 			}
-			p, err := timeModel(path, fmt.Sprintf("variant %d layers × top-%d", v.Layers, v.TopK), o.Tokens, o.Samples, false)
+			p, err := timeModel(path, fmt.Sprintf("variant %d layers × top-%d", v.Layers, v.TopK), o.Tokens, o.Samples, false, 1)
 			os.Remove(path)
 			if err != nil {
 				return nil, err
@@ -66,6 +66,17 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 	return c, nil
 }
 
+// measureThreads times decode of the model at 2 threads (everything in
+// RAM, as timeModel) against c's 1-thread time, for compute.parallel.
+func measureThreads(o *Options, c *Compute, logf func(string, ...any)) (Summary, error) {
+	p, err := timeModel(o.Model, filepath.Base(o.Model), o.Tokens, o.Samples, false, 2)
+	if err != nil {
+		return Summary{}, err
+	}
+	logf("compute: %s at 2 threads: %.2f ms/token (1 thread %.2f)", p.Name, p.TokenNS.Median/1e6, c.Points[0].TokenNS.Median/1e6)
+	return p.TokenNS, nil
+}
+
 // warmFile reads the whole file once so its pages are in the page cache.
 func warmFile(path string) error {
 	f, err := os.Open(path)
@@ -80,12 +91,12 @@ func warmFile(path string) error {
 // timeModel decodes tokens single-token passes (after two warm-up passes) on the
 // model at path with 1 thread and everything in RAM; with batches it also times
 // passes of batchSizes tokens, samples each.
-func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint, error) {
+func timeModel(path, name string, tokens, samples int, batches bool, threads int) (ShapePoint, error) {
 	p, err := shapeOf(path, name)
 	if err != nil {
 		return p, err
 	}
-	d, err := openDecoder(path)
+	d, err := openDecoder(path, threads)
 	if err != nil {
 		return p, err
 	}
@@ -166,7 +177,7 @@ type decoder struct {
 	i    int
 }
 
-func openDecoder(path string) (*decoder, error) {
+func openDecoder(path string, threads int) (*decoder, error) {
 	if err := warmFile(path); err != nil {
 		return nil, err
 	}
@@ -175,7 +186,7 @@ func openDecoder(path string) (*decoder, error) {
 		return nil, err
 	}
 	d := &decoder{m: m}
-	if d.ctx, err = m.NewContext(llama.ContextOptions{Threads: 1, Ctx: 1024, Batch: 16}); err != nil {
+	if d.ctx, err = m.NewContext(llama.ContextOptions{Threads: threads, Ctx: 1024, Batch: 16}); err != nil {
 		m.Close()
 		return nil, err
 	}

@@ -61,7 +61,7 @@ func measureFormats(ctx context.Context, o *Options, c *Compute, base gguf.Synth
 		p, err := shapeOf(path, fmt.Sprintf("variant %d layers × top-%d, %s", v.Layers, v.TopK, t))
 		if err == nil {
 			tm.fp.Point = p
-			tm.dec, err = openDecoder(path)
+			tm.dec, err = openDecoder(path, 1)
 		}
 		os.Remove(path) // NB: the mapping keeps the data until the model is closed
 		if err != nil {

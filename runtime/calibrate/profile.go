@@ -164,6 +164,7 @@ func (r *Result) compute(pw *profileWriter) {
 		kv("  ", "layer_overhead", "0 us", "assumed: not separable from the byte rate here ("+c.Why+"); the decode time is all charged to bytes")
 	}
 	loadCost(r, kv, m)
+	r.cores(kv, m)
 }
 
 // liveLayerOverhead is compute.layer_overhead for lessim's live engine,
@@ -214,6 +215,7 @@ func (r *Result) flash(pw *profileWriter) {
 	curve("aggregate", o.Lanes[len(o.Lanes)-1])
 	kv("  ", "page_size", size(r.PageBytes), m+one(size(r.PageBytes))+" (getpagesize)")
 	kv("  ", "read_ahead", size(r.ReadAhead.Bytes), m+one(size(r.ReadAhead.Bytes))+" ("+r.ReadAhead.File+")")
+	r.readCost(kv, m)
 	kv("  ", "fault_cost", us(r.Fault.Median), m+r.Fault.describe(us)+fmt.Sprintf(" (thread CPU time per minor fault touching every page of a MADV_RANDOM mapping of the model whose pages are cached, %.1f pages mapped per fault; I/O excluded)", r.PagesPerFault))
 }
 

@@ -37,7 +37,9 @@ type Result struct {
 	// (the profile's compute.load_fixed).
 	LiveLoad *LiveLoad
 	Compute  *Compute
-	YAML     []byte // the profile as written
+	// Cores is the contention model's measurements (nil before compute).
+	Cores *Cores
+	YAML  []byte // the profile as written
 	// Load0 and Load1 are the 1-minute load averages at the start and the end,
 	// CPUs the number of CPUs: a load above the CPUs means other work shared
 	// them, and every timing is inflated.
@@ -108,6 +110,9 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if r.Cores, err = measureCores(&o, r, rng, logf); err != nil {
 		return nil, err
 	}
 	if r.LiveLoad, err = measureLiveLoad(ctx, &o, logf); err != nil {
