@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -34,9 +35,20 @@ func TestEstimateAcceptance(t *testing.T) {
 	if a, _ := EstimateAcceptance(passes(3, 3), 3); a.Accept != 1 {
 		t.Errorf("full blocks: α %g, want 1", a.Accept)
 	}
-	if a, _ := EstimateAcceptance(passes(1, 1, 1), 3); a.Accept != 0 || a.Rejections != 3 {
-		t.Errorf("single-token passes: %+v, want α 0 and 3 rejections", a)
+	if a, err := EstimateAcceptance(passes(1, 2, 1), 3); err != nil || a.Accept != 1.0/4 || a.Rejections != 3 {
+		t.Errorf("one two-token pass among single ones: %+v, %v; want α 1/4 and 3 rejections", a, err)
 	}
+}
+
+// A trace decoded without drafts (one token per pass) is refused: counting
+// each pass as a rejection would quietly estimate α 0.
+func TestEstimateAcceptanceSingleTokenPasses(t *testing.T) {
+	_, err := EstimateAcceptance(append(passes(1, 1, 1), Step{Phase: Prefill, Pass: 9}), 3)
+	var e *SingleTokenPassesError
+	if !errors.As(err, &e) || e.Passes != 3 {
+		t.Fatalf("error %v, want a SingleTokenPassesError of 3 passes", err)
+	}
+	errgolden.Check(t, "one-token-passes", err)
 }
 
 func TestEstimateAcceptanceErrors(t *testing.T) {
