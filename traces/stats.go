@@ -61,6 +61,9 @@ type Stats struct {
 	Tokens        int64 `json:"tokens"`
 	PrefillTokens int64 `json:"prefill_tokens"`
 	DecodeTokens  int64 `json:"decode_tokens"`
+	// DraftTokens counts rejected speculative drafts (Phase Draft), which
+	// no other figure counts.
+	DraftTokens int64 `json:"draft_tokens,omitempty"`
 	// Passes counts forward passes: a new pass starts when (Seq, Pass) changes
 	// or Pass is -1 (unknown: one token per pass assumed).
 	Passes    int64 `json:"passes"`
@@ -213,6 +216,13 @@ func ComputeStats(meta Meta, src Source, opt StatsOptions) (*Stats, error) {
 	}
 	var idx int64
 	for ; src.Next(); idx++ {
+		if st := src.Step(); st.Phase == Draft {
+			// NB: a rejected draft emitted nothing: the figures describe the
+			// tokens the sequences hold.
+			s.DraftTokens++
+			idx--
+			continue
+		}
 		if err := a.add(s, src.Step(), idx); err != nil {
 			return nil, err
 		}
