@@ -315,7 +315,12 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 // writing each pass's rows: the tokens it emitted, then its rejected drafts
 // (Phase Draft, at the positions after them).
 func (r *recorder) speculate(ctx context.Context, i int, gen *[]int32, total int) error {
-	dec, err := r.opt.Spec.NewDecoder(r.model, r.lctx, r.toks[i], r.opt.Tokens, r.opt.Threads, r.opt.Spec.Seed+uint64(i))
+	// NB: the reference decodes on a context of its own; this one keeps the prefilled prompt.
+	ref, err := r.opt.Spec.Reference(r.model, r.toks[i], r.opt.Tokens, r.opt.Threads)
+	if err != nil {
+		return err
+	}
+	dec, err := r.opt.Spec.NewDecoder(r.lctx, r.toks[i], ref, r.model.Info().Vocab, r.opt.Spec.Seed+uint64(i))
 	if err != nil {
 		return err
 	}

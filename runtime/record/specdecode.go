@@ -3,6 +3,7 @@
 package record
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -25,24 +26,32 @@ type SpecDecoder struct {
 }
 
 // NewDecoder starts decoding after prompt, prefilled in lctx (its last row's
-// greedy token is the first decoded). The controlled drafter needs model
-// and the tokens to be decoded (it runs GreedyReference with threads);
-// seed seeds its draws.
-func (s *Speculative) NewDecoder(model *llama.Model, lctx *llama.Context, prompt []int32, tokens, threads int, seed uint64) (*SpecDecoder, error) {
+// greedy token is the first decoded). The controlled drafter needs ref, the
+// GreedyReference of the tokens to decode; seed seeds its draws.
+func (s *Speculative) NewDecoder(lctx *llama.Context, prompt, ref []int32, vocab int, seed uint64) (*SpecDecoder, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	d := &SpecDecoder{lctx: lctx, block: s.Block, d: ngram{}}
-	d.hist = append(append(make([]int32, 0, len(prompt)+tokens+1), prompt...), lctx.Argmax(-1))
+	d.hist = append(append(make([]int32, 0, len(prompt)+len(ref)+1), prompt...), lctx.Argmax(-1))
 	if s.Drafter == DrafterControlled {
-		ref, err := GreedyReference(model, prompt, tokens, threads)
-		if err != nil {
-			return nil, err
+		if len(ref) == 0 {
+			return nil, errors.New("controlled drafter: no greedy reference to propose from")
 		}
-		d.ctl = newControlled(ref, len(prompt), s.Accept, model.Info().Vocab, seed)
+		d.ctl = newControlled(ref, len(prompt), s.Accept, vocab, seed)
 		d.d = d.ctl
 	}
 	return d, nil
+}
+
+// Reference is the greedy reference the drafter needs for tokens decode
+// tokens after prompt: GreedyReference for the controlled drafter, nil
+// for others.
+func (s *Speculative) Reference(model *llama.Model, prompt []int32, tokens, threads int) ([]int32, error) {
+	if s == nil || s.Drafter != DrafterControlled {
+		return nil, nil
+	}
+	return GreedyReference(model, prompt, tokens, threads)
 }
 
 // Next drafts the next verify block of at most max tokens (max ≥ 1: the
