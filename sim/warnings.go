@@ -54,8 +54,10 @@ func warnings(e *engine, ctxTokens int) []string {
 		w = append(w, "speculative passes from the trace: it records no rejected drafts, so none is loaded")
 	} else if e.cfg.SpecBlock > 1 && r.Passes > 0 {
 		switch {
-		case e.cfg.Drafter == "ngram" || e.cfg.Drafter == "controlled":
-			w = append(w, "speculative decoding: the "+e.cfg.Drafter+" drafter reads no weights; its lookup time is not charged")
+		case e.cfg.Drafter == "ngram":
+			w = append(w, "speculative decoding: the n-gram drafter reads no weights; its lookup time is not charged")
+		case e.cfg.Drafter == "controlled":
+			w = append(w, "speculative decoding: the controlled drafter reads no weights; its lookup time is not charged")
 		case e.draftTime == 0:
 			w = append(w, fmt.Sprintf("speculative decoding: the drafter is free (its %d draft steps per pass cost no time), so the speed-up is an upper bound", e.cfg.SpecBlock-1))
 		}
