@@ -339,7 +339,7 @@ func TestBadInput(t *testing.T) {
 		{"accept", func(s *Settings) { s.SpecAccept = 1.5 }, "probability in [0, 1]"},
 		{"own option", func(s *Settings) { s.Base["spec-block"] = "3" }, "the ablation's own setting"},
 		{"own drafter option", func(s *Settings) { s.Base["drafter"] = "free" }, "the ablation's own setting"},
-		{"unknown drafter", func(s *Settings) { s.Drafter = "eagle" }, "--drafter eagle: unknown drafter (valid: free, mtp, ngram, explicit)"}, // as simulate words it
+		{"unknown drafter", func(s *Settings) { s.Drafter = "eagle" }, "--drafter eagle: unknown drafter (valid: free, mtp, ngram, explicit, controlled)"}, // as simulate words it
 		{"explicit without cost", func(s *Settings) { s.Drafter = "explicit" }, "state its cost per draft token"},
 		{"cost of a kind", func(s *Settings) { s.DrafterBytes = 5 }, "drafter mtp's follows from its kind"},
 		{"unknown device", func(s *Settings) { s.Base["device"] = "pixel" }, "pixel"},

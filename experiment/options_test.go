@@ -134,7 +134,7 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		{map[string]string{"spec-accept": "NaN", "spec-block": "2"}, "not a finite number"},
 		{map[string]string{"max-inflight": "lots"}, "--max-inflight lots"},
 		{map[string]string{"drafter": "mtp"}, "--drafter does not apply: it is a setting of speculative decoding"},
-		{map[string]string{"spec-block": "3", "drafter": "eagle"}, "--drafter eagle: unknown drafter (valid: free, mtp, ngram, explicit)"},
+		{map[string]string{"spec-block": "3", "drafter": "eagle"}, "--drafter eagle: unknown drafter (valid: free, mtp, ngram, explicit, controlled)"},
 		{map[string]string{"spec-block": "3", "drafter": "mtp", "drafter-bytes": "1MB"}, "--drafter-bytes does not apply: it states an explicit drafter's cost"},
 		{map[string]string{"spec-block": "3", "drafter-flops": "1"}, "--drafter-flops does not apply"},
 		{map[string]string{"spec-block": "3", "drafter": "explicit", "drafter-flops": "-1"}, "must be in [0, 1e+15]"},
@@ -158,7 +158,7 @@ func TestUnknownNamesBeforeApplicability(t *testing.T) {
 	}{
 		{map[string]string{"policy": "lru2", "top-n": "3"}, []string{"--policy lru2: unknown policy (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)"}},
 		{map[string]string{"layout": "bogus", "page-cache": "free-ram"}, []string{"--layout bogus: unknown layout (valid: gguf-mmap, per-expert)"}},
-		{map[string]string{"drafter": "nope", "drafter-bytes": "1MB"}, []string{"--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit)"}},
+		{map[string]string{"drafter": "nope", "drafter-bytes": "1MB"}, []string{"--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit, controlled)"}},
 		{map[string]string{"policy": "lru2", "layout": "bogus", "tokens": "x", "trce": "y"},
 			[]string{`unknown option "trce"`, "--policy lru2: unknown policy", "--layout bogus: unknown layout", `--tokens x: "x" is not an integer`}},
 	} {

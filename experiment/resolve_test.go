@@ -243,7 +243,7 @@ func TestSpeculativeResolution(t *testing.T) {
 	}
 
 	s.Speculative.Drafter = nil
-	if _, err := new(Inputs).Resolve(s); err == nil || !strings.Contains(err.Error(), "speculative.drafter: missing") || !strings.Contains(err.Error(), "--drafter free|mtp|ngram|explicit") {
+	if _, err := new(Inputs).Resolve(s); err == nil || !strings.Contains(err.Error(), "speculative.drafter: missing") || !strings.Contains(err.Error(), "--drafter free|mtp|ngram|explicit|controlled") {
 		t.Errorf("missing drafter: %v", err)
 	}
 	s.Speculative.Drafter = &Drafter{Kind: DrafterExplicit}

@@ -224,7 +224,7 @@ func TestAblateRefusesUpFront(t *testing.T) {
 		{[]string{"--spec-block", "65"}, "--spec-block 65: the speculative step verifies 2 to 64 tokens per pass"},
 		{[]string{"--drafter", "mtp", "--drafter-bytes", "0"}, "--drafter-bytes does not apply: it states an explicit drafter's cost (--drafter explicit); other drafters' cost follows from their kind"},
 		{[]string{"--drafter", "mtp", "--drafter-flops", "0"}, "--drafter-flops does not apply"},
-		{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit)"},
+		{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit, controlled)"},
 	} {
 		out, _, err := runCLIErr(t, t.TempDir(), append([]string{"ablate", "--tokens", "20", "--cache", "3GiB"}, tc.args...)...)
 		if err == nil || out != "" || !strings.Contains(err.Error(), tc.want) {
