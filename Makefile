@@ -59,6 +59,12 @@ demo: build-sim
 # and the arm64 build under emulation.
 test: lint test-adb test-sim test-race fuzz-smoke test-runtime test-arm64
 
+# Tests build without profile-guided optimization: with cmd/lessim's
+# default.pgo, `go test ./cmd/lessim` compiles every dependency, llama.cpp's
+# C++ included, a second time under the profile's cache key (on a cold cache,
+# minutes). PGO is for the binaries `make build` ships and for `make bench`.
+test test-sim test-race fuzz-smoke test-runtime test-adb test-arm64: export GOFLAGS := -pgo=off
+
 # test-sim also runs the engine and policies with the consistency checks of
 # sim's invariants build tag on (used = resident + loading; every key in use
 # resident; ...), which cost nothing in ordinary builds.
