@@ -19,8 +19,40 @@
 # It prints one line per point and the MAPE of each prediction, and per
 # speculative point whether "faster than plain" is predicted as measured (or
 # both differences lie within the measured spread). Raw numbers go to
-# OUT/points.tsv. TOKENS (default 24) and REPEATS (default 2) size the run.
+# OUT/points.tsv (`spec-validate.sh --summary OUT` prints the table again).
+# TOKENS (default 24) and REPEATS (default 2) size the run.
 set -euo pipefail
+
+# summarize POINTS.TSV prints the table and the verdicts.
+summarize() {
+awk -F'\t' '
+{ k = $1 " " $2 " " $3 " " $4; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
+  if ($5 == "measured") { m[k] += $6; m2[k] += $6 * $6; c[k]++; if (c[k] == 1 || $6 < lo[k]) lo[k] = $6; if (c[k] == 1 || $6 > hi[k]) hi[k] = $6 }
+  else p[k, $5] = $6 }
+END {
+  printf "%-9s %5s %5s %5s %12s %12s %28s %8s %8s\n", "policy", "cache", "block", "alpha", "pred replay", "pred model", "measured tok/s (mean ± sd)", "err rep", "err mod"
+  for (i = 1; i <= n; i++) { k = order[i]; split(k, f, " ")
+    mean[k] = m[k] / c[k]; sd[k] = c[k] > 1 ? sqrt((m2[k] - c[k] * mean[k] ^ 2) / (c[k] - 1)) : 0
+    er = 100 * (p[k, "replay"] - mean[k]) / mean[k]; em = 100 * (p[k, "model"] - mean[k]) / mean[k]
+    printf "%-9s %5s %5s %5s %12.2f %12.2f %18.2f ± %-7.2f %+7.1f%% %+7.1f%%\n", f[1], f[2], f[3], f[4], p[k, "replay"], p[k, "model"], mean[k], sd[k], er, em
+    if (f[3] != 1) { sr += (er < 0 ? -er : er); sm += (em < 0 ? -em : em); ns++ }
+    ar += (er < 0 ? -er : er); na++ }
+  printf "MAPE over the %d speculative points: %.1f%% from the recorded passes, %.1f%% from the acceptance model; over all %d points (recorded passes): %.1f%%\n", ns, sr / ns, sm / ns, na, ar / na
+  ok = 0
+  for (i = 1; i <= n; i++) { k = order[i]; split(k, f, " "); if (f[3] == 1) continue
+    b = f[1] " " f[2] " 1 0"
+    dp = p[k, "replay"] - p[b, "replay"]; dm = mean[k] - mean[b]; spread = (hi[k] - lo[k]) + (hi[b] - lo[b])
+    same = (dp > 0) == (dm > 0); within = (dm < 0 ? -dm : dm) <= spread
+    v = same ? "predicted as measured" : (within ? "measured the other way within the spread" : "WRONG")
+    if (same || within) ok++
+    printf "%s %s block %s α %s: speculative vs plain predicted %+.2f tok/s, measured %+.2f (spread %.2f): %s\n", f[1], f[2], f[3], f[4], dp, dm, spread, v }
+  printf "faster-than-plain right (or within the spread) at %d of %d points\n", ok, ns
+}' "$1"
+}
+if [ "${1:-}" = --summary ]; then # spec-validate.sh --summary OUT: the table again
+	summarize "${2:?usage: spec-validate.sh --summary OUT}/points.tsv"
+	exit
+fi
 model=${1:?usage: spec-validate.sh MODEL PROFILE OUT}
 profile=${2:?usage: spec-validate.sh MODEL PROFILE OUT}
 out=${3:?usage: spec-validate.sh MODEL PROFILE OUT}
@@ -74,26 +106,4 @@ for pol in ondemand les; do for cache in 15% 40%; do for s in "${specs[@]}"; do
 	printf '%s\t%s\t%s\t%s\tmodel\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
 done; done; done
 
-awk -F'\t' '
-{ k = $1 " " $2 " " $3 " " $4; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
-  if ($5 == "measured") { m[k] += $6; m2[k] += $6 * $6; c[k]++; lo[k] = (k in lo && lo[k] < $6) ? lo[k] : $6; hi[k] = (hi[k] > $6) ? hi[k] : $6 }
-  else p[k, $5] = $6 }
-END {
-  printf "%-9s %5s %5s %5s %12s %12s %28s %8s %8s\n", "policy", "cache", "block", "alpha", "pred replay", "pred model", "measured tok/s (mean ± sd)", "err rep", "err mod"
-  for (i = 1; i <= n; i++) { k = order[i]; split(k, f, " ")
-    mean[k] = m[k] / c[k]; sd[k] = c[k] > 1 ? sqrt((m2[k] - c[k] * mean[k] ^ 2) / (c[k] - 1)) : 0
-    er = 100 * (p[k, "replay"] - mean[k]) / mean[k]; em = 100 * (p[k, "model"] - mean[k]) / mean[k]
-    printf "%-9s %5s %5s %5s %12.2f %12.2f %18.2f ± %-7.2f %+7.1f%% %+7.1f%%\n", f[1], f[2], f[3], f[4], p[k, "replay"], p[k, "model"], mean[k], sd[k], er, em
-    if (f[3] != 1) { sr += (er < 0 ? -er : er); sm += (em < 0 ? -em : em); ns++ }
-    ar += (er < 0 ? -er : er); na++ }
-  printf "MAPE over the %d speculative points: %.1f%% from the recorded passes, %.1f%% from the acceptance model; over all %d points (recorded passes): %.1f%%\n", ns, sr / ns, sm / ns, na, ar / na
-  ok = 0
-  for (i = 1; i <= n; i++) { k = order[i]; split(k, f, " "); if (f[3] == 1) continue
-    b = f[1] " " f[2] " 1 0"
-    dp = p[k, "replay"] - p[b, "replay"]; dm = mean[k] - mean[b]; spread = (hi[k] - lo[k]) + (hi[b] - lo[b])
-    same = (dp > 0) == (dm > 0); within = (dm < 0 ? -dm : dm) <= spread
-    v = same ? "predicted as measured" : (within ? "measured the other way within the spread" : "WRONG")
-    if (same || within) ok++
-    printf "%s %s block %s α %s: speculative vs plain predicted %+.2f tok/s, measured %+.2f (spread %.2f): %s\n", f[1], f[2], f[3], f[4], dp, dm, spread, v }
-  printf "faster-than-plain right (or within the spread) at %d of %d points\n", ok, ns
-}' "$tsv"
+summarize "$tsv"
