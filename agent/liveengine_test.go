@@ -71,12 +71,32 @@ func TestLiveEngine(t *testing.T) {
 		t.Errorf("the engine's 3 lanes are not the run's: %q", res.Warnings)
 	}
 
+	// Speculative decoding over the wire: one sample per verify pass,
+	// carrying the tokens it emitted, which add up to the result's.
+	samples = samples[:0]
+	spec = `{"policy": {"name": "lru"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 12}},
+		"speculative": {"block": 3, "accept": 0.5, "accept_seed": 2, "drafter": {"kind": "controlled"}}}`
+	res, _, err = RunRemote(context.Background(), a.target, a.token, json.RawMessage(spec), func(s TokenSample) error {
+		samples = append(samples, s)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tokens != 12 || res.Passes >= 12 || res.RejectedDrafts == 0 {
+		t.Errorf("speculative: %d tokens in %d passes, %d rejected drafts; want 12 tokens in fewer passes, some rejected", res.Tokens, res.Passes, res.RejectedDrafts)
+	}
+	if err := CheckRun(samples, res); err != nil {
+		t.Errorf("speculative stream vs result: %v", err)
+	}
+
 	for _, bad := range []struct{ spec, want string }{
 		{`{"cache": {"size": "auto"}}`, "cache auto"},
 		{`{"trace": {"path": "/etc/passwd"}}`, "nothing but its engine"},
 		{`{"device": {"name": "iphone-17-pro-max"}}`, "measures this machine"},
 		{`{"model": {"name": "qwen3-30b-a3b"}}`, "this agent serves"},
 		{`{"speculative": {"block": 4}}`, "speculative"},
+		{`{"speculative": {"block": 4, "accept": 0.5, "drafter": {"kind": "mtp"}}}`, "controlled and ngram drafters"},
 		{`{"policy": {"name": "les", "les": {"top_n": 3}}}`, "only depth and no_prefetch"},
 	} {
 		_, _, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(bad.spec), nil)
