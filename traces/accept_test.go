@@ -2,6 +2,7 @@ package traces
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -90,5 +91,16 @@ func TestPassSizesStreaming(t *testing.T) {
 	a, err := c.Acceptance(6)
 	if want, _ := EstimateAcceptance(steps, 6); err != nil || a != want || a.Passes != 6 {
 		t.Fatalf("streamed %+v (%v), slice %+v", a, err, want)
+	}
+}
+
+// A trace recorded with a drafter whose every draft was rejected holds its
+// drafts: its one-token passes are rejections, α 0, not a refusal.
+func TestEstimateAcceptanceRecordedDrafts(t *testing.T) {
+	steps := passes(1, 1)
+	steps = slices.Insert(steps, 1, Step{Pos: 1, Phase: Draft, Pass: 0})
+	a, err := EstimateAcceptance(steps, 2)
+	if err != nil || a.Accept != 0 || a.Passes != 2 || a.Rejections != 2 {
+		t.Fatalf("%+v, %v; want α 0 over 2 passes, 2 rejections", a, err)
 	}
 }

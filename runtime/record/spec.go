@@ -67,14 +67,6 @@ func (s *Speculative) Validate() error {
 	return errors.Join(errs...)
 }
 
-// drafter proposes a verify pass's drafts.
-type drafter interface {
-	// draft appends to dst at most n tokens proposed to follow hist (the
-	// sequence so far, prompt included; its last token is the block's
-	// first, not decoded yet) and returns it.
-	draft(hist []int32, n int, dst []int32) []int32
-}
-
 // controlled is DrafterControlled: ref[i] is the target's greedy token at
 // position base+i.
 type controlled struct {

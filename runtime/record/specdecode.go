@@ -10,6 +10,14 @@ import (
 	"github.com/lessim/lessim/runtime/llama"
 )
 
+// drafter proposes a verify pass's drafts (controlled, ngram).
+type drafter interface {
+	// draft appends to dst at most n tokens proposed to follow hist (the
+	// sequence so far, prompt included; its last token is the block's
+	// first, not decoded yet) and returns it.
+	draft(hist []int32, n int, dst []int32) []int32
+}
+
 // SpecDecoder runs speculative decoding (Speculative) on one sequence of a
 // context whose prompt is prefilled, every row an output: the caller
 // decodes each block Next returns with DecodeAll (with its own hooks and
