@@ -45,7 +45,7 @@ func TestADBTarget(t *testing.T) {
 	}
 
 	run := func(target string) string {
-		r, _, err := RunRemote(context.Background(), target, a.token, json.RawMessage(testSpec), nil)
+		r, _, err := runRemote(context.Background(), target, a.token, json.RawMessage(testSpec), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,15 +56,16 @@ func TestADBTarget(t *testing.T) {
 		t.Errorf("adb result differs from tcp:\n%s\n%s", adbRes, tcpRes)
 	}
 
-	// The client keeps adb's errors' text (package adb's tests check their types).
-	if _, err := Dial(context.Background(), "adb://0123456789ABCDEF:7070", a.token); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "not found") {
+	// The client keeps adb's errors (package adb's tests check them).
+	var f *adb.Failure
+	if _, err := Dial(context.Background(), "adb://0123456789ABCDEF:7070", a.token); !errors.Is(err, ErrUnreachable) || !errors.As(err, &f) || f.Request != "host:transport:0123456789ABCDEF" {
 		t.Errorf("unknown serial: %v", err)
 	}
-	if _, err := Dial(context.Background(), "adb://"+serial+":7071", a.token); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "closed") {
+	if _, err := Dial(context.Background(), "adb://"+serial+":7071", a.token); !errors.Is(err, ErrUnreachable) || !errors.As(err, &f) || f.Request != "tcp:7071" {
 		t.Errorf("closed device port: %v", err)
 	}
 	t.Setenv("ANDROID_ADB_SERVER_PORT", "1")
-	if _, err := Dial(context.Background(), target, a.token); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), adb.ErrNoServer.Error()) {
+	if _, err := Dial(context.Background(), target, a.token); !errors.Is(err, ErrUnreachable) || !errors.Is(err, adb.ErrNoServer) {
 		t.Errorf("no adb server: %v", err)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"net/http"
 	"os"
 	"slices"
@@ -306,8 +305,12 @@ func (k *checker) run(series bool) func(context.Context) (string, error) {
 	}
 }
 
-// errStop ends a probe's run at its first token.
-var errStop = errors.New("stop")
+// Faults the busy and cancel checks find (CheckResult.Err wraps them).
+var (
+	errNotBusy  = errors.New("a second run was accepted during a run: want busy")
+	errNoCancel = errors.New("the engine does not stop when its run is closed")
+	errStop     = errors.New("stop") // ends a probe's run at its first token
+)
 
 // busy: a run requested (on a new connection) while another streams is
 // answered busy; one accepted is a fault if the first streams on (3 more
@@ -352,9 +355,9 @@ func (k *checker) busy(ctx context.Context) (string, error) {
 		case errors.As(err, &re) && re.Code == CodeBusy:
 			return "409 busy: " + re.Message, nil
 		case at < 0:
-			return "", fmt.Errorf("a second run during a run: %v, want busy", err)
+			return "", fmt.Errorf("%w (it got %v)", errNotBusy, err)
 		case passes.Load()-at >= 3:
-			return "", fmt.Errorf("a second run was accepted while the first streamed on (%d more passes): want busy", passes.Load()-at)
+			return "", fmt.Errorf("%w (the first streamed on for %d more passes)", errNotBusy, passes.Load()-at)
 		}
 	}
 	return "", skipError("the run ended before the second run reached the agent, 3 times: give --spec a longer run")
@@ -378,7 +381,7 @@ func (k *checker) cancel(ctx context.Context) (string, error) {
 		case errors.Is(err, errStop) && took <= k.o.CancelWithin:
 			return fmt.Sprintf("a new run was accepted %v after the first was closed", took.Round(time.Microsecond)), nil
 		case errors.Is(err, errStop) || errors.Is(err, ErrBusy) && time.Since(closed) > k.o.CancelWithin:
-			return "", fmt.Errorf("the engine was still busy %v after its run was closed, more than %v: it does not stop when cancelled", took.Round(time.Millisecond), k.o.CancelWithin)
+			return "", fmt.Errorf("%w: still busy %v after, more than %v", errNoCancel, took.Round(time.Millisecond), k.o.CancelWithin)
 		case !errors.Is(err, ErrBusy):
 			return "", err
 		}
@@ -425,7 +428,7 @@ func (k *checker) calibrate(ctx context.Context) (string, error) {
 
 // CheckRun checks a run's samples against each other and its Result: units
 // and ranges, passes in order without overlap, counts and sums that agree,
-// ratios that match their counters.
+// and the Result's own invariants (sim.Result.Check).
 func CheckRun(samples []TokenSample, r *sim.Result) error {
 	if r == nil {
 		return errors.New("no result")
@@ -459,38 +462,5 @@ func CheckRun(samples []TokenSample, r *sim.Result) error {
 	if sumStall > r.StallNS+r.StallNS/100+int64(time.Microsecond) {
 		return fmt.Errorf("passes stall %d ns, above the result's stall_ns %d", sumStall, r.StallNS)
 	}
-	if r.TimeNS <= 0 || r.StallNS < 0 || r.StallNS > r.TimeNS || r.ComputeNS < 0 || r.FlashBytes < 0 || r.FlashReads < 0 || r.PeakResidentBytes < 0 {
-		return fmt.Errorf("result: time_ns %d, stall_ns %d, compute_ns %d, flash_bytes %d, flash_reads %d, peak_resident_bytes %d out of range",
-			r.TimeNS, r.StallNS, r.ComputeNS, r.FlashBytes, r.FlashReads, r.PeakResidentBytes)
-	}
-	if r.Hits < 0 || r.InflightHits < 0 || r.Misses < 0 || r.Hits+r.InflightHits+r.Misses != r.Uses {
-		return fmt.Errorf("result: hits %d + inflight_hits %d + misses %d != uses %d", r.Hits, r.InflightHits, r.Misses, r.Uses)
-	}
-	if !(r.LatencyP50NS <= r.LatencyP90NS && r.LatencyP90NS <= r.LatencyP99NS && r.LatencyP99NS <= r.LatencyMaxNS && r.LatencyMaxNS <= r.TimeNS) {
-		return fmt.Errorf("result: latency percentiles %d ≤ %d ≤ %d ≤ %d ≤ time_ns %d do not hold", r.LatencyP50NS, r.LatencyP90NS, r.LatencyP99NS, r.LatencyMaxNS, r.TimeNS)
-	}
-	for _, f := range []struct {
-		name      string
-		got, want float64
-	}{
-		{"tokens_per_sec", r.TokensPerSec, float64(r.Tokens) * 1e9 / float64(r.TimeNS)},
-		{"hit_rate", r.HitRate, ratio(r.Hits, r.Uses)},
-		{"accepted_per_pass", r.AcceptedPerPass, ratio(r.Tokens, r.Passes)},
-		{"flash_bytes_per_token", r.FlashBytesPerToken, ratio(r.FlashBytes, r.Tokens)},
-	} {
-		if math.IsNaN(f.got) || math.Abs(f.got-f.want) > 1e-6*math.Max(1, math.Abs(f.want)) {
-			return fmt.Errorf("result: %s %g, its counters give %g", f.name, f.got, f.want)
-		}
-	}
-	if p, q := r.PrefetchRecall, r.PrefetchPrecision; !(p >= 0 && p <= 1 && q >= 0 && q <= 1) {
-		return fmt.Errorf("result: prefetch_recall %g and prefetch_precision %g must lie in [0,1]", p, q)
-	}
-	return nil
-}
-
-func ratio(a, b int64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return float64(a) / float64(b)
+	return r.Check()
 }

@@ -3,12 +3,13 @@ package agent
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net"
-	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/sim"
 )
 
@@ -68,13 +69,15 @@ func TestCheckCatchesFaults(t *testing.T) {
 		t.Fatalf("no check %q", name)
 		return CheckResult{}
 	}
-	if r := outcome(startAgent(t, unitSlip{newTestEngine(t, 10)}, fastLimits()), "run: stream and result", time.Second); r.Outcome != CheckFail || !strings.Contains(r.Detail, "time_ns") {
+	if r := outcome(startAgent(t, unitSlip{newTestEngine(t, 10)}, fastLimits()), "run: stream and result", time.Second); r.Outcome != CheckFail {
 		t.Errorf("unit slip: %+v", r)
+	} else {
+		errgolden.Check(t, "unit slip", r.Err)
 	}
-	if r := outcome(startAgent(t, stubborn{newTestEngine(t, 2)}, fastLimits()), "cancel: closing a run frees the engine", 300*time.Millisecond); r.Outcome != CheckFail || !strings.Contains(r.Detail, "does not stop") {
+	if r := outcome(startAgent(t, stubborn{newTestEngine(t, 2)}, fastLimits()), "cancel: closing a run frees the engine", 300*time.Millisecond); r.Outcome != CheckFail || !errors.Is(r.Err, errNoCancel) {
 		t.Errorf("an engine ignoring cancel passed: %+v", r)
 	}
-	if r := outcome(startSplitAgent(t, newTestEngine(t, 2)), "busy: a second request during a run", time.Second); r.Outcome != CheckFail || !strings.Contains(r.Detail, "want busy") {
+	if r := outcome(startSplitAgent(t, newTestEngine(t, 2)), "busy: a second request during a run", time.Second); r.Outcome != CheckFail || !errors.Is(r.Err, errNotBusy) {
 		t.Errorf("an agent running two connections' runs at once passed: %+v", r)
 	}
 }

@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -70,7 +69,7 @@ func DialWith(ctx context.Context, target, token string, o Options) (*Client, er
 			defer cancel()
 			nc, err := t.dial(ctx, o.Usbmux)
 			if err != nil {
-				return nil, fmt.Errorf("%w: %s: %v", ErrUnreachable, t, err)
+				return nil, fmt.Errorf("%w: %s: %w", ErrUnreachable, t, err)
 			}
 			return nc, nil
 		},
@@ -113,6 +112,9 @@ func (c *Client) Ping(ctx context.Context) error {
 
 // Info is the agent's Info as Dial (or the last Ping) got it.
 func (c *Client) Info() Info { return c.info }
+
+// Capabilities are the capabilities the agent announced (Capable).
+func (c *Client) Capabilities() []string { return c.info.Capabilities }
 
 // Facts are the device facts the agent reported.
 func (c *Client) Facts() DeviceFacts { return c.info.Device }
@@ -242,34 +244,6 @@ func (c *Client) Run(ctx context.Context, spec json.RawMessage, emit func(TokenS
 	return c.run(ctx, Run{Spec: spec}, emit)
 }
 
-// RunSeries is Run asking for the run's per-token series (Run.Series): it
-// returns the samples too, each with every series field (a row of the
-// engine's per-token series, see runtime/live's TokenSample). It needs an
-// agent that announces CapSeries.
-func (c *Client) RunSeries(ctx context.Context, spec json.RawMessage) (*sim.Result, []TokenSample, error) {
-	if err := c.SeriesSupported(); err != nil {
-		return nil, nil, err
-	}
-	var samples []TokenSample
-	res, err := c.run(ctx, Run{Spec: spec, Series: true}, func(s TokenSample) error {
-		samples = append(samples, s)
-		return nil
-	})
-	if err != nil {
-		return nil, nil, err
-	}
-	return res, samples, nil
-}
-
-// SeriesSupported says why RunSeries cannot work with this agent (nil when
-// it can): it does not announce CapSeries.
-func (c *Client) SeriesSupported() error {
-	if !slices.Contains(c.info.Capabilities, CapSeries) {
-		return fmt.Errorf("%s measures no per-token series (capabilities %v, no %s; a live engine agent has it)", c.target, c.info.Capabilities, CapSeries)
-	}
-	return nil
-}
-
 // run sends req and checks the stream: samples valid, in pass order, with
 // the series fields exactly when req asked for them.
 func (c *Client) run(ctx context.Context, req Run, emit func(TokenSample) error) (*sim.Result, error) {
@@ -304,29 +278,4 @@ func (c *Client) run(ctx context.Context, req Run, emit func(TokenSample) error)
 		return nil, fmt.Errorf("%w: result has %d passes, the agent streamed %d", ErrBadAgent, res.Passes, next)
 	}
 	return &res, nil
-}
-
-// RunRemote dials target, runs spec there (see Client.Run) and hangs up. It
-// returns the result and the device facts the agent reported.
-func RunRemote(ctx context.Context, target, token string, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, DeviceFacts, error) {
-	c, err := Dial(ctx, target, token)
-	if err != nil {
-		return nil, DeviceFacts{}, err
-	}
-	defer c.Close()
-	res, err := c.Run(ctx, spec, emit)
-	return res, c.Facts(), err
-}
-
-// CalibrateRemote dials target, calibrates its device (see
-// Client.Calibrate) and hangs up. It returns the profile YAML and the device
-// facts the agent reported.
-func CalibrateRemote(ctx context.Context, target, token string, options json.RawMessage) ([]byte, DeviceFacts, error) {
-	c, err := Dial(ctx, target, token)
-	if err != nil {
-		return nil, DeviceFacts{}, err
-	}
-	defer c.Close()
-	y, err := c.Calibrate(ctx, options)
-	return y, c.Facts(), err
 }

@@ -60,10 +60,6 @@ func capabilities(e Engine) []string {
 	return caps
 }
 
-// errNoSeries answers a run that asks for its series on an engine that
-// does not measure them.
-var errNoSeries = fmt.Errorf("%w: this agent's engine measures no per-token series (capability %s absent)", ErrInvalidSpec, CapSeries)
-
 // errNoRecord answers record on an engine that is not a Recorder.
 var errNoRecord = fmt.Errorf("%w: this agent's engine does not record routing (capability %s absent)", ErrInvalidSpec, CapRecord)
 
@@ -93,18 +89,17 @@ const CapHost = "host"
 // in this process, its own (capabilities) and CapHost. It is the one place
 // where what a remote engine cannot do is refused.
 func Supports(e Engine, caps ...string) error {
-	have := append(capabilities(e), CapHost)
+	have := capabilities(e)
 	c, remote := e.(*Client)
-	if remote {
-		have = c.Info().Capabilities
+	if !remote {
+		have = append(have, CapHost)
 	}
 	for _, cp := range caps {
 		switch {
+		case slices.Contains(have, cp):
 		case remote && cp == CapSeries:
-			if err := c.SeriesSupported(); err != nil {
-				return err
-			}
-		case !slices.Contains(have, cp):
+			return fmt.Errorf("%s measures no per-token series (capabilities %v, no %s; a live engine agent has it)", c.target, have, CapSeries)
+		default:
 			return fmt.Errorf("%w: the engine cannot serve it (capability %s absent)", ErrInvalidSpec, cp)
 		}
 	}
@@ -129,16 +124,23 @@ func RecordOn(ctx context.Context, e Engine, tokens int) (*RecordedTrace, error)
 }
 
 // RunSeriesOn runs spec on e as Engine.Run does and returns its per-token
-// series too (Client.RunSeries on an agent; an engine here that announces
-// CapSeries fills every sample's series fields).
+// series too: every sample with every series field (a row of runtime/live's
+// per-token series). On an agent the run asks for them (Run.Series); an
+// engine here that announces CapSeries fills them on every run.
 func RunSeriesOn(ctx context.Context, e Engine, spec json.RawMessage) (*sim.Result, []TokenSample, error) {
-	if c, ok := e.(*Client); ok {
-		return c.RunSeries(ctx, spec)
-	}
 	if err := Supports(e, CapSeries); err != nil {
 		return nil, nil, err
 	}
+	run := e.Run
+	if c, ok := e.(*Client); ok {
+		run = func(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
+			return c.run(ctx, Run{Spec: spec, Series: true}, emit)
+		}
+	}
 	var samples []TokenSample
-	res, err := e.Run(ctx, spec, func(s TokenSample) error { samples = append(samples, s); return nil })
-	return res, samples, err
+	res, err := run(ctx, spec, func(s TokenSample) error { samples = append(samples, s); return nil })
+	if err != nil {
+		return nil, nil, err
+	}
+	return res, samples, nil
 }

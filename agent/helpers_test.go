@@ -3,15 +3,21 @@ package agent
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net"
 	"net/http"
+	"os"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/errgolden"
+	"github.com/lessim/lessim/sim"
 )
+
+func TestMain(m *testing.M) { os.Exit(errgolden.Main(m)) }
 
 // testSpec is a small run: 24 passes of the Qwen3 model on the simulated phone.
 const testSpec = `{"model": {"name": "qwen3-30b-a3b"}, "policy": {"name": "les"}, "cache": {"size": "25%"},
@@ -158,3 +164,15 @@ func waitStats(t testing.TB, s *Server, ok func(Stats) bool) Stats {
 
 // countGoroutines is runtime.NumGoroutine (a name for what settle compares).
 func countGoroutines() int { return runtime.NumGoroutine() }
+
+// runRemote dials target, runs spec there (Client.Run) and hangs up; it
+// returns the result and the device facts the agent reported.
+func runRemote(ctx context.Context, target, token string, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, DeviceFacts, error) {
+	c, err := Dial(ctx, target, token)
+	if err != nil {
+		return nil, DeviceFacts{}, err
+	}
+	defer c.Close()
+	res, err := c.Run(ctx, spec, emit)
+	return res, c.Facts(), err
+}

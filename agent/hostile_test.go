@@ -38,7 +38,7 @@ func TestSilentSocketsDoNotLockOut(t *testing.T) {
 		}
 	}
 	waitStats(t, a.srv, func(s Stats) bool { return s.Connections >= 96 })
-	res, _, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(`{"model": {"name": "qwen3-30b-a3b"}, "trace": {"synthetic": {"tokens": 2}}}`), nil)
+	res, _, err := runRemote(context.Background(), a.target, a.token, json.RawMessage(`{"model": {"name": "qwen3-30b-a3b"}, "trace": {"synthetic": {"tokens": 2}}}`), nil)
 	if err != nil || res.Tokens != 2 {
 		t.Fatalf("a client with the token among 96 hostile sockets: %v", err)
 	}
@@ -172,7 +172,7 @@ func TestCurl(t *testing.T) {
 		res = l.Result
 	}
 	spec, _, _ := strings.Cut(cmds[1][strings.Index(cmds[1], `{"spec": `)+9:], `}'`)
-	want, _, err := RunRemote(context.Background(), a.target, a.token, json.RawMessage(spec), nil)
+	want, _, err := runRemote(context.Background(), a.target, a.token, json.RawMessage(spec), nil)
 	if err != nil {
 		t.Fatalf("the same spec (%s) from the Go client: %v", spec, err)
 	}

@@ -13,7 +13,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/runtime/calibrate"
@@ -71,25 +70,13 @@ func NewLiveEngine(path, version string) (*LiveEngine, error) {
 
 // hostFacts describes this machine.
 func hostFacts(version string) DeviceFacts {
-	host, err := os.Hostname()
-	if err != nil || host == "" {
-		host = "unknown host"
-	}
-	osName := runtime.GOOS
-	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
-		osName += " " + strings.TrimSpace(string(b))
-	}
-	var si syscall.Sysinfo_t
-	var ram int64
-	if syscall.Sysinfo(&si) == nil {
-		ram = int64(si.Totalram) * int64(si.Unit)
-	}
+	h, cpus := calibrate.ReadHost(), runtime.NumCPU()
 	return DeviceFacts{
-		Kind: KindMeasured, Model: clip(host, 200), OS: clip(osName, 200),
-		CPU:   fmt.Sprintf("%s, %d logical CPUs", runtime.GOARCH, runtime.NumCPU()),
-		Cores: runtime.NumCPU(), RAMBytes: ram, PageBytes: int64(os.Getpagesize()),
+		Kind: KindMeasured, Model: clip(h.Name, 200), OS: clip(h.OS, 200),
+		CPU:   fmt.Sprintf("%s, %d logical CPUs", runtime.GOARCH, cpus),
+		Cores: cpus, RAMBytes: h.RAMBytes, PageBytes: int64(os.Getpagesize()),
 		Engine: "llama.cpp (lessim live)", EngineVersion: version,
-		CoreMaxMHz: coreMaxMHz("/"),
+		CoreMaxMHz: calibrate.CoreMaxMHz("/"),
 	}
 }
 
@@ -103,7 +90,7 @@ func (e *LiveEngine) Capabilities() []string {
 // temperatures of now.
 func (e *LiveEngine) Facts() DeviceFacts {
 	f := e.facts
-	f.MemAvailableBytes, f.Thermal = memAvailable("/"), thermal("/")
+	f.MemAvailableBytes, f.Thermal = calibrate.MemAvailable("/"), calibrate.Thermal("/")
 	return f
 }
 

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/lessim/lessim/runtime/calibrate"
 	"github.com/lessim/lessim/runtime/live"
@@ -17,54 +18,34 @@ import (
 
 var _ Recorder = (*LiveEngine)(nil)
 
-// Bounds of LiveCalibrateOptions: a client may not make the agent measure
-// for hours or allocate more than a few hundred MiB.
+// Bounds of an agent's calibrate options: a client may not make the agent
+// measure for hours or allocate more than a few hundred MiB.
 const (
 	maxCalSamples  = 50
 	maxCalReads    = 256
 	maxCalTokens   = 512
 	maxCalEntries  = 16
 	maxCalMemBytes = 1 << 30
+	maxCalReadSize = 64 << 20
 )
 
-// calibrateOptions decodes and bounds raw (nil or {} for the defaults).
+// calibrateOptions decodes raw, calibrate.Options' measuring fields as JSON
+// (nil or {} for the defaults), and bounds them on an agent.
 func (e *LiveEngine) calibrateOptions(raw json.RawMessage) (calibrate.Options, error) {
-	var c LiveCalibrateOptions
+	var o calibrate.Options
 	if len(raw) > 0 {
-		if err := decodeStrict(raw, &c); err != nil {
-			return calibrate.Options{}, err
+		if err := decodeStrict(raw, &o); err != nil {
+			return o, err
 		}
 	}
-	if !e.Local && (c.Samples < 0 || c.Samples > maxCalSamples || c.Reads < 0 || c.Reads > maxCalReads || c.Tokens < 0 || c.Tokens > maxCalTokens ||
-		len(c.Lanes) > maxCalEntries || len(c.SizesBytes) > maxCalEntries || c.MemBytes < 0 || c.MemBytes > maxCalMemBytes) {
-		return calibrate.Options{}, fmt.Errorf("options out of range: samples 0..%d, reads 0..%d, tokens 0..%d, at most %d lanes and sizes, mem_bytes 0..%d",
-			maxCalSamples, maxCalReads, maxCalTokens, maxCalEntries, maxCalMemBytes)
+	if !e.Local && (o.Samples < 0 || o.Samples > maxCalSamples || o.Reads < 0 || o.Reads > maxCalReads || o.Tokens < 0 || o.Tokens > maxCalTokens ||
+		len(o.Lanes) > maxCalEntries || len(o.Sizes) > maxCalEntries || o.MemBytes < 0 || o.MemBytes > maxCalMemBytes ||
+		len(o.Sizes) > 0 && slices.Max(o.Sizes) > maxCalReadSize) {
+		return o, fmt.Errorf("options out of range: samples 0..%d, reads 0..%d, tokens 0..%d, at most %d lanes and sizes, read sizes up to %d bytes, mem_bytes 0..%d",
+			maxCalSamples, maxCalReads, maxCalTokens, maxCalEntries, maxCalReadSize, maxCalMemBytes)
 	}
-	for _, s := range c.SizesBytes {
-		if s > 64<<20 && !e.Local {
-			return calibrate.Options{}, fmt.Errorf("read size %d bytes: at most 64 MiB", s)
-		}
-	}
-	o := calibrate.DefaultOptions()
 	o.Model = e.path
-	if c.Samples > 0 {
-		o.Samples = c.Samples
-	}
-	if c.Reads > 0 {
-		o.Reads = c.Reads
-	}
-	if c.Tokens > 0 {
-		o.Tokens = c.Tokens
-	}
-	if len(c.Lanes) > 0 {
-		o.Lanes = c.Lanes
-	}
-	if len(c.SizesBytes) > 0 {
-		o.Sizes = c.SizesBytes
-	}
-	if c.MemBytes > 0 {
-		o.MemBytes = c.MemBytes
-	}
+	o.EnsureDefaults()
 	return o, nil
 }
 

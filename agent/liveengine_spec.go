@@ -1,6 +1,7 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/lessim/lessim/devices"
@@ -29,7 +30,7 @@ func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, refuse
 			kind = sp.Drafter.Kind
 		}
 		refuse(sp.AcceptFromTrace, "speculative.accept_from_trace: the live engine's acceptance follows from its drafter")
-		refuse(kind != record.DrafterControlled && kind != record.DrafterNgram, "speculative.drafter "+kind+": the live engine runs the controlled and ngram drafters")
+		refuse(kind != record.DrafterControlled && kind != record.DrafterNgram, "speculative.drafter "+cmp.Or(kind, "missing")+": the live engine runs the controlled and ngram drafters")
 		o.Spec = &record.Speculative{Block: sp.Block, Drafter: kind, Accept: sp.Accept, Seed: sp.AcceptSeed}
 		if kind == record.DrafterNgram {
 			o.Spec.Accept = 0

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // TestWire: every request that breaks a rule gets the documented status and
@@ -50,8 +52,10 @@ func TestWire(t *testing.T) {
 			t.Errorf("%s: status %d, lines %+v; want %d, error %s", tc.name, status, lines, tc.status, tc.code)
 		}
 	}
-	if _, lines := ask(t, a, "POST", PathRun, bearer, "{}"); !strings.Contains(lines[0].Error.Message, `a run carries {"spec": {...}}`) {
-		t.Errorf("a run without a spec: %q", lines[0].Error.Message)
+	if _, lines := ask(t, a, "POST", PathRun, bearer, "{}"); lines[0].Error.Code != CodeBadRequest {
+		t.Errorf("a run without a spec: %+v", lines[0].Error)
+	} else {
+		errgolden.Check(t, "no spec", errors.New(lines[0].Error.Message))
 	}
 	if st := a.srv.Stats(); st.Requests != 0 {
 		t.Errorf("refused requests reached the engine: %+v", st)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/lessim/lessim/sim"
@@ -39,10 +38,10 @@ func TestRunSeries(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if err := c.SeriesSupported(); err != nil {
+	if err := Supports(c, CapSeries); err != nil {
 		t.Fatal(err)
 	}
-	res, series, err := c.RunSeries(context.Background(), json.RawMessage(testSpec))
+	res, series, err := RunSeriesOn(context.Background(), c, json.RawMessage(testSpec))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,8 +83,8 @@ func TestRunSeriesNotAnnounced(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	if _, _, err := c.RunSeries(context.Background(), json.RawMessage(testSpec)); err == nil || !strings.Contains(err.Error(), "no series") {
-		t.Errorf("RunSeries on an agent without series: %v", err)
+	if _, _, err := RunSeriesOn(context.Background(), c, json.RawMessage(testSpec)); err == nil || a.srv.Stats().Requests != 0 {
+		t.Errorf("RunSeriesOn an agent without series: %v, %d requests sent; want an error before any", err, a.srv.Stats().Requests)
 	}
 	if _, err := c.run(context.Background(), Run{Spec: json.RawMessage(testSpec), Series: true}, nil); !errors.Is(err, ErrRefused) {
 		t.Errorf("a run asking for series: %v, want invalid_spec", err)

@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
-	"slices"
 	"sync"
 	"time"
 )
@@ -249,8 +248,8 @@ func (s *Server) parse(kind string, body []byte) (work, error) {
 		return nil, cmp.Or(err, errors.New(`a run carries {"spec": {...}}, an experiment spec (docs/experiment-spec.md) as a JSON object`))
 	}
 	return func(ctx context.Context, send func(Line) error) (Line, error) {
-		if p.Series && !slices.Contains(capabilities(s.Engine), CapSeries) {
-			return Line{}, errNoSeries
+		if err := Supports(s.Engine, CapSeries); p.Series && err != nil {
+			return Line{}, err
 		}
 		var pass int64
 		res, err := s.Engine.Run(ctx, p.Spec, func(ts TokenSample) error {

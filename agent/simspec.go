@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
@@ -27,37 +28,28 @@ var errNoFiles = errors.New("an agent runs nothing but its engine: it reads no f
 // without "model" runs the loaded model; one without "device" runs dev, and
 // one naming a device must name dev. Errors wrap ErrInvalidSpec.
 func decodeSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*experiment.Plan, error) {
-	p, err := resolveSimSpec(raw, dev, model)
+	s, err := agentSpec(raw, dev.Name, model)
+	switch y, d := s.Trace.Synthetic, s.Device; {
+	case err != nil:
+	case s.Trace.Path != "" || d.File != "":
+		err = errNoFiles
+	case y != nil && int64(y.Tokens+y.PromptTokens)*int64(max(y.Sequences, 1)) > MaxSimTokens:
+		err = fmt.Errorf("trace.synthetic: %d tokens (with the prompt) × %d sequences: an agent runs at most %d", y.Tokens+y.PromptTokens, max(y.Sequences, 1), MaxSimTokens)
+	case d.Profile != nil && !reflect.DeepEqual(d.Profile, dev):
+		err = fmt.Errorf("device: the spec carries a profile of %s that is not this agent's (%s): an agent runs only its own device", d.Profile.Name, dev.Name)
+	case d.Profile == nil && d.Name != dev.Name:
+		err = fmt.Errorf("device: this agent simulates %s; the spec asks for %s", dev.Name, d.Name)
+	}
+	var p *experiment.Plan
+	if err == nil {
+		in := experiment.Inputs{
+			ReadTrace:  func(string) (*experiment.LoadedTrace, error) { return nil, errNoFiles },
+			LoadDevice: func(string, string) (*devices.Device, error) { return dev, nil },
+		}
+		p, err = in.Resolve(s)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrInvalidSpec, err)
-	}
-	return p, nil
-}
-
-func resolveSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*experiment.Plan, error) {
-	s, err := agentSpec(raw, dev.Name, model)
-	if err != nil {
-		return nil, err
-	}
-	if s.Trace.Path != "" || s.Device.File != "" {
-		return nil, errNoFiles
-	}
-	if y := s.Trace.Synthetic; y != nil && int64(y.Tokens+y.PromptTokens)*int64(max(y.Sequences, 1)) > MaxSimTokens {
-		return nil, fmt.Errorf("trace.synthetic: %d tokens (with the prompt) × %d sequences: an agent runs at most %d", y.Tokens+y.PromptTokens, max(y.Sequences, 1), MaxSimTokens)
-	}
-	if d := s.Device; d.Profile != nil && !reflect.DeepEqual(d.Profile, dev) {
-		return nil, fmt.Errorf("device: the spec carries a profile of %s that is not this agent's (%s): an agent runs only its own device", d.Profile.Name, dev.Name)
-	}
-	if d := s.Device; d.Profile == nil && d.Name != dev.Name {
-		return nil, fmt.Errorf("device: this agent simulates %s; the spec asks for %s", dev.Name, d.Name)
-	}
-	in := experiment.Inputs{
-		ReadTrace:  func(string) (*experiment.LoadedTrace, error) { return nil, errNoFiles },
-		LoadDevice: func(string, string) (*devices.Device, error) { return dev, nil },
-	}
-	p, err := in.Resolve(s)
-	if err != nil {
-		return nil, err
 	}
 	p.Config.KeepSeries = true
 	return p, nil
@@ -87,7 +79,7 @@ func agentSpec(raw json.RawMessage, device, model string) (experiment.Spec, erro
 		if model == "" {
 			return s, errors.New("no model: name one in the spec or load one first")
 		}
-		name, variant := splitModel(model)
+		name, variant, _ := strings.Cut(model, ":")
 		s.Model = &experiment.Model{Name: name, Variant: variant}
 	}
 	return s, nil

@@ -54,10 +54,11 @@ func TestUSBTarget(t *testing.T) {
 		t.Errorf("%d Connect requests, want 1", d.Count("Connect"))
 	}
 
-	if _, err := DialWith(ctx, "usb://00008130-00000000000000FF:7070", a.token, o); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "no such device") {
+	if _, err := DialWith(ctx, "usb://00008130-00000000000000FF:7070", a.token, o); !errors.Is(err, ErrUnreachable) || !errors.Is(err, usbmux.ErrNoDevice) {
 		t.Errorf("unknown UDID: %v", err)
 	}
-	if _, err := DialWith(ctx, "usb://"+udid+":7071", a.token, o); !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "refused") {
+	var re *usbmux.ResultError
+	if _, err := DialWith(ctx, "usb://"+udid+":7071", a.token, o); !errors.Is(err, ErrUnreachable) || !errors.As(err, &re) || re.Number != usbmux.ResultConnRefused {
 		t.Errorf("closed device port: %v", err)
 	}
 	if _, err := DialWith(ctx, "usb://"+udid+":7070", "0123456789abcdef0123456789abcdef", o); !errors.Is(err, ErrAuth) {

@@ -215,7 +215,7 @@ func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic, check func() erro
 		if err := check(); err != nil {
 			return nil, err
 		}
-		meta, steps, err := traces.Synth(m, synthOptions(y))
+		meta, steps, err := traces.Synth(m, y.Options())
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +228,7 @@ func (in *Inputs) synthetic(m *devices.ModelSpec, y Synthetic, check func() erro
 func (in *Inputs) synthStreamed(m *devices.ModelSpec, y Synthetic) (*entry, error) {
 	key, _ := json.Marshal(y)
 	return in.getEntry("synthstream\x00"+m.Name+"\x00"+m.Variant+"\x00"+string(key), func() (*entry, error) {
-		o := synthOptions(y)
+		o := y.Options()
 		meta, _, err := traces.SynthSource(m, o) // NB: validates o
 		if err != nil {
 			return nil, err
@@ -238,8 +238,8 @@ func (in *Inputs) synthStreamed(m *devices.ModelSpec, y Synthetic) (*entry, erro
 	})
 }
 
-// synthOptions are the generator's options for y.
-func synthOptions(y Synthetic) traces.SynthOptions {
+// Options are the trace generator's options for y.
+func (y Synthetic) Options() traces.SynthOptions {
 	o := traces.DefaultSynthOptions()
 	o.Tokens, o.PromptTokens, o.Sequences = y.Tokens, y.PromptTokens, y.Sequences
 	o.Skew, o.Reuse, o.LookaheadRecall = y.Skew, y.Reuse, y.LookaheadRecall

@@ -347,6 +347,21 @@ func WriteFile(path string, meta Meta, src Source) error {
 	if err != nil {
 		return err
 	}
+	return w.copy(src)
+}
+
+// Encode writes every step of src to out as a trace file, as NewWriter
+// does (out is not closed).
+func Encode(out io.Writer, meta Meta, src Source) error {
+	w, err := NewWriter(out, meta)
+	if err != nil {
+		return err
+	}
+	return w.copy(src)
+}
+
+// copy writes every step of src and closes w, or aborts it on an error.
+func (w *Writer) copy(src Source) error {
 	for src.Next() {
 		if err := w.Write(src.Step()); err != nil {
 			w.Abort()

@@ -53,8 +53,13 @@ func TestRunRemoteLiveEngine(t *testing.T) {
 	t.Cleanup(func() { cancel(); <-done })
 	target := "tcp://" + ln.Addr().String()
 
-	y, _, err := agent.CalibrateRemote(context.Background(), target, token,
+	c, err := agent.Dial(context.Background(), target, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := c.Calibrate(context.Background(),
 		[]byte(`{"samples": 2, "reads": 4, "tokens": 2, "lanes": [1, 2], "sizes_bytes": [131072, 1048576], "mem_bytes": 16777216}`))
+	c.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -57,7 +57,13 @@ func simAgent(t *testing.T) (target, token string) {
 func TestRunRemoteSimAgent(t *testing.T) {
 	target, token := simAgent(t)
 	ctx := context.Background()
-	y, facts, err := agent.CalibrateRemote(ctx, target, token, nil)
+	c, err := agent.Dial(ctx, target, token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := c.Calibrate(ctx, nil)
+	facts := c.Facts()
+	c.Close()
 	if err != nil {
 		t.Fatal(err)
 	}

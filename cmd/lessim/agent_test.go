@@ -166,7 +166,13 @@ func TestAgentProcess(t *testing.T) {
 
 	spec := `{"model": {"name": "qwen3-30b-a3b"}, "policy": {"name": "lru"}, "cache": {"size": "40%"},
 		"trace": {"synthetic": {"tokens": 40, "seed": 2}}}`
-	res, facts, err := agent.RunRemote(context.Background(), target, p.token, json.RawMessage(spec), nil)
+	c, err := agent.Dial(context.Background(), target, p.token)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := c.Run(context.Background(), json.RawMessage(spec), nil)
+	facts := c.Facts()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ type remoteFlags struct{ target, token string }
 // calibrateOn has the engine calibrate its device and writes the profile
 // it returns (checked first) to out: the live engine in this process on
 // --model, or the agent at --target. calibrate's measuring flags, when
-// set, travel as the live engine's options (agent.LiveCalibrateOptions).
+// set, travel as the live engine's options (calibrate.Options as JSON).
 func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) error {
 	if r.target != "" {
 		if err := refuseFlags(cmd, append([]string{"from-run", "model", "quiet"}, fromRunOnly...), "with --target (the agent measures its own device with its own model)"); err != nil {
@@ -150,7 +150,7 @@ func calibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error)
 		return nil, err
 	}
 	changed := cmd.Flags().Changed
-	var o agent.LiveCalibrateOptions
+	var o calibrate.Options
 	var set bool
 	var err error
 	if changed("lanes") {
@@ -160,7 +160,7 @@ func calibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error)
 		set = true
 	}
 	if changed("sizes") {
-		if o.SizesBytes, err = parseSizes(h.sizes); err != nil {
+		if o.Sizes, err = parseSizes(h.sizes); err != nil {
 			return nil, fmt.Errorf("--sizes: %w", err)
 		}
 		set = true

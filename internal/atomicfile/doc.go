@@ -48,8 +48,7 @@
 // are the old ones. Exit does the same. Tests that call the command
 // in-process (run(args, stdout, stderr)) do not install the handler. A
 // command that handles signals wholly by itself (the agent, which writes
-// nothing and ends with status 0) uninstalls the handler and can call
-// RemoveTemporaries from its own.
+// nothing and ends with status 0) uninstalls the handler.
 //
 // # Leftovers of a killed writer
 //

@@ -170,9 +170,6 @@ func Kind(m os.FileMode) string {
 // Name returns the target path (a symlink resolved).
 func (f *File) Name() string { return f.target }
 
-// TempName returns the temporary file's path.
-func (f *File) TempName() string { return f.tmp }
-
 // Write writes p to the temporary file.
 func (f *File) Write(p []byte) (int, error) { return f.f.Write(p) }
 
@@ -190,19 +187,18 @@ func (f *File) Commit() error {
 	if f.done {
 		return f.err
 	}
-	if err := errors.Join(f.f.Sync(), f.f.Chmod(f.mode)); err != nil {
-		f.Abort()
-		f.err = fmt.Errorf("writing %s: %w", f.target, err)
-		return f.err
+	err := errors.Join(f.f.Sync(), f.f.Chmod(f.mode))
+	if err == nil {
+		err = f.f.Close()
 	}
-	if err := f.f.Close(); err != nil {
+	if err != nil {
 		f.Abort()
 		f.err = fmt.Errorf("writing %s: %w", f.target, err)
 		return f.err
 	}
 	f.done = true
 	reg.mu.Lock()
-	err := os.Rename(f.tmp, f.target)
+	err = os.Rename(f.tmp, f.target)
 	if err != nil {
 		os.Remove(f.tmp)
 	}

@@ -131,15 +131,6 @@ func die(sig os.Signal) {
 	os.Exit(128 + int(s))
 }
 
-// RemoveTemporaries removes every temporary of a write in progress (their
-// Commit then fails) and every staging folder. It is for a command's own
-// signal handler; with HandleSignals installed it is not needed.
-func RemoveTemporaries() {
-	reg.mu.Lock()
-	defer reg.mu.Unlock()
-	removeLive()
-}
-
 // removeLive removes the registered temporaries and staging folders. The
 // caller holds reg.mu.
 func removeLive() {

@@ -280,3 +280,11 @@ func TestRemoveTemporaries(t *testing.T) {
 		t.Errorf("target exists: %v", err)
 	}
 }
+
+// RemoveTemporaries is the handler's cleanup without its exit: every live
+// temporary and staging folder removed, as a signal removes them.
+func RemoveTemporaries() {
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	removeLive()
+}

@@ -30,9 +30,9 @@ type Stage struct {
 // ".NAME.tmp-RANDOM", is made beside dir (in its nearest existing
 // ancestor, so that nothing is created outside it before Commit), or in dir
 // itself when dir is a mount point (a rename cannot cross file systems).
-// It is registered like a temporary file: the signal handler and
-// RemoveTemporaries remove it. NewStage fails if dir exists and is not a
-// folder, or if its nearest existing ancestor is not a writable folder.
+// It is registered like a temporary file: the signal handler removes it.
+// NewStage fails if dir exists and is not a folder, or if its nearest
+// existing ancestor is not a writable folder.
 func NewStage(dir string) (*Stage, error) {
 	if dir == "" {
 		return nil, errors.New("empty output folder")

@@ -20,22 +20,25 @@ import (
 const directAlign = 4096
 
 // Options configures Run. Zero fields take the defaults of DefaultOptions.
+// The measuring fields have JSON names: they are the calibrate options of
+// lessim's live engine on an agent (`lessim calibrate --target` sends the
+// measuring flags the user set); the others are the caller's own.
 type Options struct {
-	Model string // the GGUF model: its file system is measured, and it is decoded
-	Out   string // the profile to write (YAML)
+	Model string `json:"-"` // the GGUF model: its file system is measured, and it is decoded
+	Out   string `json:"-"` // the profile to write (YAML)
 
-	Lanes   []int   // reads in flight to measure (default 1, 2, 4)
-	Sizes   []int64 // O_DIRECT read sizes, multiples of 4 KiB (default 128 KiB … 4 MiB)
-	Samples int     // samples per measured value (default 5)
-	Reads   int     // reads per lane per flash sample (default 16)
-	Tokens  int     // decoded tokens per model for the compute fit (default 16)
+	Lanes   []int   `json:"lanes,omitempty"`       // reads in flight to measure, from 1, increasing (default 1, 2, 4)
+	Sizes   []int64 `json:"sizes_bytes,omitempty"` // O_DIRECT read sizes, multiples of 4 KiB, increasing (default 128 KiB … 4 MiB)
+	Samples int     `json:"samples,omitempty"`     // samples per measured value (default 5)
+	Reads   int     `json:"reads,omitempty"`       // reads per lane per flash sample (default 16)
+	Tokens  int     `json:"tokens,omitempty"`      // decoded tokens per model for the compute fit (default 16)
 
-	MemBytes int64 // buffer streamed for memory bandwidth (default 256 MiB)
+	MemBytes int64 `json:"mem_bytes,omitempty"` // buffer streamed for memory bandwidth (default 256 MiB)
 
-	Host string    // host name in sources (default os.Hostname)
-	Now  time.Time // time in sources (default now, UTC, to the second)
-	Seed uint64    // seed of the random read offsets
-	Log  io.Writer // sparse progress lines; nil for none
+	Host string    `json:"-"` // host name in sources (default os.Hostname)
+	Now  time.Time `json:"-"` // time in sources (default now, UTC, to the second)
+	Seed uint64    `json:"-"` // seed of the random read offsets
+	Log  io.Writer `json:"-"` // sparse progress lines; nil for none
 }
 
 // DefaultOptions are the defaults for a thorough run of about a minute on a

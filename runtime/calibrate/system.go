@@ -3,7 +3,6 @@
 package calibrate
 
 import (
-	"bufio"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -22,35 +21,13 @@ import (
 // MemInfo is what /proc/meminfo says about RAM, in bytes.
 type MemInfo struct{ Total, Available int64 }
 
-// readMemInfo reads MemTotal and MemAvailable.
+// readMemInfo reads MemTotal and MemAvailable of this system.
 func readMemInfo() (MemInfo, error) {
-	f, err := os.Open("/proc/meminfo")
-	if err != nil {
-		return MemInfo{}, fmt.Errorf("calibrate: %w", err)
-	}
-	defer f.Close()
-	var m MemInfo
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fs := strings.Fields(sc.Text())
-		if len(fs) < 2 {
-			continue
-		}
-		kb, err := strconv.ParseInt(fs[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		switch fs[0] {
-		case "MemTotal:":
-			m.Total = kb << 10
-		case "MemAvailable:":
-			m.Available = kb << 10
-		}
-	}
+	m := memInfo("/")
 	if m.Total <= 0 || m.Available <= 0 || m.Available > m.Total {
 		return m, fmt.Errorf("calibrate: /proc/meminfo has no usable MemTotal/MemAvailable (%d, %d)", m.Total, m.Available)
 	}
-	return m, sc.Err()
+	return m, nil
 }
 
 // ReadAhead is the read-ahead window of the disk under path's file system, from

@@ -1,4 +1,6 @@
-package agent
+//go:build linux
+
+package calibrate
 
 import (
 	"os"
@@ -51,18 +53,18 @@ func TestSystemFacts(t *testing.T) {
 	files["sys/devices/system/cpu/cpufreq/policy0/cpuinfo_max_freq"] = "1800000\n"
 	writeTree(t, root, files)
 
-	if got, want := coreMaxMHz(root), "1800,1800,1800,1800,2400,2400,2400,0,2400,2400,3300"; got != want {
+	if got, want := CoreMaxMHz(root), "1800,1800,1800,1800,2400,2400,2400,0,2400,2400,3300"; got != want {
 		t.Errorf("core max MHz %q, want %q", got, want)
 	}
-	if got := memAvailable(root); got != 5123456<<10 {
+	if got := MemAvailable(root); got != 5123456<<10 {
 		t.Errorf("mem available %d", got)
 	}
-	if got, want := thermal(root), "cpu-0-0-0=41.2,battery=30.0,skin__therm_1=-5.5"; got != want {
+	if got, want := Thermal(root), "cpu-0-0-0=41.2,battery=30.0,skin__therm_1=-5.5"; got != want {
 		t.Errorf("thermal %q, want %q", got, want)
 	}
 
 	none := filepath.Join(root, "none")
-	if coreMaxMHz(none) != "" || memAvailable(none) != 0 || thermal(none) != "" {
+	if CoreMaxMHz(none) != "" || MemAvailable(none) != 0 || Thermal(none) != "" {
 		t.Error("facts from a missing tree")
 	}
 }
@@ -71,14 +73,22 @@ func TestSystemFacts(t *testing.T) {
 // Linux machine has /proc/meminfo and CPU folders; a VM may have no cpufreq
 // and no thermal zones).
 func TestSystemFactsHere(t *testing.T) {
-	if memAvailable("/") <= 0 {
+	if MemAvailable("/") <= 0 {
 		t.Error("no MemAvailable in /proc/meminfo")
 	}
-	cpus := strings.Split(coreMaxMHz("/"), ",")
+	cpus := strings.Split(CoreMaxMHz("/"), ",")
 	if len(cpus) < 1 || cpus[0] == "" {
 		t.Errorf("no CPUs under /sys: %q", cpus)
 	}
-	if len(thermal("/")) > maxThermalBytes {
-		t.Errorf("thermal %d bytes", len(thermal("/")))
+	if len(Thermal("/")) > MaxThermalBytes {
+		t.Errorf("thermal %d bytes", len(Thermal("/")))
+	}
+}
+
+// TestReadHost: this machine has a name, a kernel release and RAM.
+func TestReadHost(t *testing.T) {
+	h := ReadHost()
+	if h.Name == "" || !strings.HasPrefix(h.OS, "linux ") || len(h.OS) <= len("linux ") || h.RAMBytes <= 0 {
+		t.Errorf("host %+v", h)
 	}
 }

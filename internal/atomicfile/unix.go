@@ -25,3 +25,17 @@ func tryLock(path string) *os.File {
 	}
 	return f
 }
+
+// raise sends s to this process (its default action restored, it ends the
+// process); it reports whether it was sent.
+func raise(s syscall.Signal) bool {
+	return syscall.Kill(syscall.Getpid(), s) == nil
+}
+
+// sameDevice reports whether a and b are on the same file system (a rename
+// between them can work); when it cannot tell, it says yes.
+func sameDevice(a, b os.FileInfo) bool {
+	sa, ok1 := a.Sys().(*syscall.Stat_t)
+	sb, ok2 := b.Sys().(*syscall.Stat_t)
+	return !ok1 || !ok2 || sa.Dev == sb.Dev
+}
