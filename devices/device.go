@@ -24,8 +24,12 @@ type Device struct {
 
 	MemBandwidth  float64 `json:"mem_bandwidth"`  // peak DRAM bandwidth, bytes/s
 	MemEfficiency float64 `json:"mem_efficiency"` // fraction of peak reached by decode matmuls (0,1]
-	ComputeFLOPS  float64 `json:"compute_flops"`  // sustained matmul throughput, FLOP/s
-	LayerOverhead int64   `json:"layer_overhead_ns"`
+	// FormatEfficiency is MemEfficiency by the ggml type of the weights
+	// read, for the types the profile states (see Efficiency); nil when
+	// it states none.
+	FormatEfficiency map[QuantType]float64 `json:"format_efficiency,omitempty"`
+	ComputeFLOPS     float64               `json:"compute_flops"` // sustained matmul throughput, FLOP/s
+	LayerOverhead    int64                 `json:"layer_overhead_ns"`
 
 	// LoadFixedNS and LoadRate are what loading one expert costs the compute
 	// thread besides the flash read (allocating and committing memory,

@@ -1,6 +1,9 @@
 package devices
 
-import "slices"
+import (
+	"maps"
+	"slices"
+)
 
 // Clone returns a deep copy of p that keeps its file name but not the bytes
 // it was read from, so YAML encodes the copy's current values (without the
@@ -12,6 +15,7 @@ func (p *Profile) Clone() *Profile {
 	c.problems = slices.Clone(p.problems)
 	c.Flash.SingleLane = slices.Clone(p.Flash.SingleLane)
 	c.Flash.Aggregate = slices.Clone(p.Flash.Aggregate)
+	c.Memory.FormatEfficiency = maps.Clone(p.Memory.FormatEfficiency)
 	return &c
 }
 

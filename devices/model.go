@@ -29,6 +29,9 @@ type ModelSpec struct {
 	HeadBytes int64 `json:"head_bytes" yaml:"head_bytes"`
 	// HeadFLOPsPerToken is the output projection's work per token.
 	HeadFLOPsPerToken int64 `json:"head_flops_per_token" yaml:"head_flops_per_token"`
+	// HeadType (optional) is the output projection's ggml type; a profile's
+	// per-format efficiency then applies to it.
+	HeadType QuantType `json:"head_type,omitempty" yaml:"head_type,omitempty"`
 	// KVBytesPerToken is the KV-cache memory one context token costs (the
 	// attention layers'; recurrent layers keep a fixed LayerSpec.StateBytes).
 	KVBytesPerToken int64 `json:"kv_bytes_per_token" yaml:"kv_bytes_per_token"`
@@ -50,6 +53,10 @@ type LayerSpec struct {
 	// DenseBytes are the resident weights this layer reads once per pass:
 	// attention, router, norms, shared expert.
 	DenseBytes int64 `json:"dense_bytes" yaml:"dense_bytes"`
+	// DenseTypes (optional) splits DenseBytes by ggml type (attention
+	// matrices in Q8_0, norms and router in F32, ...), one entry per type;
+	// bytes they do not cover are charged at the profile's memory.efficiency.
+	DenseTypes []TypeBytes `json:"dense_types,omitempty" yaml:"dense_types,omitempty"`
 	// DenseFLOPsPerToken is the dense part's work per token.
 	DenseFLOPsPerToken int64 `json:"dense_flops_per_token" yaml:"dense_flops_per_token"`
 	// ExpertFLOPsPerToken is one routed expert's work per token routed to it.

@@ -81,6 +81,7 @@ func (m *ModelSpec) check(recorded bool) problems {
 				ps.add(p+".expert_bytes", "is %d but its tensors sum to %d", l.ExpertBytes, sum)
 			}
 		}
+		ps.checkDenseTypes(p, &l)
 		for _, v := range []struct {
 			name string
 			v    int64
@@ -100,10 +101,39 @@ func (m *ModelSpec) check(recorded bool) problems {
 	}{{"head_bytes", m.HeadBytes}, {"head_flops_per_token", m.HeadFLOPsPerToken}, {"kv_bytes_per_token", m.KVBytesPerToken}, {"non_expert_bytes", m.NonExpertBytes}} {
 		ps.checkBound(v.name, "model."+v.name, float64(v.v))
 	}
+	if _, ok := quantBlocks[m.HeadType]; !ok && m.HeadType != "" {
+		ps.add("head_type", "unknown quant type %q (valid: %s)", string(m.HeadType), joinNames(QuantTypes()))
+	}
 	if head := min(max(m.HeadBytes, 0), 1<<40); m.NonExpertBytes < dense+head && m.NonExpertBytes >= 0 {
 		ps.add("non_expert_bytes", "%d is less than the layers' dense bytes plus the head (%d): they are part of it", m.NonExpertBytes, dense+head)
 	}
 	return ps
+}
+
+// checkDenseTypes checks a layer's optional split of its dense bytes by
+// type: known types, each once, positive bytes summing to at most
+// dense_bytes.
+func (ps *problems) checkDenseTypes(p string, l *LayerSpec) {
+	var sum int64
+	seen := map[QuantType]bool{}
+	for j, t := range l.DenseTypes {
+		q := fmt.Sprintf("%s.dense_types[%d]", p, j)
+		if _, ok := quantBlocks[t.Type]; !ok {
+			ps.add(q+".type", "unknown quant type %q (valid: %s)", string(t.Type), joinNames(QuantTypes()))
+		} else if seen[t.Type] {
+			ps.add(q+".type", "%s is listed twice", t.Type)
+		}
+		seen[t.Type] = true
+		if t.Bytes <= 0 || t.Bytes > l.DenseBytes {
+			ps.add(q+".bytes", "must be in [1, dense_bytes %d] (got %d)", l.DenseBytes, t.Bytes)
+			continue
+		}
+		if sum > l.DenseBytes-t.Bytes { // NB: sum + t.Bytes > dense_bytes, without overflow
+			ps.add(p+".dense_types", "sum to more than dense_bytes %d", l.DenseBytes)
+			return
+		}
+		sum += t.Bytes
+	}
 }
 
 // checkBound reports v at path when it lies outside the bound of field.

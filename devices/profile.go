@@ -43,6 +43,10 @@ type MemorySection struct {
 	// with AppLimit) is the app's own memory besides the model's.
 	AppLimit Quantity `yaml:"app_limit,omitempty"`
 	Runtime  Quantity `yaml:"runtime,omitempty"`
+	// FormatEfficiency (optional) is Efficiency by the ggml type of the
+	// weights read ("Q4_K", "MXFP4"): a type it names is charged at its own
+	// efficiency, every other at Efficiency.
+	FormatEfficiency map[string]Quantity `yaml:"format_efficiency,omitempty"`
 }
 
 // ComputeSection is the processor part of a profile.

@@ -14,7 +14,8 @@ type blockLayout struct{ Weights, Bytes int64 }
 
 // quantBlocks are ggml's block sizes (ggml-common.h / ggml.c type traits).
 // Reference: ggml type_traits: Q3_K 110 B per 256 weights, Q4_K 144, Q5_K 176,
-// Q6_K 210, Q8_0 34 B per 32, Q4_0 18 B per 32, F16 2 B, BF16 2 B, F32 4 B.
+// Q6_K 210, Q8_0 34 B per 32, Q4_0 18 B per 32, MXFP4 17 B per 32, F16 2 B,
+// BF16 2 B, F32 4 B.
 var quantBlocks = map[QuantType]blockLayout{
 	"F32":  {1, 4},
 	"F16":  {1, 2},
@@ -30,6 +31,8 @@ var quantBlocks = map[QuantType]blockLayout{
 	"Q5_K": {256, 176},
 	"Q6_K": {256, 210},
 	"Q8_K": {256, 292},
+	// MXFP4: an E8M0 scale byte and 32 4-bit E2M1 values (block_mxfp4).
+	"MXFP4": {32, 17},
 }
 
 // QuantTypes lists the known type names, sorted.

@@ -99,7 +99,7 @@ func TestWithExpertQuantRefuses(t *testing.T) {
 		q    QuantType
 		want string
 	}{
-		{"unknown type", q4, "Q9_K", `unknown quant type "Q9_K" (valid: BF16, F16, F32, Q2_K, Q3_K`},
+		{"unknown type", q4, "Q9_K", `unknown quant type "Q9_K" (valid: BF16, F16, F32, MXFP4, Q2_K, Q3_K`},
 		{"no shape", imported, "Q3_K", "needs the shape of their matrices, hidden and expert_ffn, and its spec states hidden 0, expert_ffn 0; its source: route_trace v1 preamble"},
 		{"unknown kind", edit(func(m *ModelSpec) { m.Layers[2].Tensors[0].Name = "expert" }), "Q3_K", `layer 2 (block 2): expert tensor "expert": its shape is unknown`},
 		{"untyped", edit(func(m *ModelSpec) { m.Layers[1].Tensors[2].Type = "IQ4_XS" }), "Q3_K", `expert tensor ffn_down_exps: type "IQ4_XS" is not one whose block size lessim knows`},

@@ -3,6 +3,8 @@ package devices
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -24,6 +26,12 @@ func (p *Profile) Rows() []Row {
 			continue
 		}
 		rows = append(rows, Row{f.path, f.q.Value, f.q.Source})
+		if f.path == "memory.efficiency" {
+			for _, k := range slices.Sorted(maps.Keys(p.Memory.FormatEfficiency)) {
+				q := p.Memory.FormatEfficiency[k]
+				rows = append(rows, Row{formatEfficiencyPath + "." + k, q.Value, q.Source})
+			}
+		}
 	}
 	for _, c := range []struct {
 		path string

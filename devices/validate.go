@@ -152,6 +152,7 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.ReserveBytes = int64(math.Round(vals["memory.reserve"]))
 	d.MemBandwidth = vals["memory.bandwidth"]
 	d.MemEfficiency = vals["memory.efficiency"]
+	d.FormatEfficiency = ps.formatEfficiency(p, &d.Assumed)
 	d.ComputeFLOPS = vals["compute.flops"]
 	d.LayerOverhead = int64(math.Round(vals["compute.layer_overhead"]))
 	d.LoadFixedNS = int64(math.Round(vals["compute.load_fixed"]))

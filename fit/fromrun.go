@@ -134,7 +134,7 @@ func fromRuns(base *devices.Profile, ms []Measured, label string, demandOnly boo
 	if out.Profile, err = f.profile(vals, o, out); err != nil {
 		return nil, err
 	}
-	out.Kept = kept(out.Load)
+	out.Kept = append(kept(out.Load), f.formats.kept()...)
 	return out, nil
 }
 
@@ -148,6 +148,10 @@ func newFromRun(base *devices.Profile, ms []Measured, label string) (*fromRun, *
 		return nil, nil, err
 	}
 	f := &fromRun{base: base, label: label}
+	var err error
+	if f.formats, err = newFormats(base, ms); err != nil {
+		return nil, nil, err
+	}
 	var measured []float64
 	all := &runs.Run{Fields: slices.Clone(ms[0].Run.Fields)}
 	for _, m := range ms {
@@ -184,7 +188,7 @@ func newFromRun(base *devices.Profile, ms []Measured, label string) (*fromRun, *
 // bounded to where every candidate profile validates.
 func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 	params := []Param{
-		{ParamEfficiency, f.baseValue(devices.Dimensionless, f.base.Memory.Efficiency.Value), 0.01, 1},
+		{ParamEfficiency, f.baseValue(devices.Dimensionless, f.base.Memory.Efficiency.Value), f.formats.effLo, f.formats.effHi},
 		{ParamFlashScale, 1, 0.05, 8},
 	}
 	if fitLoadRate {
@@ -303,6 +307,7 @@ type fromRun struct {
 	label    string
 	n        int     // tokens over all parts
 	loadRate float64 // from the management column; 0 = fitted
+	formats  formats // the stated formats the runs read, scaled with memory.efficiency
 }
 
 // part is one measured run and its replay.
@@ -329,6 +334,7 @@ func (f *fromRun) candidate(p []float64, src func(name string) string) *devices.
 	c := f.base.Clone()
 	c.SetFile(fmt.Sprintf("fit candidate from %s (%s %.4g, %s %.4g)", f.base.Name, ParamEfficiency, p[0], ParamFlashScale, p[1]))
 	c.Memory.Efficiency.Set(fmt.Sprintf("%.4g", p[0]), src(ParamEfficiency))
+	f.formats.set(c, p[0], src(ParamEfficiency))
 	scale := func(pts []devices.CurveSample) {
 		for i := range pts {
 			v, err := devices.ParseQuantity(pts[i].Bandwidth, devices.Rate)

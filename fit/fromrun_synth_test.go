@@ -1,6 +1,7 @@
 package fit
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -205,4 +206,67 @@ func phone(t *testing.T) (*devices.Profile, *devices.Device) {
 		t.Fatal(err)
 	}
 	return base, d
+}
+
+// TestFromRunScalesFormats: a profile stating per-format efficiencies is
+// fitted by one factor on memory.efficiency and the formats the run's
+// model reads (Qwen3-30B-A3B Q4_K_M: Q4_K and Q6_K experts); a run whose
+// truth has all of them 1.5 times the base's is fitted back to it, and a
+// stated format the model does not read (MXFP4) is kept and said so.
+func TestFromRunScalesFormats(t *testing.T) {
+	base, err := devices.LoadProfile("ufs4-phone-12gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := base.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	base = base.Clone()
+	eff := d.MemEfficiency
+	set := func(p *devices.Profile, k float64) {
+		p.Memory.Efficiency.Set(fmt.Sprintf("%.6g", k*eff), "test")
+		p.Memory.FormatEfficiency = map[string]devices.Quantity{"Q4_K": q(fmt.Sprintf("%.6g", k*0.2)), "Q6_K": q(fmt.Sprintf("%.6g", k*0.15)), "MXFP4": q("0.4")}
+	}
+	set(base, 1)
+	truthP := base.Clone()
+	set(truthP, 1.5)
+	truth, err := truthP.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rp := synthReplay(t, sim.LayoutPerExpert, truth)
+	got, err := FromRun(base, rp, measure(t, rp, truth), "synth.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd, err := got.Profile.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, want := range map[devices.QuantType]float64{"Q4_K": 0.3, "Q6_K": 0.225, "MXFP4": 0.4} {
+		if e := fd.FormatEfficiency[q]; math.Abs(e/want-1) > 0.02 {
+			t.Errorf("%s: efficiency %.4g, want %.4g", q, e, want)
+		}
+	}
+	if e := fd.MemEfficiency; math.Abs(e/(1.5*eff)-1) > 0.02 {
+		t.Errorf("memory.efficiency %.4g, want %.4g", e, 1.5*eff)
+	}
+	var scaled, unread bool
+	for _, k := range got.Kept {
+		scaled = scaled || strings.HasPrefix(k, "memory.format_efficiency of Q4_K, Q6_K: scaled")
+		unread = unread || strings.HasPrefix(k, "memory.format_efficiency of MXFP4: no weights")
+	}
+	if !scaled || !unread {
+		t.Errorf("kept %q: want the scaled formats and the unread one", got.Kept)
+	}
+	if base.Memory.FormatEfficiency["Q4_K"].Value != "0.2" {
+		t.Errorf("the fit changed its base profile: %+v", base.Memory.FormatEfficiency["Q4_K"])
+	}
+}
+
+func q(v string) devices.Quantity {
+	var x devices.Quantity
+	x.Set(v, "test")
+	return x
 }

@@ -114,6 +114,19 @@ func CheckPlotPrefix(prefix string) error {
 	return nil
 }
 
+// PlotFiles are the files a plot prefix names, one per PlotFormats (none
+// without a prefix).
+func PlotFiles(prefix string) []string {
+	if prefix == "" {
+		return nil
+	}
+	var files []string
+	for _, ext := range PlotFormats {
+		files = append(files, TrimPlotExt(prefix)+ext)
+	}
+	return files
+}
+
 // TrimPlotExt drops a .png or .svg a user gave on a plot prefix.
 func TrimPlotExt(prefix string) string {
 	for _, ext := range PlotFormats {

@@ -154,8 +154,8 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 			tap(UseRecord{Pass: e.bk.passNo - 1, Step: e.bk.first, Phase: e.phase, Layer: int(k) / nE, Expert: int(k) % nE, State: st})
 		}
 	}
-	e.times = newTimeTable(e)
-	e.draftTime = e.cm.part(cfg.DraftBytes, cfg.DraftFLOPs, 1)
+	e.times = newTimeTable(e, cfg.Device)
+	e.draftTime = e.cm.part(float64(cfg.DraftBytes), cfg.DraftFLOPs, 1)
 	e.mm = newMmapModel(&cfg, nL)
 	lr, ok := pol.(LookaheadRouter)
 	e.laScores = ok && lr.UsesLookahead()

@@ -58,26 +58,29 @@ func (c computeModel) load(bytes int64) Time {
 	return c.loadFixed + durationNS(float64(bytes), c.loadRate)
 }
 
-// part is the time of reading bytes once and doing flopsPerToken for tokens tokens.
-func (c computeModel) part(bytes, flopsPerToken int64, tokens int) Time {
-	return max(durationNS(float64(bytes), c.memRate), durationNS(float64(flopsPerToken)*float64(tokens), c.flops))
+// part is the time of reading bytes (bytes at the memory efficiency, see
+// weightBytes) once and doing flopsPerToken for tokens tokens.
+func (c computeModel) part(bytes float64, flopsPerToken int64, tokens int) Time {
+	return max(durationNS(bytes, c.memRate), durationNS(float64(flopsPerToken)*float64(tokens), c.flops))
 }
 
-// timeTable caches one-token part times per layer (the common decode case).
+// timeTable caches one-token part times per layer (the common decode case),
+// and the weight bytes each part reads at the memory efficiency.
 type timeTable struct {
 	dense, expert, load []Time
 	head                Time
+	w                   weightBytes
 }
 
-func newTimeTable(e *engine) timeTable {
-	t := timeTable{dense: make([]Time, e.nL), expert: make([]Time, e.nL), load: make([]Time, e.nL)}
+func newTimeTable(e *engine, d *devices.Device) timeTable {
+	t := timeTable{dense: make([]Time, e.nL), expert: make([]Time, e.nL), load: make([]Time, e.nL), w: newWeightBytes(e.m, d)}
 	for l := range e.m.Layers {
 		ls := &e.m.Layers[l]
 		t.load[l] = e.cm.load(ls.ExpertBytes)
-		t.dense[l] = e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, 1) + e.cm.over
-		t.expert[l] = e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, 1)
+		t.dense[l] = e.cm.part(t.w.dense[l], ls.DenseFLOPsPerToken, 1) + e.cm.over
+		t.expert[l] = e.cm.part(t.w.expert[l], ls.ExpertFLOPsPerToken, 1)
 	}
-	t.head = e.cm.part(e.m.HeadBytes, e.m.HeadFLOPsPerToken, 1)
+	t.head = e.cm.part(t.w.head, e.m.HeadFLOPsPerToken, 1)
 	return t
 }
 
@@ -95,7 +98,7 @@ func (e *engine) denseTime(l, n int) Time {
 //go:noinline
 func (e *engine) denseTimeN(l, n int) Time {
 	ls := &e.m.Layers[l]
-	return e.long(e.cm.part(ls.DenseBytes, ls.DenseFLOPsPerToken, n) + e.cm.over)
+	return e.long(e.cm.part(e.times.w.dense[l], ls.DenseFLOPsPerToken, n) + e.cm.over)
 }
 
 // expertTime is one routed expert of layer l used by n tokens of the pass.
@@ -112,7 +115,7 @@ func (e *engine) expertTime(l, n int) Time {
 //go:noinline
 func (e *engine) expertTimeN(l, n int) Time {
 	ls := &e.m.Layers[l]
-	return e.long(e.cm.part(ls.ExpertBytes, ls.ExpertFLOPsPerToken, n))
+	return e.long(e.cm.part(e.times.w.expert[l], ls.ExpertFLOPsPerToken, n))
 }
 
 // headTime is the output head for a pass of n tokens.
@@ -120,7 +123,7 @@ func (e *engine) headTime(n int) Time {
 	if n == 1 {
 		return e.times.head
 	}
-	return e.long(e.cm.part(e.m.HeadBytes, e.m.HeadFLOPsPerToken, n))
+	return e.long(e.cm.part(e.times.w.head, e.m.HeadFLOPsPerToken, n))
 }
 
 // long returns d, a time about to be added to now that may be large (a

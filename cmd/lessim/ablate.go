@@ -196,7 +196,7 @@ func ablateOutputs(f *ablateFlags) []string {
 	if f.out != "" {
 		out = append(out, filepath.Join(f.out, ablation.ResultsFile))
 	}
-	return append(out, plotFiles(f.plot)...)
+	return append(out, reports.PlotFiles(f.plot)...)
 }
 
 // ablateInputs are the files ablate reads: the trace and the device file.

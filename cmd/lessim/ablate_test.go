@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // TestAblateGolden pins ablate's text, --explain and JSON output and its
@@ -142,15 +144,15 @@ func TestAblatePlot(t *testing.T) {
 		}
 	}
 	out, _, err = runCLIErr(t, dir, append(args, "--plot", "nowhere/bars")...)
-	if err == nil || out != "" || !strings.Contains(err.Error(), "--plot nowhere/bars") {
-		t.Errorf("missing folder: out %q, err %v", out, err)
+	if errgolden.Check(t, "missing-folder", err); out != "" {
+		t.Errorf("missing folder: out %q", out)
 	}
 	if err := os.Mkdir(filepath.Join(dir, "taken.png"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	out, _, err = runCLIErr(t, dir, append(args, "--plot", "taken")...)
-	if err == nil || !strings.Contains(out, "(5) + speculative decoding") || !strings.Contains(err.Error(), "the results above are complete, but the plot failed") {
-		t.Errorf("failing plot: out %q, err %v", out, err)
+	if errgolden.Check(t, "failing-plot", err); !strings.Contains(out, "(5) + speculative decoding") {
+		t.Errorf("failing plot: out %q", out)
 	}
 }
 
@@ -173,8 +175,8 @@ func TestAblateOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _, err = runCLIErr(t, dir, append(args, "--out", "file/res")...)
-	if err == nil || out != "" || !strings.Contains(err.Error(), "--out file/res: file is not a folder") {
-		t.Errorf("out under a file: out %q, err %v", out, err)
+	if errgolden.Check(t, "out-under-a-file", err); out != "" {
+		t.Errorf("out under a file: out %q", out)
 	}
 }
 
@@ -195,15 +197,15 @@ func TestAblateOutputIsInput(t *testing.T) {
 	before, _ := os.ReadFile(filepath.Join(dir, "ab", "ablation.parquet"))
 	for _, tc := range []struct {
 		args []string
-		want string
+		name string
 	}{
-		{[]string{"--trace", "ab/ablation.parquet", "--out", "ab"}, "output ab/ablation.parquet is the input ab/ablation.parquet"},
-		{[]string{"--trace", "ab/ablation.parquet", "--out", "./ab/"}, "is the input ab/ablation.parquet"},
-		{[]string{"--trace", "ab/ablation.parquet", "--device-file", "p.png", "--plot", "p"}, "output p.png is the input p.png"},
+		{[]string{"--trace", "ab/ablation.parquet", "--out", "ab"}, "out-is-trace"},
+		{[]string{"--trace", "ab/ablation.parquet", "--out", "./ab/"}, "out-is-trace-other-spelling"},
+		{[]string{"--trace", "ab/ablation.parquet", "--device-file", "p.png", "--plot", "p"}, "plot-is-device-file"},
 	} {
 		out, _, err := runCLIErr(t, dir, append([]string{"ablate", "--cache", "3GiB"}, tc.args...)...)
-		if err == nil || out != "" || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: out %q, err %v; want %q", tc.args, out, err, tc.want)
+		if errgolden.Check(t, tc.name, err); out != "" {
+			t.Errorf("%v: out %q", tc.args, out)
 		}
 	}
 	if after, _ := os.ReadFile(filepath.Join(dir, "ab", "ablation.parquet")); !bytes.Equal(before, after) {
@@ -217,18 +219,18 @@ func TestAblateOutputIsInput(t *testing.T) {
 func TestAblateRefusesUpFront(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want string
+		name string
 	}{
-		{[]string{"--drafter", "explicit", "--drafter-flops", "9223372036854775807"}, "--drafter-flops 9223372036854775807: must be in [0, 1e+15]"},
-		{[]string{"--drafter", "explicit", "--drafter-bytes", "8185TiB"}, "--drafter-bytes 8185TiB: must be at most 16TiB"},
-		{[]string{"--spec-block", "65"}, "--spec-block 65: the speculative step verifies 2 to 64 tokens per pass"},
-		{[]string{"--drafter", "mtp", "--drafter-bytes", "0"}, "--drafter-bytes does not apply: it states an explicit drafter's cost (--drafter explicit); other drafters' cost follows from their kind"},
-		{[]string{"--drafter", "mtp", "--drafter-flops", "0"}, "--drafter-flops does not apply"},
-		{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit, controlled)"},
+		{[]string{"--drafter", "explicit", "--drafter-flops", "9223372036854775807"}, "flops-too-many"},
+		{[]string{"--drafter", "explicit", "--drafter-bytes", "8185TiB"}, "bytes-too-many"},
+		{[]string{"--spec-block", "65"}, "block-too-long"},
+		{[]string{"--drafter", "mtp", "--drafter-bytes", "0"}, "bytes-not-explicit"},
+		{[]string{"--drafter", "mtp", "--drafter-flops", "0"}, "flops-not-explicit"},
+		{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "unknown-drafter"},
 	} {
 		out, _, err := runCLIErr(t, t.TempDir(), append([]string{"ablate", "--tokens", "20", "--cache", "3GiB"}, tc.args...)...)
-		if err == nil || out != "" || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: out %q, err %v; want %q", tc.args, out, err, tc.want)
+		if errgolden.Check(t, tc.name, err); out != "" {
+			t.Errorf("%v: out %q", tc.args, out)
 		}
 	}
 }
@@ -247,8 +249,7 @@ func TestAblateDrafterFlagsAsSimulate(t *testing.T) {
 		t.Errorf("--drafter-flops 1.2e9: err %v; output equal to 1200000000's: %v", err, got == want)
 	}
 	for _, v := range []string{"NaN", "Inf"} {
-		if _, _, err := runCLIErr(t, t.TempDir(), append(base, "--drafter-flops", v)...); err == nil || !strings.Contains(err.Error(), "is not a finite number") {
-			t.Errorf("--drafter-flops %s: %v", v, err)
-		}
+		_, _, err := runCLIErr(t, t.TempDir(), append(base, "--drafter-flops", v)...)
+		errgolden.Check(t, "flops-"+v, err)
 	}
 }

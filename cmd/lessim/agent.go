@@ -20,15 +20,6 @@ import (
 	"github.com/lessim/lessim/runtime/live"
 )
 
-// newLiveEngine, when set by a build with the llama.cpp runtime (a
-// llamacpp-tagged file's init), serves a GGUF model with the live engine;
-// otherwise the agent serves the simulator.
-var newLiveEngine func(ggufPath string, lanes int) (agent.Engine, error)
-
-// tokenEnv holds an agent token for `lessim agent` (instead of a fresh one)
-// and for clients (instead of --token).
-const tokenEnv = "LESSIM_AGENT_TOKEN"
-
 type agentFlags struct {
 	listen, device, deviceFile, model string
 	allowRemote                       bool
@@ -62,7 +53,7 @@ the spec's policy and cache and streams each token's measurement.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:7070", "HOST:PORT to listen on (port 0 picks a free one)")
 	fl.BoolVar(&f.allowRemote, "allow-remote", false, "allow a non-loopback --listen address (anyone on the network with the token may run)")
-	fl.StringVar(&f.device, "device", defaultDevice, "embedded device profile the simulator engine simulates (see: lessim devices list)")
+	fl.StringVar(&f.device, "device", experiment.DefaultDevice, "embedded device profile the simulator engine simulates (see: lessim devices list)")
 	fl.StringVar(&f.deviceFile, "device-file", "", "device profile YAML the simulator engine simulates (instead of --device)")
 	fl.StringVar(&f.model, "model", "", "model to load at start: FILE.gguf for the live engine (llama.cpp builds), or a built-in model spec for the simulator (NAME or NAME:VARIANT)")
 	floatVar(fl, &f.playback, "playback", 1, "pace the stream: simulated time ÷ this (1 = the device's speed; 0 = as fast as possible)")
@@ -122,8 +113,9 @@ func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
 			return errors.New("--device-file does not apply: --device and --device-file exclude each other")
 		}
 		if f.model != "" {
-			if _, err := lookupModelSpec(f.model); err != nil {
-				if name, _, _ := strings.Cut(f.model, ":"); devices.ModelVariants(name) == nil {
+			name, variant, _ := strings.Cut(f.model, ":")
+			if _, err := devices.LookupModel(name, variant); err != nil {
+				if devices.ModelVariants(name) == nil {
 					return fmt.Errorf("--model %s: %w, or a FILE.gguf for the live engine", f.model, err)
 				}
 				return fmt.Errorf("--model %s: %w", f.model, err)
@@ -144,10 +136,10 @@ func checkAgentFlags(cmd *cobra.Command, f *agentFlags) error {
 // (when built in), else the simulator of --device with --model loaded.
 func agentEngine(ctx context.Context, f *agentFlags) (agent.Engine, error) {
 	if strings.HasSuffix(f.model, ".gguf") {
-		if newLiveEngine == nil {
+		if liveEngine == nil {
 			return nil, fmt.Errorf("--model %s: serving a GGUF needs the live engine, which this build does not have; without it the agent serves the simulator (pass a built-in model, see `lessim models list`)", f.model)
 		}
-		return newLiveEngine(f.model, f.lanes)
+		return liveEngine(f.model, liveOptions{lanes: f.lanes})
 	}
 	p, err := agentProfile(f.device, f.deviceFile)
 	if err != nil {
@@ -205,23 +197,6 @@ result. It prints PASS, FAIL or SKIP per check and fails if any check fails.`,
 	fl.DurationVar(&f.timeout, "silence", 15*time.Second, "longest the agent may stay silent during a request")
 	fl.DurationVar(&f.cancelWithin, "cancel-within", agent.DefaultCancelWithin, "how soon a closed run must free the agent's engine (raise it on a loaded host)")
 	return cmd
-}
-
-// clientToken is --token, else $LESSIM_AGENT_TOKEN, refused unless it has
-// a token's form: a typo must not reach the agent, whose refusal would read
-// as the agent's fault (agent check: "does not conform").
-func clientToken(flag string) (string, error) {
-	from := "--token"
-	if flag == "" {
-		flag, from = os.Getenv(tokenEnv), "$"+tokenEnv
-	}
-	switch {
-	case flag == "":
-		return "", fmt.Errorf("no token: pass --token (the agent prints it at start) or set $%s", tokenEnv)
-	case !agent.ValidToken(flag):
-		return "", fmt.Errorf("%s %q: not an agent token (32 hex characters, as the agent prints it at start)", from, flag)
-	}
-	return flag, nil
 }
 
 func checkAgent(cmd *cobra.Command, target string, f *checkFlags) error {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lessim/lessim/internal/atomicfile/atomictest"
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // mainArgsEnv makes the test binary run lessim's main with these arguments
@@ -24,7 +25,9 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// NB: absolute, as tests change directory.
+	errgolden.Path, _ = filepath.Abs(errgolden.Path)
+	os.Exit(errgolden.Main(m))
 }
 
 // readFile returns path's bytes or fails the test.

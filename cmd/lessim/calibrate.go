@@ -2,9 +2,12 @@ package main
 
 import (
 	"errors"
+	"io"
 	"strconv"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/devices"
 
 	"github.com/lessim/lessim/runtime/calibrate"
 )
@@ -14,7 +17,8 @@ type hostFlags struct {
 	model, lanes, sizes    string
 	samples, reads, tokens int
 	quiet                  bool
-	result                 *calSummary // the in-process engine's calibration, once made
+	// summary writes the in-process engine's calibration, once made.
+	summary func(io.Writer, *devices.Device)
 }
 
 // hostOnly are the flags that make sense only when measuring this machine.
@@ -23,7 +27,7 @@ var hostOnly = []string{"model", "lanes", "sizes", "samples", "reads", "tokens",
 func newCalibrateCmd() *cobra.Command {
 	var f fromRunFlags
 	var h hostFlags
-	var r remoteFlags
+	var r targetFlags
 	cmd := &cobra.Command{
 		Use:   "calibrate",
 		Short: "Write a device profile: measured on this machine, or fitted to a measured run",
@@ -54,13 +58,17 @@ device agent calibrates its own device; the profile it returns is checked and wr
 			if f.out == "" {
 				return errors.New("calibrate needs --out (the profile to write)")
 			}
-			if r.target != "" {
-				return calibrateOn(cmd, &r, &h, f.out)
-			}
-			if r.token != "" {
-				return errTokenAlone
-			}
-			if f.run != "" {
+			token, err := r.check()
+			switch {
+			case err != nil:
+				return err
+			case r.target != "":
+				why := "with --target (the agent measures its own device with its own model)"
+				if err := refuseFlags(cmd, append([]string{"from-run", "model", "quiet"}, fromRunOnly...), why); err != nil {
+					return err
+				}
+				return calibrateOn(cmd, &r, token, &h, f.out)
+			case f.run != "":
 				if err := refuseFlags(cmd, hostOnly, "with --from-run (they measure this machine)"); err != nil {
 					return err
 				}
@@ -75,7 +83,7 @@ device agent calibrates its own device; the profile it returns is checked and wr
 			if err := errors.Join(calibrate.CheckCounts(h.samples, h.reads, h.tokens), checkOutput("out", f.out, h.model)); err != nil {
 				return err
 			}
-			return calibrateOn(cmd, &r, &h, f.out)
+			return calibrateOn(cmd, &r, token, &h, f.out)
 		},
 	}
 	fl := cmd.Flags()
@@ -88,7 +96,6 @@ device agent calibrates its own device; the profile it returns is checked and wr
 	intVar(fl, &h.tokens, "tokens", 16, "decoded tokens per model shape, at least "+strconv.Itoa(calibrate.MinTokens))
 	fl.BoolVar(&h.quiet, "quiet", false, "no progress lines")
 	addFromRunFlags(cmd, &f)
-	fl.StringVar(&r.target, "target", "", "calibrate a device agent instead: tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT (the agent measures its device)")
-	fl.StringVar(&r.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
+	r.add(fl, "calibrate a device agent instead: "+targetForms+" (the agent measures its device)")
 	return cmd
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 
@@ -16,19 +16,11 @@ import (
 	"github.com/lessim/lessim/runtime/calibrate"
 )
 
-// remoteFlags are calibrate's --target and --token.
-type remoteFlags struct{ target, token string }
-
 // calibrateOn has the engine calibrate its device and writes the profile
 // it returns (checked first) to out: the live engine in this process on
 // --model, or the agent at --target. calibrate's measuring flags, when
 // set, travel as the live engine's options (calibrate.Options as JSON).
-func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) error {
-	if r.target != "" {
-		if err := refuseFlags(cmd, append([]string{"from-run", "model", "quiet"}, fromRunOnly...), "with --target (the agent measures its own device with its own model)"); err != nil {
-			return err
-		}
-	}
+func calibrateOn(cmd *cobra.Command, r *targetFlags, token string, h *hostFlags, out string) error {
 	opts, err := calibrateOptions(cmd, h)
 	if err != nil {
 		return err
@@ -38,13 +30,11 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 	}
 	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
-	eng, where, err := calibrateEngine(ctx, cmd, r, h, out)
+	eng, err := calibrateEngine(ctx, cmd, r, token, h, out)
 	if err != nil {
 		return err
 	}
-	if c, ok := eng.(*agent.Client); ok {
-		defer c.Close()
-	}
+	defer closeEngine(eng)
 	facts := eng.Facts()
 	if facts.Kind == agent.KindSimulated {
 		if err := refuseFlags(cmd, measuringFlags, "with --target "+r.target+": a simulator agent's calibration measures nothing (its profile is the calibration)"); err != nil {
@@ -54,6 +44,10 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 	y, err := eng.Calibrate(ctx, opts)
 	if err != nil {
 		return err
+	}
+	where := h.model
+	if r.target != "" {
+		where = r.target
 	}
 	p, err := devices.ParseProfile(y, where)
 	if err != nil {
@@ -73,16 +67,8 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 		return nil
 	}
 	fmt.Fprintf(w, "wrote %s: device %s\n", out, d.Name)
-	if r := h.result; r != nil {
-		fmt.Fprintf(w, "flash: %s reads %s at 1 lane, %s at %d lanes; latency %.0f us; lanes %d\n",
-			strings.TrimSpace(sizeText(r.size)), mib(r.oneLane), mib(r.allLanes), r.lanes, float64(d.Flash.LatencyNS)/1e3, d.Flash.Lanes)
-		fmt.Fprintf(w, "memory: %.2f GB/s × efficiency %.3f; compute %.2f GFLOPS, %.1f us per layer\n",
-			d.MemBandwidth/1e9, d.MemEfficiency, d.ComputeFLOPS/1e9, float64(d.LayerOverhead)/1e3)
-		fmt.Fprintf(w, "decode (all in RAM, 1 thread): %.2f ms/token on %s\n", r.tokenNS/1e6, r.model)
-		if ll := r.liveLoad; ll != nil {
-			fmt.Fprintf(w, "live engine: one expert load adds %.0f ± %.0f us to the compute thread (compute.load_fixed %.0f us); %.2f ms/token with no loads\n",
-				ll.PerLoadNS/1e3, ll.PerLoadSE/1e3, float64(d.LoadFixedNS)/1e3, ll.InterceptNS/1e6)
-		}
+	if h.summary != nil {
+		h.summary(w, d)
 	}
 	if len(d.Assumed) > 0 {
 		fmt.Fprintf(w, "assumed (not measured): %s\n", strings.Join(d.Assumed, ", "))
@@ -90,56 +76,30 @@ func calibrateOn(cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) e
 	return nil
 }
 
-// calSummary is what calibrate prints of the in-process engine's
-// measurement (runtime/calibrate's Result exists only on Linux): the largest
-// read size, its median throughput at 1 and at the most lanes, and the
-// model's decode time all in RAM.
-type calSummary struct {
-	size              int64
-	lanes             int
-	oneLane, allLanes float64 // bytes/s
-	tokenNS           float64
-	model             string
-	liveLoad          *calibrate.LiveLoad
-}
-
 // calibrateEngine opens the engine that calibrates: a client of --target,
 // or the live engine on --model (its progress on stderr unless --quiet).
-func calibrateEngine(ctx context.Context, cmd *cobra.Command, r *remoteFlags, h *hostFlags, out string) (agent.Engine, string, error) {
-	if r.target == "" {
-		if localEngine == nil {
-			return nil, "", errNoLlama("measure this machine", "--from-run works in every build")
-		}
+func calibrateEngine(ctx context.Context, cmd *cobra.Command, r *targetFlags, token string, h *hostFlags, out string) (agent.Engine, error) {
+	if r.target == "" && liveEngine != nil {
 		// NB: the flags' options checked as the engine will, before the
 		// model is opened: every problem at once.
 		o := calibrate.DefaultOptions()
 		o.Model, o.Out = h.model, out
 		var err error
 		if o.Lanes, err = parseInts(h.lanes); err != nil {
-			return nil, "", fmt.Errorf("--lanes: %w", err)
+			return nil, fmt.Errorf("--lanes: %w", err)
 		}
 		if o.Sizes, err = parseSizes(h.sizes); err != nil {
-			return nil, "", fmt.Errorf("--sizes: %w", err)
+			return nil, fmt.Errorf("--sizes: %w", err)
 		}
 		if err := o.Validate(); err != nil {
-			return nil, "", err
+			return nil, err
 		}
-		lo := localOptions{calibrated: func(r calSummary) { h.result = &r }}
-		if !h.quiet {
-			lo.log = cmd.ErrOrStderr()
-		}
-		e, err := localEngine(h.model, lo)
-		return e, h.model, err
 	}
-	if _, err := agent.ParseTarget(r.target); err != nil {
-		return nil, "", err
+	lo := liveOptions{calibrated: func(s func(io.Writer, *devices.Device)) { h.summary = s }}
+	if !h.quiet {
+		lo.log = cmd.ErrOrStderr()
 	}
-	token, err := clientToken(r.token)
-	if err != nil {
-		return nil, "", err
-	}
-	c, err := agent.Dial(ctx, r.target, token)
-	return c, r.target, err
+	return r.open(ctx, token, h.model, lo, "measure this machine", "--from-run works in every build")
 }
 
 // calibrateOptions are the measuring flags the user set, as the live
@@ -151,27 +111,24 @@ func calibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error)
 	}
 	changed := cmd.Flags().Changed
 	var o calibrate.Options
-	var set bool
 	var err error
 	if changed("lanes") {
 		if o.Lanes, err = parseInts(h.lanes); err != nil {
 			return nil, fmt.Errorf("--lanes: %w", err)
 		}
-		set = true
 	}
 	if changed("sizes") {
 		if o.Sizes, err = parseSizes(h.sizes); err != nil {
 			return nil, fmt.Errorf("--sizes: %w", err)
 		}
-		set = true
 	}
+	set := changed("lanes") || changed("sizes")
 	for _, f := range []struct {
-		name string
-		v    int
-		dst  *int
-	}{{"samples", h.samples, &o.Samples}, {"reads", h.reads, &o.Reads}, {"tokens", h.tokens, &o.Tokens}} {
+		name     string
+		src, dst *int
+	}{{"samples", &h.samples, &o.Samples}, {"reads", &h.reads, &o.Reads}, {"tokens", &h.tokens, &o.Tokens}} {
 		if changed(f.name) {
-			*f.dst, set = f.v, true
+			*f.dst, set = *f.src, true
 		}
 	}
 	if !set {
@@ -183,9 +140,6 @@ func calibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error)
 // measuringFlags are calibrate's flags that shape a measurement, which
 // --target sends to the agent as its engine's options.
 var measuringFlags = []string{"lanes", "sizes", "samples", "reads", "tokens"}
-
-// errTokenAlone refuses --token without --target.
-var errTokenAlone = errors.New("--token applies only with --target")
 
 // parseInts parses "1,2,4".
 func parseInts(s string) ([]int, error) {
@@ -212,12 +166,3 @@ func parseSizes(s string) ([]int64, error) {
 	}
 	return out, nil
 }
-
-func sizeText(b int64) string {
-	if b >= 1<<20 && b%(1<<20) == 0 {
-		return fmt.Sprintf("%d MiB", b>>20)
-	}
-	return fmt.Sprintf("%d KiB", b>>10)
-}
-
-func mib(bps float64) string { return fmt.Sprintf("%.0f MiB/s", bps/(1<<20)) }

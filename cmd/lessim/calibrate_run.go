@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -100,7 +99,8 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 		return err
 	}
 	w := cmd.OutOrStdout()
-	printRunFit(w, f, rp, res)
+	fmt.Fprintf(w, "wrote %s: device %s\n\n", f.out, res.Profile.Name)
+	reports.WriteRunFit(w, res, rp.Spec.Policy.Name, rp.Config.CacheBytes)
 	files, err := reports.WriteFitPlot(res.Measured, res.Predicted,
 		fmt.Sprintf("%s: measured vs fitted %s", label, res.Profile.Name), plot)
 	if err != nil {
@@ -113,10 +113,7 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 // checkRunPaths refuses, before any work, an output that is an input or
 // another output: the profile and the plot's files (PREFIX.png, .svg).
 func checkRunPaths(f *fromRunFlags, plot string) error {
-	outs := []string{f.out}
-	for _, ext := range reports.PlotFormats {
-		outs = append(outs, plot+ext)
-	}
+	outs := append([]string{f.out}, reports.PlotFiles(plot)...)
 	for i, o := range outs {
 		if err := atomicfile.CheckDistinct(o, f.run, f.trace, f.deviceFile); err != nil {
 			return err
@@ -191,37 +188,4 @@ func runCache(flag string, run *runs.Run) (experiment.Cache, error) {
 		return experiment.Cache{}, fmt.Errorf("--cache: the run's summary cache_budget_MiB=%q is not a size; give --cache", v)
 	}
 	return experiment.Cache{Bytes: int64(mib * (1 << 20))}, nil
-}
-
-func printRunFit(w io.Writer, f *fromRunFlags, rp *experiment.Plan, r *fit.RunFit) {
-	e := r.Errors
-	fmt.Fprintf(w, "wrote %s: device %s\n\n", f.out, r.Profile.Name)
-	bytes := fmt.Sprintf("simulated flash bytes within 1%% of measured on %d of %d tokens", r.BytesMatched, r.BytesChecked)
-	if r.BytesChecked == 0 {
-		bytes = "the run records no bytes read, so the replay's flash bytes are not checked"
-	}
-	fmt.Fprintf(w, "fitted to %d measured tokens (replay: %s, cache %s; %s)\n",
-		r.Tokens, rp.Spec.Policy.Name, sim.FormatBytes(rp.Config.CacheBytes), bytes)
-	if r.Load != nil {
-		fmt.Fprintf(w, "  %-22s %.4g ms per MB ± %.2g (management time vs bytes read: intercept %.2f ms/token, R² %.3f)\n",
-			fit.ParamLoadRate, r.Load.Slope, r.Load.SlopeSE, r.Load.Intercept/1e6, r.Load.R2)
-	}
-	for _, p := range r.Params {
-		switch {
-		case !p.Identified:
-			fmt.Fprintf(w, "  %-22s %.4g  (not identified: %s; kept as it was)\n", p.Name, p.Value, p.Why)
-		case p.Why != "":
-			fmt.Fprintf(w, "  %-22s %.4g ± %.2g  (%s)\n", p.Name, p.Value, p.SE, p.Why)
-		default:
-			fmt.Fprintf(w, "  %-22s %.4g ± %.2g\n", p.Name, p.Value, p.SE)
-		}
-	}
-	fmt.Fprintf(w, "\nper-token time: mean %.1f ms predicted vs %.1f measured (%+.1f%%), median %.1f vs %.1f (%+.1f%%)\n",
-		e.MeanPredNS/1e6, e.MeanMeasNS/1e6, 100*(e.MeanPredNS/e.MeanMeasNS-1),
-		e.MedianPredNS/1e6, e.MedianMeasNS/1e6, 100*(e.MedianPredNS/e.MedianMeasNS-1))
-	fmt.Fprintf(w, "per-token error: mean %+.1f%%, |error| p50 %.1f%%, p90 %.1f%%\n", 100*e.Mean, 100*e.P50Abs, 100*e.P90Abs)
-	fmt.Fprintln(w, "\nkept as they were:")
-	for _, k := range r.Kept {
-		fmt.Fprintf(w, "  - %s\n", k)
-	}
 }

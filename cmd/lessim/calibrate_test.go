@@ -20,7 +20,7 @@ func TestCalibrateEndToEnd(t *testing.T) {
 	}
 	defer os.RemoveAll(dir)
 	runCLI(t, dir, "model", "synth", "--layers", "4", "--experts", "16", "--top-k", "4", "--hidden", "256",
-		"--expert-ffn", "128", "--heads", "4", "--heads-kv", "2", "--head-dim", "64", "--quant", "q8_0", "--seed", "1", "--out", "small.gguf")
+		"--expert-ffn", "256", "--heads", "4", "--heads-kv", "2", "--head-dim", "64", "--quant", "q8_0", "--seed", "1", "--out", "small.gguf")
 	out := runCLI(t, dir, "calibrate", "--model", "small.gguf", "--out", "host.yaml", "--lanes", "1,2", "--sizes", "64KiB,256KiB",
 		"--samples", "3", "--reads", "4", "--tokens", "4", "--quiet")
 	for _, want := range []string{"wrote host.yaml: device calibrated-", "flash: ", "memory: ", "decode (all in RAM, 1 thread): "} {
@@ -39,6 +39,19 @@ func TestCalibrateEndToEnd(t *testing.T) {
 		p.Flash.Lanes, p.Flash.Latency, p.Flash.PageSize, p.Flash.ReadAhead, p.Flash.FaultCost} {
 		if !strings.HasPrefix(q.Source, "measured by lessim calibrate on ") || !strings.Contains(q.Source, "sample") || !strings.Contains(q.Source, "IQR") {
 			t.Errorf("source %q lacks host, sample count or spread", q.Source)
+		}
+	}
+	// Every format calibrate times is in memory.format_efficiency, measured, or
+	// the profile's header says why not (a format's own time can come out too
+	// short to charge at this noise: not a failure).
+	y, _ := os.ReadFile(filepath.Join(dir, "host.yaml"))
+	for _, f := range []string{"Q8_0", "Q4_K", "Q3_K", "MXFP4"} {
+		q, ok := p.Memory.FormatEfficiency[f]
+		if !ok && !strings.Contains(string(y), "# Format "+f+": ") {
+			t.Errorf("format %s: neither an efficiency nor why not:\n%s", f, y)
+		}
+		if ok && !strings.HasPrefix(q.Source, "measured by lessim calibrate on ") {
+			t.Errorf("format %s: source %q", f, q.Source)
 		}
 	}
 	if len(p.Flash.SingleLane) != 2 || len(p.Flash.Aggregate) != 2 || p.Flash.Aggregate[0].Lanes != "2" {

@@ -7,6 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/lessim/lessim/experiment"
+)
+
+// defaultModel and defaultDevice are the embedded defaults.
+const (
+	defaultModel  = experiment.DefaultModel
+	defaultDevice = experiment.DefaultDevice
 )
 
 var rewrite = flag.Bool("rewrite", false, "rewrite the golden files in testdata/golden")

@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lessim/lessim/adb"
 	"github.com/lessim/lessim/adb/adbtest"
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // TestDevicesADB pins devices adb against a stand-in adb server listing a
@@ -41,13 +43,13 @@ func TestDevicesADBRealServer(t *testing.T) {
 		t.Errorf("no devices: %v %q", err, out)
 	}
 	out, _, err = runCLIErr(t, t.TempDir(), "devices", "adb", "--format", "json")
-	var devs []adbDevice
+	var devs []adb.Listed
 	if err != nil || json.Unmarshal([]byte(out), &devs) != nil || devs == nil || len(devs) != 0 {
 		t.Errorf("no devices as JSON: %v %q", err, out)
 	}
 
-	t.Setenv("ANDROID_ADB_SERVER_PORT", strconv.Itoa(adbtest.FreePort(t)))
-	if _, _, err := runCLIErr(t, t.TempDir(), "devices", "adb"); err == nil || !strings.Contains(err.Error(), "adb start-server") {
-		t.Errorf("no server: %v", err)
-	}
+	port := strconv.Itoa(adbtest.FreePort(t))
+	t.Setenv("ANDROID_ADB_SERVER_PORT", port)
+	_, _, err = runCLIErr(t, t.TempDir(), "devices", "adb")
+	errgolden.Check(t, "no-server", errAt(err, "127.0.0.1:"+port))
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -37,65 +35,26 @@ that long.`,
 			}
 			out := cmd.OutOrStdout()
 			if format == "json" {
-				if err := printJSON(out, devs); err != nil {
-					return err
-				}
-			} else if len(devs) == 0 {
-				fmt.Fprintf(out, "no devices (usbmuxd at %s)\n", addr)
+				err = printJSON(out, devs)
 			} else {
-				tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-				fmt.Fprintln(tw, "UDID\tDEVICE ID\tCONNECTION\tPRODUCT ID\tSPEED")
-				for _, d := range devs {
-					fmt.Fprintf(tw, "%s\t%d\t%s\t%#04x\t%s\n", d.UDID, d.DeviceID, d.ConnectionType, d.ProductID, speed(d.SpeedBitsPerS))
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
+				err = usbmux.WriteTable(out, devs, addr)
 			}
-			if watch > 0 {
-				return watchUSB(cmd, addr, watch)
+			if err != nil || watch == 0 {
+				return err
 			}
-			return nil
+			ctx, cancel := context.WithTimeout(cmd.Context(), watch)
+			defer cancel()
+			fmt.Fprintf(out, "watching for %v\n", watch)
+			return usbmux.Watch(ctx, addr, func(ev usbmux.Event) {
+				udid := ""
+				if ev.Device != nil {
+					udid = " " + ev.Device.UDID
+				}
+				fmt.Fprintf(out, "%s device %d%s\n", ev.Type, ev.DeviceID, udid)
+			})
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "text", "output: text or json")
 	cmd.Flags().DurationVar(&watch, "watch", 0, "then print attach/detach events for this long (e.g. 30s)")
 	return cmd
-}
-
-func speed(bps uint64) string {
-	if bps == 0 {
-		return "-"
-	}
-	return fmt.Sprintf("%d Mbit/s", bps/1_000_000)
-}
-
-// watchUSB prints usbmuxd's events until d has passed.
-func watchUSB(cmd *cobra.Command, addr usbmux.Address, d time.Duration) error {
-	ctx, cancel := context.WithTimeout(cmd.Context(), d)
-	defer cancel()
-	c, err := usbmux.Dial(ctx, addr)
-	if err != nil {
-		return err
-	}
-	defer c.Close()
-	if err := c.Listen(ctx); err != nil {
-		return err
-	}
-	out := cmd.OutOrStdout()
-	fmt.Fprintf(out, "watching for %v\n", d)
-	for {
-		ev, err := c.Next(ctx)
-		if errors.Is(err, context.DeadlineExceeded) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		udid := ""
-		if ev.Device != nil {
-			udid = " " + ev.Device.UDID
-		}
-		fmt.Fprintf(out, "%s device %d%s\n", ev.Type, ev.DeviceID, udid)
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"path/filepath"
 	"strconv"
 
@@ -22,26 +21,6 @@ import (
 	"github.com/lessim/lessim/validation"
 )
 
-// localEngine, when set by a build with the llama.cpp runtime (a
-// llamacpp-tagged file's init), is the live engine in this process running
-// the GGUF at path (agent.LiveEngine with Local set); otherwise live,
-// calibrate and validate measure only on a device agent.
-var localEngine func(path string, o localOptions) (agent.Engine, error)
-
-// localOptions tune the in-process live engine: the prompt its records
-// prefill ("" = its default), where a calibration's progress goes (log)
-// and who is handed a calibration's whole result (calibrated).
-type localOptions struct {
-	prompt     string
-	log        io.Writer
-	calibrated func(calSummary)
-}
-
-// errNoLlama is why a build without localEngine cannot measure here.
-func errNoLlama(what, remote string) error {
-	return fmt.Errorf("this lessim was built without llama.cpp: build it with `make build` (go build -tags llamacpp with CGO_CPPFLAGS from the Makefile) to %s, %s", what, remote)
-}
-
 // liveOutput is live's JSON: where it ran (with --target, the agent and
 // the device facts it reported), the one spec that reruns it (live --spec;
 // on this machine it carries the host group) and the measured Result.
@@ -54,17 +33,15 @@ type liveOutput struct {
 
 // liveFlags are live's flags.
 type liveFlags struct {
-	model, policy, cache, prompt, format, series, spec, target, token string
-	tokens, lanes, threads, depth                                     int
-	noPrefetch, stock                                                 bool
-	specBlock                                                         int
-	drafter                                                           string
-	specAccept                                                        float64
-	acceptSeed                                                        uint64
+	targetFlags
+	model, policy, cache, prompt, format, series, spec string
+	tokens, lanes, threads, depth                      int
+	noPrefetch, stock                                  bool
+	specBlock                                          int
+	drafter                                            string
+	specAccept                                         float64
+	acceptSeed                                         uint64
 }
-
-// remoteWhy is why a flag of liveLocalOnly or validateLocalOnly is refused.
-const remoteWhy = "with --target: the agent runs its own model and engine settings"
 
 // liveLocalOnly are flags of the host group (and the series file, written
 // from it): an agent decides them (agent.CapHost).
@@ -119,8 +96,7 @@ func newLiveCmd() *cobra.Command {
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
 	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin; a result's JSON or a bare spec, as simulate takes; live's own JSON reruns its run): its policy, cache, layout, decode tokens and host group; --policy, --cache, --tokens, --depth, --no-prefetch and --stock may not be given with it")
-	fl.StringVar(&f.target, "target", "", "run on a device agent: tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT")
-	fl.StringVar(&f.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
+	f.add(fl, "run on a device agent: "+targetForms)
 	return cmd
 }
 
@@ -146,13 +122,11 @@ func runLive(cmd *cobra.Command, f *liveFlags) error {
 	}
 	ctx, stop := atomicfile.NotifyContext(cmd.Context())
 	defer stop()
-	eng, err := openLiveEngine(ctx, cmd, f, s.Host, token)
+	eng, err := openLiveEngine(ctx, f, s.Host, token)
 	if err != nil {
 		return err
 	}
-	if c, ok := eng.(*agent.Client); ok {
-		defer c.Close()
-	}
+	defer closeEngine(eng)
 	if s.Host != nil {
 		if err := agent.Supports(eng, agent.CapHost); err != nil {
 			return fmt.Errorf("host group %s: %w", remoteWhy, err)
@@ -187,44 +161,34 @@ func runLive(cmd *cobra.Command, f *liveFlags) error {
 }
 
 // checkLiveTarget checks the flags that say where the run goes before
-// any other: --target's form, its token and the flags an agent decides
-// (liveLocalOnly); or here, --token without --target and checkLiveLocal.
-// It returns the token.
+// any other (targetFlags.check), then the flags an agent decides
+// (liveLocalOnly) or, here, checkLiveLocal. It returns the token.
 func checkLiveTarget(cmd *cobra.Command, f *liveFlags) (string, error) {
-	if f.target == "" {
-		if f.token != "" {
-			return "", errTokenAlone
-		}
+	token, err := f.check()
+	switch {
+	case err != nil:
+		return "", err
+	case f.target == "":
 		return "", checkLiveLocal(cmd, f)
-	}
-	if _, err := agent.ParseTarget(f.target); err != nil {
-		return "", err
-	}
-	token, err := clientToken(f.token)
-	if err != nil {
-		return "", err
 	}
 	return token, refuseFlags(cmd, liveLocalOnly, remoteWhy)
 }
 
 // openLiveEngine opens the run's engine: a client of --target, or the live
 // engine on the host group's model (--model, or a --spec file's).
-func openLiveEngine(ctx context.Context, cmd *cobra.Command, f *liveFlags, h *experiment.Host, token string) (agent.Engine, error) {
-	if f.target != "" {
-		return agent.Dial(ctx, f.target, token)
-	}
-	if h.ModelFile == "" {
-		return nil, errors.New(`required flag(s) "model" not set (or run on an agent with --target)`)
-	}
-	if f.series != "" && f.model == "" { // the --spec file's model
-		if err := checkOutput("series", f.series, h.ModelFile); err != nil {
-			return nil, err
+func openLiveEngine(ctx context.Context, f *liveFlags, h *experiment.Host, token string) (agent.Engine, error) {
+	var model string
+	if f.target == "" {
+		if model = h.ModelFile; model == "" {
+			return nil, errors.New(`required flag(s) "model" not set (or run on an agent with --target)`)
+		}
+		if f.series != "" && f.model == "" { // the --spec file's model
+			if err := checkOutput("series", f.series, model); err != nil {
+				return nil, err
+			}
 		}
 	}
-	if localEngine == nil {
-		return nil, errNoLlama("run live here", "or run on a device agent with --target")
-	}
-	return localEngine(h.ModelFile, localOptions{})
+	return f.open(ctx, token, model, liveOptions{}, "run live here", "or run on a device agent with --target")
 }
 
 // checkLiveLocal checks what a local run's flags say before any work:
@@ -262,7 +226,7 @@ func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, []string, erro
 		}
 		var named func(string) bool
 		var err error
-		if s, named, err = readSpecFile(cmd, f.spec, true); err != nil {
+		if s, named, err = experiment.ReadSpec(f.spec, cmd.InOrStdin(), true); err != nil {
 			return s, nil, err
 		}
 		if f.target == "" && named("device") && s.Device.Profile == nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/reports"
 )
 
@@ -108,9 +109,11 @@ func TestLiveTarget(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "host.json"), []byte(host), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := runCLIErr(t, dir, "live", "--target", target, "--token", token, "--spec", "host.json"); !errors.Is(err, agent.ErrInvalidSpec) || !strings.Contains(err.Error(), agent.CapHost) {
+	_, _, err := runCLIErr(t, dir, "live", "--target", target, "--token", token, "--spec", "host.json")
+	if !errors.Is(err, agent.ErrInvalidSpec) {
 		t.Errorf("a host group sent to an agent: %v", err)
 	}
+	errgolden.Check(t, "host-group", errAt(err, target))
 
 	txt := runCLI(t, "", "live", "--target", target, "--token", token, "--policy", "lru", "--cache", "25%", "--tokens", "8")
 	for _, w := range []string{"target", target, "simulated " + defaultDevice, "lessim-sim", "8 tokens in 8 passes"} {
@@ -123,10 +126,10 @@ func TestLiveTarget(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--token", token, "--model", "x.gguf"}, "--model does not apply with --target"},
-		{[]string{"--token", token, "--policy", "lru", "--depth", "2"}, "settings of les"},
-		{[]string{"--token", token, "--policy", "lru2", "--depth", "2"}, `--policy: unknown policy "lru2" (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)`},
-		{[]string{"--token", strings.Repeat("0", 32)}, "wrong token"},
+		{[]string{"--token", token, "--model", "x.gguf"}, "model"},
+		{[]string{"--token", token, "--policy", "lru", "--depth", "2"}, "depth-not-les"},
+		{[]string{"--token", token, "--policy", "lru2", "--depth", "2"}, "unknown-policy"},
+		{[]string{"--token", strings.Repeat("0", 32)}, "wrong-token"},
 		{[]string{"--token", token, "--cache", "auto"}, ""},
 	} {
 		_, _, err := runCLIErr(t, ".", append([]string{"live", "--target", target, "--tokens", "4"}, bad.args...)...)
@@ -136,9 +139,7 @@ func TestLiveTarget(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
-		}
+		errgolden.Check(t, bad.want, errAt(err, target))
 	}
 	if _, _, err := runCLIErr(t, ".", "live", "--target", "ftp://x", "--token", token); err == nil {
 		t.Error("a bad target scheme was accepted")
@@ -169,19 +170,17 @@ func TestCalibrateTarget(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--target", target, "--token", token, "--model", "x.gguf"}, "--model"},
-		{[]string{"--target", target, "--token", token, "--from-run", "x.csv"}, "--from-run"},
-		{[]string{"--token", token, "--model", "x.gguf"}, "--token applies only with --target"},
-		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong token"},
-		{[]string{"--target", target, "--token", token, "--samples", "2", "--sizes", "5KiB"}, "--sizes does not apply with --target " + target + ": a simulator agent's calibration measures nothing (its profile is the calibration)\n--samples does not apply"},
-		{[]string{"--target", target, "--token", token, "--samples", "0"}, "--samples 0: want at least 1 (samples per measured value)"},
-		{[]string{"--target", target, "--token", token, "--tokens", "1"}, "--tokens 1: want at least 2"},
-		{[]string{"--target", target, "--token", token, "--lanes", "1,x"}, "--lanes"},
+		{[]string{"--target", target, "--token", token, "--model", "x.gguf"}, "model"},
+		{[]string{"--target", target, "--token", token, "--from-run", "x.csv"}, "from-run"},
+		{[]string{"--token", token, "--model", "x.gguf"}, "token-alone"},
+		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong-token"},
+		{[]string{"--target", target, "--token", token, "--samples", "2", "--sizes", "5KiB"}, "measuring-on-simulator"},
+		{[]string{"--target", target, "--token", token, "--samples", "0"}, "samples-0"},
+		{[]string{"--target", target, "--token", token, "--tokens", "1"}, "tokens-1"},
+		{[]string{"--target", target, "--token", token, "--lanes", "1,x"}, "lanes-not-numbers"},
 	} {
 		_, _, err := runCLIErr(t, dir, append([]string{"calibrate", "--out", "x.yaml"}, bad.args...)...)
-		if err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
-		}
+		errgolden.Check(t, bad.want, errAt(err, target))
 	}
 }
 
@@ -219,14 +218,21 @@ func TestValidateTarget(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--target", target, "--token", token, "--model", "x.gguf"}, "--model does not apply with --target"},
-		{[]string{"--target", target, "--token", token, "--lanes", "2"}, "--lanes does not apply with --target"},
-		{[]string{"--model", "x.gguf", "--token", token}, "--token applies only with --target"},
-		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong token"},
+		{[]string{"--target", target, "--token", token, "--model", "x.gguf"}, "model"},
+		{[]string{"--target", target, "--token", token, "--lanes", "2"}, "lanes"},
+		{[]string{"--model", "x.gguf", "--token", token}, "token-alone"},
+		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong-token"},
 	} {
 		_, _, err := runCLIErr(t, dir, append([]string{"validate", "--device-file", "remote.yaml", "--out", "v2"}, bad.args...)...)
-		if err == nil || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("%v: %v, want %q", bad.args, err, bad.want)
-		}
+		errgolden.Check(t, bad.want, errAt(err, target))
 	}
+}
+
+// errAt is err with the agent's address (a free port) written $TARGET, for
+// errgolden.
+func errAt(err error, target string) error {
+	if err == nil {
+		return nil
+	}
+	return errors.New(strings.ReplaceAll(err.Error(), target, "$TARGET"))
 }

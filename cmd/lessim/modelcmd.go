@@ -34,24 +34,10 @@ so next-layer lookahead has signal as in trained models.`,
 			if out == "" {
 				return fmt.Errorf("--out is required")
 			}
-			switch preset {
-			case "default":
-			case "trained-like":
-				// The preset's routing knobs, unless given explicitly.
-				t := gguf.TrainedLikeSynthOptions()
-				fl := cmd.Flags()
-				if !fl.Changed("router-correlation") {
-					o.RouterCorrelation = t.RouterCorrelation
-				}
-				if !fl.Changed("attention-scale") {
-					o.AttentionScale = t.AttentionScale
-				}
-				if !fl.Changed("attention-sharing") {
-					o.AttentionSharing = t.AttentionSharing
-				}
-			default:
-				return fmt.Errorf("unknown preset %q (valid: default, trained-like)", preset)
+			if err := o.ApplyPreset(preset, cmd.Flags().Changed); err != nil {
+				return err
 			}
+			o.Quantize = ggmlQuantize
 			// NB: every flag starts at its default, so a 0 here was typed: validate
 			// before the library's EnsureDefaults would turn it back into the default.
 			if err := o.Validate(); err != nil {
@@ -84,8 +70,12 @@ so next-layer lookahead has signal as in trained models.`,
 			if err != nil {
 				return err
 			}
+			q := o.Quant
+			if o.ExpertQuant != "" && !strings.EqualFold(o.ExpertQuant, o.Quant) {
+				q += ", experts " + o.ExpertQuant
+			}
 			fmt.Fprintf(cmd.OutOrStdout(), "wrote %s: %s, %d layers × %d experts (top-%d), hidden %d, %s, %s\n",
-				out, o.Arch, o.Layers, o.Experts, o.TopK, o.Hidden, o.Quant, sim.FormatBytes(st.Size()))
+				out, o.Arch, o.Layers, o.Experts, o.TopK, o.Hidden, q, sim.FormatBytes(st.Size()))
 			return nil
 		},
 	}
@@ -101,7 +91,8 @@ so next-layer lookahead has signal as in trained models.`,
 	intVar(fl, &o.HeadDim, "head-dim", o.HeadDim, "key/value length per head")
 	intVar(fl, &o.Context, "context", o.Context, "training context length")
 	intVar(fl, &o.Vocab, "vocab", o.Vocab, "vocabulary size")
-	fl.StringVar(&o.Quant, "quant", o.Quant, "weight type: f16 or q8_0")
+	fl.StringVar(&o.Quant, "quant", o.Quant, "weight type of every matrix: f16 or q8_0, and with llama.cpp (make build) q4_k, q3_k or mxfp4")
+	fl.StringVar(&o.ExpertQuant, "expert-quant", "", "weight type of the routed experts (default: --quant): one of --quant's")
 	floatVar(fl, &o.RouterCorrelation, "router-correlation", o.RouterCorrelation, "0..1: how much adjacent layers' routing agrees (lookahead signal)")
 	floatVar(fl, &o.AttentionScale, "attention-scale", o.AttentionScale, "multiplier of the attention sublayer's output (raises next-token expert reuse with sharing)")
 	floatVar(fl, &o.AttentionSharing, "attention-sharing", o.AttentionSharing, "0..1: how much adjacent layers' attention matrices agree")

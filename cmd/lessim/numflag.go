@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strconv"
 
 	"github.com/spf13/pflag"
@@ -15,56 +16,53 @@ import (
 // so one mistake has one wording. Their String and Type are pflag's, so
 // help text is unchanged.
 
+// numFlag is a number flag of type T, read by parse.
+type numFlag[T float32 | float64 | int | uint64] struct {
+	p     *T
+	parse func(string) (T, error)
+	typ   string
+}
+
+func (f numFlag[T]) Set(s string) error {
+	v, err := f.parse(s)
+	if err == nil {
+		*f.p = v
+	}
+	return err
+}
+
+func (f numFlag[T]) Type() string { return f.typ }
+
+func (f numFlag[T]) String() string {
+	switch v := any(*f.p).(type) {
+	case float32:
+		return strconv.FormatFloat(float64(v), 'g', -1, 32)
+	case float64:
+		return strconv.FormatFloat(v, 'g', -1, 64)
+	}
+	return fmt.Sprint(*f.p)
+}
+
+// numVar defines a number flag of type typ, read by parse.
+func numVar[T float32 | float64 | int | uint64](fl *pflag.FlagSet, p *T, name string, value T, usage, typ string, parse func(string) (T, error)) {
+	*p = value
+	fl.Var(numFlag[T]{p, parse, typ}, name, usage)
+}
+
 // floatVar defines a float64 flag that must be finite.
 func floatVar(fl *pflag.FlagSet, p *float64, name string, value float64, usage string) {
-	*p = value
-	fl.Var((*floatFlag)(p), name, usage)
+	numVar(fl, p, name, value, usage, "float64", func(s string) (float64, error) { return numtext.Float(s, 64) })
 }
 
 // intVar defines an int flag.
 func intVar(fl *pflag.FlagSet, p *int, name string, value int, usage string) {
-	*p = value
-	fl.Var((*intFlag)(p), name, usage)
+	numVar(fl, p, name, value, usage, "int", func(s string) (int, error) {
+		v, err := numtext.Int(s, strconv.IntSize)
+		return int(v), err
+	})
 }
 
 // uint64Var defines a uint64 flag.
 func uint64Var(fl *pflag.FlagSet, p *uint64, name string, value uint64, usage string) {
-	*p = value
-	fl.Var((*uint64Flag)(p), name, usage)
+	numVar(fl, p, name, value, usage, "uint64", func(s string) (uint64, error) { return numtext.Uint(s, 64) })
 }
-
-type floatFlag float64
-
-func (f *floatFlag) Set(s string) error {
-	v, err := numtext.Float(s, 64)
-	if err == nil {
-		*f = floatFlag(v)
-	}
-	return err
-}
-func (f *floatFlag) String() string { return strconv.FormatFloat(float64(*f), 'g', -1, 64) }
-func (f *floatFlag) Type() string   { return "float64" }
-
-type intFlag int
-
-func (n *intFlag) Set(s string) error {
-	v, err := numtext.Int(s, strconv.IntSize)
-	if err == nil {
-		*n = intFlag(v)
-	}
-	return err
-}
-func (n *intFlag) String() string { return strconv.Itoa(int(*n)) }
-func (n *intFlag) Type() string   { return "int" }
-
-type uint64Flag uint64
-
-func (n *uint64Flag) Set(s string) error {
-	v, err := numtext.Uint(s, 64)
-	if err == nil {
-		*n = uint64Flag(v)
-	}
-	return err
-}
-func (n *uint64Flag) String() string { return strconv.FormatUint(uint64(*n), 10) }
-func (n *uint64Flag) Type() string   { return "uint64" }

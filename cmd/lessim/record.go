@@ -11,12 +11,19 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/lessim/lessim/internal/numtext"
 	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/progress"
+	"github.com/lessim/lessim/runtime/gguf"
+	"github.com/lessim/lessim/runtime/llama"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
 )
+
+// ggmlQuantize is ggml's quantizer, for model synth's K-quants and MXFP4.
+var ggmlQuantize gguf.Quantizer = llama.Quantize
 
 func newRecordCmd() *cobra.Command {
 	o := record.DefaultOptions()
@@ -114,6 +121,15 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	cmd.MarkFlagRequired("model")
 	cmd.MarkFlagRequired("out")
 	return cmd
+}
+
+// float32Var defines a float32 flag that must be finite (numVar; only
+// record has one).
+func float32Var(fl *pflag.FlagSet, p *float32, name string, value float32, usage string) {
+	numVar(fl, p, name, value, usage, "float32", func(s string) (float32, error) {
+		v, err := numtext.Float(s, 32)
+		return float32(v), err
+	})
 }
 
 // refuseGreedy refuses the sampler's settings at temperature 0, where

@@ -7,7 +7,12 @@ import (
 	"slices"
 
 	"github.com/spf13/cobra"
+
+	"github.com/lessim/lessim/runtime/gguf"
 )
+
+// ggmlQuantize is nil: model synth writes only f16 and q8_0 without llama.cpp.
+var ggmlQuantize gguf.Quantizer
 
 func newRecordCmd() *cobra.Command {
 	return &cobra.Command{

@@ -2,14 +2,9 @@ package main
 
 import (
 	"fmt"
-	"io"
-	"path/filepath"
-	"strings"
-	"text/tabwriter"
 
 	"github.com/spf13/cobra"
 
-	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/reports"
 )
 
@@ -43,7 +38,7 @@ to stdout instead; with --out as well it does both.`,
 				fmt.Fprintf(cmd.ErrOrStderr(), "ignored %s\n", s)
 			}
 			if table {
-				if err := printRowTable(cmd.OutOrStdout(), t); err != nil || !cmd.Flags().Changed("out") {
+				if err := reports.WriteRowText(cmd.OutOrStdout(), t); err != nil || !cmd.Flags().Changed("out") {
 					return err
 				}
 			}
@@ -51,44 +46,10 @@ to stdout instead; with --out as well it does both.`,
 			if err != nil {
 				return err
 			}
-			tw := tabwriter.NewWriter(cmd.OutOrStdout(), 0, 0, 2, ' ', 0)
-			fmt.Fprintf(tw, "read\t%s from %s in %s (%d simulated, %d failed, %d measured)\n",
-				plural.Count(t.Len(), "row"), plural.Count(len(t.Files), "file"), args[0], rep.Simulated, rep.Failed, rep.Measured)
-			if len(rep.Drawn) > 0 {
-				fmt.Fprintf(tw, "drew\t%s (.png and .svg)\n", strings.Join(rep.Drawn, ", "))
-			}
-			for i, s := range rep.Skipped {
-				key := ""
-				if i == 0 {
-					key = "skipped"
-				}
-				fmt.Fprintf(tw, "%s\t%s: %s\n", key, s.Name, s.Reason)
-			}
-			fmt.Fprintf(tw, "wrote\t%s\n", filepath.Join(out, reports.ReportFile))
-			return tw.Flush()
+			return rep.WriteText(cmd.OutOrStdout(), t, args[0], out)
 		},
 	}
 	cmd.Flags().StringVar(&out, "out", "report", "folder for the plots and report.html (created)")
 	cmd.Flags().BoolVar(&table, "table", false, "print the rows table to stdout (and write the report only when --out is given)")
 	return cmd
-}
-
-// printRowTable writes the report's rows table as aligned text: spec fields
-// without their "spec." prefix, an empty cell as "-".
-func printRowTable(w io.Writer, t *reports.Table) error {
-	head, body := reports.RowTable(t)
-	for i := range head {
-		head[i] = strings.TrimPrefix(head[i], "spec.")
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, r := range body {
-		for i := range r {
-			if r[i] == "" {
-				r[i] = "-"
-			}
-		}
-		fmt.Fprintln(tw, strings.Join(r, "\t"))
-	}
-	return tw.Flush()
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -11,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/progress"
@@ -106,7 +104,7 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 		if err := checkPlotPrefix(f.plot); err != nil {
 			return fmt.Errorf("--plot %s: %w", f.plot, err)
 		}
-		if err := checkOutputs(plotFiles(f.plot), f.spec, spec.Trace.Path, spec.Device.File); err != nil {
+		if err := checkOutputs(reports.PlotFiles(f.plot), f.spec, spec.Trace.Path, spec.Device.File); err != nil {
 			return fmt.Errorf("--plot %s: %w", f.plot, err)
 		}
 	}
@@ -184,7 +182,7 @@ func simulateSpec(cmd *cobra.Command, file string) (experiment.Spec, error) {
 		slices.Sort(names)
 		return experiment.Spec{}, fmt.Errorf("--spec holds the whole experiment, so %s cannot be given with it (edit the spec instead); only %s may be", strings.Join(names, ", "), strings.Join(withSpecFlags(cmd), ", "))
 	}
-	s, _, err := readSpecFile(cmd, file, false)
+	s, _, err := experiment.ReadSpec(file, cmd.InOrStdin(), false)
 	return s, err
 }
 
@@ -200,47 +198,6 @@ func withSpecFlags(cmd *cobra.Command) []string {
 	return names
 }
 
-// readSpecFile reads an experiment spec from file (- = stdin): a result's
-// JSON or a bare spec; with anyOutput, the "spec" member of any lessim
-// JSON output (live's has engine inputs beside it). named reports which of
-// the spec's groups the file states itself (Parse fills the others with
-// defaults).
-func readSpecFile(cmd *cobra.Command, file string, anyOutput bool) (s experiment.Spec, named func(group string) bool, err error) {
-	data, err := experiment.ReadSpecFile(file, cmd.InOrStdin())
-	if err != nil {
-		return s, nil, err
-	}
-	if anyOutput {
-		var top map[string]json.RawMessage
-		if json.Unmarshal(data, &top) == nil && top["spec"] != nil {
-			data = top["spec"]
-		}
-	}
-	if s, err = experiment.Parse(data); err != nil {
-		return s, nil, fmt.Errorf("%s: %w", file, err)
-	}
-	var top map[string]json.RawMessage
-	if json.Unmarshal(data, &top) == nil {
-		if inner, ok := top["spec"]; ok { // a result's JSON
-			top = nil
-			_ = json.Unmarshal(inner, &top)
-		}
-	}
-	return s, func(g string) bool { _, ok := top[g]; return ok }, nil
-}
-
-// plotFiles are the files --plot prefix writes (none without a prefix).
-func plotFiles(prefix string) []string {
-	if prefix == "" {
-		return nil
-	}
-	var files []string
-	for _, ext := range reports.PlotFormats {
-		files = append(files, reports.TrimPlotExt(prefix)+ext)
-	}
-	return files
-}
-
 // checkPlotPrefix checks a --plot prefix before the run: it names files
 // (reports.CheckPlotPrefix) in a folder that accepts them.
 func checkPlotPrefix(prefix string) error {
@@ -252,70 +209,8 @@ func checkPlotPrefix(prefix string) error {
 
 // printOutcome prints a run as text or JSON.
 func printOutcome(w io.Writer, format string, o *experiment.Outcome) error {
-	res := o.Result
 	if format == "json" {
-		return printJSON(w, simulateOutput{Spec: o.Spec, SpecHash: o.Hash, Result: res})
+		return printJSON(w, simulateOutput{Spec: o.Spec, SpecHash: o.Hash, Result: o.Result})
 	}
-	m, s := o.Model, &o.Spec
-	h := reports.Header{
-		{"model", fmt.Sprintf("%s (%s, %d MoE layers × %d experts, top-%d)", m.Name, m.Variant, len(m.Layers), m.Experts, m.TopK)},
-		{"device", o.Device.Name},
-		{"policy", s.Policy.Name},
-		{"cache", fmt.Sprintf("%s (%s)", sim.FormatBytes(s.Cache.Bytes), "device budget "+sim.FormatBudget(res.DeviceBudgetBytes))},
-		{"layout", layoutLine(s) + mmapLabel(s, o.Device)},
-		{"trace", o.TraceLabel},
-	}
-	if sp := s.Speculative; sp != nil {
-		acc := fmt.Sprintf("acceptance %.2f", sp.Accept)
-		if sp.AcceptFromTrace {
-			acc = fmt.Sprintf("acceptance %.3f (estimated from the trace)", sp.Accept)
-		}
-		h = append(h, [2]string{"speculative", fmt.Sprintf("block %d, %s, drafter %s", sp.Block, acc, drafterLabel(sp.Drafter, o.Model))})
-	} else if s.SpecFromTrace {
-		h = append(h, [2]string{"speculative", "passes from the trace"})
-	}
-	return reports.WriteResult(w, h, res)
-}
-
-// layoutLine is the layout row of the text output: the layout and the
-// compute order of a layer's experts.
-func layoutLine(s *experiment.Spec) string {
-	if s.Barrier {
-		return s.Layout + ", barrier (experts compute once all are resident)"
-	}
-	return fmt.Sprintf("%s, cached-first %v", s.Layout, s.CachedFirst)
-}
-
-// drafterLabel names a drafter and its cost per draft token.
-func drafterLabel(d *experiment.Drafter, m *devices.ModelSpec) string {
-	b, f := d.Cost(m)
-	if b == 0 && f == 0 {
-		return d.Kind
-	}
-	return fmt.Sprintf("%s (%s, %.3g GFLOP per draft token)", d.Kind, sim.FormatBytes(b), float64(f)/1e9)
-}
-
-// mmapLabel names the stock page-fault path's settings that are on, for the
-// layout line ("" when none is).
-func mmapLabel(s *experiment.Spec, d *devices.Device) string {
-	if s.Layout != string(sim.LayoutGGUFMmap) {
-		return ""
-	}
-	var parts []string
-	if n := d.Threads(); n > 1 {
-		parts = append(parts, fmt.Sprintf("%d faulting threads", n))
-	}
-	if a := d.Flash.ReadAheadAsyncBytes; a > 0 {
-		parts = append(parts, "async read-ahead "+sim.FormatBytes(a))
-	}
-	if s.MmapNeighbours {
-		parts = append(parts, "neighbours resident")
-	}
-	if s.PageCache != "" {
-		parts = append(parts, "page cache "+s.PageCache)
-	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return ", " + strings.Join(parts, ", ")
+	return reports.WriteResult(w, o.Describe(), o.Result)
 }

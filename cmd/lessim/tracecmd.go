@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/internal/progress"
 	"github.com/lessim/lessim/traces"
@@ -68,7 +69,7 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 		},
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&model, "model", defaultModel, "built-in model spec")
+	fl.StringVar(&model, "model", experiment.DefaultModel, "built-in model spec")
 	fl.StringVar(&variant, "variant", "", "quant variant")
 	fl.StringVar(&out, "out", "", "output Parquet file")
 	uint64Var(fl, &o.Seed, "seed", o.Seed, "generator seed")

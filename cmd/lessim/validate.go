@@ -56,8 +56,11 @@ func newValidateCmd() *cobra.Command {
 		Example: validateExample,
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			var err error
-			if o.Policies, o.Caches, o.Fit, err = validateLists(pols, caches, fitPts); err != nil {
+			var errs [3]error
+			o.Policies, errs[0] = splitList("policies", pols)
+			o.Caches, errs[1] = splitList("caches", caches)
+			o.Fit, errs[2] = splitList("fit", fitPts)
+			if err := errors.Join(errs[:]...); err != nil {
 				return err
 			}
 			if !quiet {
@@ -107,10 +110,10 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 		if o.Model == "" {
 			return nil, errors.New(`required flag(s) "model" not set (or validate on an agent with --target)`)
 		}
-		if localEngine == nil {
+		if liveEngine == nil {
 			return nil, errNoLlama("validate against the real engine here", "--target validates on a device agent in every build")
 		}
-		return validation.Run(ctx, *o, func() (agent.Engine, error) { return localEngine(o.Model, localOptions{prompt: o.Prompt}) })
+		return validation.Run(ctx, *o, func() (agent.Engine, error) { return liveEngine(o.Model, liveOptions{local: true, prompt: o.Prompt}) })
 	}
 	if err := refuseFlags(cmd, validateLocalOnly, remoteWhy); err != nil {
 		return nil, err
@@ -168,18 +171,6 @@ func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.
 	}
 	fmt.Fprintf(out, "wrote %s (%d rows), %s, %s\n", filepath.Join(o.Out, validation.ResultsFile), len(rows), filepath.Join(o.Out, validation.TableFile), strings.Join(files, ", "))
 	return nil
-}
-
-// validateLists splits --policies, --caches and --fit.
-func validateLists(pols, caches, fit string) (p, c, f []string, err error) {
-	if p, err = splitList("policies", pols); err != nil {
-		return
-	}
-	if c, err = splitList("caches", caches); err != nil {
-		return
-	}
-	f, err = splitList("fit", fit)
-	return
 }
 
 // splitList splits comma-separated flag --name, trimming blanks; an empty

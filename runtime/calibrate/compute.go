@@ -10,9 +10,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"gonum.org/v1/gonum/mat"
 
+	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/runtime/llama"
@@ -29,13 +31,13 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 	}
 	logf("compute: %s: %.2f ms/token (%d tokens)", filepath.Base(o.Model), user.TokenNS.Median/1e6, user.TokenNS.N)
 	c.Points = append(c.Points, user)
-	variants, why := variantOptions(o.Model)
+	variants, fmtBase, why := variantOptions(o.Model)
+	dir, err := os.MkdirTemp("", "lessim-calibrate-")
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer os.RemoveAll(dir)
 	if len(variants) > 0 {
-		dir, err := os.MkdirTemp("", "lessim-calibrate-")
-		if err != nil {
-			return nil, fmt.Errorf("calibrate: %w", err)
-		}
-		defer os.RemoveAll(dir)
 		for i, v := range variants {
 			if err := ctx.Err(); err != nil {
 				return nil, err
@@ -56,6 +58,11 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 	if err := c.fit(why); err != nil {
 		return nil, err
 	}
+	if fmtBase != nil {
+		if err := measureFormats(ctx, o, c, *fmtBase, dir, logf); err != nil {
+			return nil, err
+		}
+	}
 	return c, nil
 }
 
@@ -74,60 +81,27 @@ func warmFile(path string) error {
 // model at path with 1 thread and everything in RAM; with batches it also times
 // passes of batchSizes tokens (every row an output: a verify pass), samples each.
 func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint, error) {
-	p := ShapePoint{Name: name}
-	f, err := gguf.Open(path)
+	p, err := shapeOf(path, name)
 	if err != nil {
 		return p, err
 	}
-	spec, err := f.ModelSpec()
-	f.Close()
+	d, err := openDecoder(path)
 	if err != nil {
 		return p, err
 	}
-	p.Layers, p.TopK = len(spec.Layers), spec.TopK
-	for _, l := range spec.Layers {
-		p.Bytes += float64(l.DenseBytes + int64(spec.TopK)*l.ExpertBytes)
-		p.FLOPs += float64(l.DenseFLOPsPerToken + int64(spec.TopK)*l.ExpertFLOPsPerToken)
-		p.DenseBytes += float64(l.DenseBytes) / float64(len(spec.Layers))
-		p.ExpertBytes += float64(l.ExpertBytes) / float64(len(spec.Layers))
-		p.ExpertFLOPs += float64(l.ExpertFLOPsPerToken) / float64(len(spec.Layers))
-	}
-	p.Bytes += float64(spec.HeadBytes)
-	p.FLOPs += float64(spec.HeadFLOPsPerToken)
-	p.ModelFLOPsTok = p.FLOPs
-	if err := warmFile(path); err != nil {
-		return p, err
-	}
-	m, err := llama.Load(path, llama.ModelOptions{})
-	if err != nil {
-		return p, err
-	}
-	defer m.Close()
-	ctx, err := m.NewContext(llama.ContextOptions{Threads: 1, Ctx: 1024, Batch: 16})
-	if err != nil {
-		return p, err
-	}
-	defer ctx.Close()
-	toks, err := m.Tokenize("Calibration text: the quick brown fox jumps over the lazy dog, 0123456789.", true)
-	if err != nil {
-		return p, err
-	}
-	if len(toks) < 8 {
-		return p, fmt.Errorf("calibrate: the model's tokenizer gave only %d tokens for the calibration text", len(toks))
-	}
+	defer d.close()
 	var per []float64
 	for i := range tokens + 2 {
-		if ctx.Pos() >= 1000 {
-			ctx.Reset()
-		}
-		if err := ctx.Decode(toks[i%len(toks) : i%len(toks)+1]); err != nil {
-			return p, fmt.Errorf("calibrate: decode: %w", err)
+		ns, err := d.next()
+		if err != nil {
+			return p, err
 		}
 		if i >= 2 {
-			per = append(per, float64(ctx.PassNS()))
+			per = append(per, ns)
 		}
 	}
 	p.TokenNS = Summarize(per)
+	ctx, toks := d.ctx, d.toks
 	if batches {
 		p.BatchNS = map[int]Summary{1: p.TokenNS}
 		for _, n := range batchSizes[1:] {
@@ -148,27 +122,114 @@ func timeModel(path, name string, tokens, samples int, batches bool) (ShapePoint
 	return p, nil
 }
 
-// variantOptions are synthetic models of the user's model's shape with fewer
-// layers and experts (2 and 4 layers; top-1 and the model's top-k, all experts
-// used), or none and why when the model cannot be synthesized.
-func variantOptions(path string) ([]gguf.SynthOptions, string) {
+// shapeOf is the work per token of the model at path, as sim charges it.
+func shapeOf(path, name string) (ShapePoint, error) {
+	p := ShapePoint{Name: name}
 	f, err := gguf.Open(path)
 	if err != nil {
-		return nil, err.Error()
+		return p, err
+	}
+	spec, err := f.ModelSpec()
+	f.Close()
+	if err != nil {
+		return p, err
+	}
+	p.Layers, p.TopK = len(spec.Layers), spec.TopK
+	for _, l := range spec.Layers {
+		p.Bytes += float64(l.DenseBytes + int64(spec.TopK)*l.ExpertBytes)
+		p.FLOPs += float64(l.DenseFLOPsPerToken + int64(spec.TopK)*l.ExpertFLOPsPerToken)
+		p.DenseBytes += float64(l.DenseBytes) / float64(len(spec.Layers))
+		p.ExpertBytes += float64(l.ExpertBytes) / float64(len(spec.Layers))
+		p.ExpertFLOPs += float64(l.ExpertFLOPsPerToken) / float64(len(spec.Layers))
+	}
+	p.Bytes += float64(spec.HeadBytes)
+	p.FLOPs += float64(spec.HeadFLOPsPerToken)
+	p.TypeBytes = map[devices.QuantType]float64{}
+	for _, l := range spec.Layers {
+		for _, d := range l.DenseTypes {
+			p.TypeBytes[d.Type] += float64(d.Bytes)
+		}
+		for _, t := range l.Tensors {
+			p.TypeBytes[t.Type] += float64(int64(spec.TopK) * t.Bytes)
+		}
+	}
+	if spec.HeadType != "" {
+		p.TypeBytes[spec.HeadType] += float64(spec.HeadBytes)
+	}
+	p.ModelFLOPsTok = p.FLOPs
+	return p, nil
+}
+
+// decoder decodes the calibration text one token at a time, with 1 thread
+// and every weight in RAM (the file read once first).
+type decoder struct {
+	m    *llama.Model
+	ctx  *llama.Context
+	toks []int32
+	i    int
+}
+
+func openDecoder(path string) (*decoder, error) {
+	if err := warmFile(path); err != nil {
+		return nil, err
+	}
+	m, err := llama.Load(path, llama.ModelOptions{})
+	if err != nil {
+		return nil, err
+	}
+	d := &decoder{m: m}
+	if d.ctx, err = m.NewContext(llama.ContextOptions{Threads: 1, Ctx: 1024, Batch: 16}); err != nil {
+		m.Close()
+		return nil, err
+	}
+	if d.toks, err = m.Tokenize("Calibration text: the quick brown fox jumps over the lazy dog, 0123456789.", true); err == nil && len(d.toks) < 8 {
+		err = fmt.Errorf("calibrate: the model's tokenizer gave only %d tokens for the calibration text", len(d.toks))
+	}
+	if err != nil {
+		d.close()
+		return nil, err
+	}
+	return d, nil
+}
+
+// next decodes the next token and returns the pass's time in ns.
+func (d *decoder) next() (float64, error) {
+	if d.ctx.Pos() >= 1000 {
+		d.ctx.Reset()
+	}
+	j := d.i % len(d.toks)
+	d.i++
+	if err := d.ctx.Decode(d.toks[j : j+1]); err != nil {
+		return 0, fmt.Errorf("calibrate: decode: %w", err)
+	}
+	return float64(d.ctx.PassNS()), nil
+}
+
+func (d *decoder) close() {
+	d.ctx.Close()
+	d.m.Close()
+}
+
+// variantOptions are synthetic models of the user's model's shape with fewer
+// layers and experts (2 and 4 layers; top-1 and the model's top-k, all experts
+// used), or none and why when the model cannot be synthesized; and the
+// 4-layer, top-k one whatever the model's size (nil when the shape cannot be
+// synthesized), which measureFormats writes in each format.
+func variantOptions(path string) ([]gguf.SynthOptions, *gguf.SynthOptions, string) {
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, nil, err.Error()
 	}
 	defer f.Close()
 	m, err := f.MoE()
 	if err != nil {
-		return nil, err.Error()
+		return nil, nil, err.Error()
 	}
 	arch := m.Arch
 	quant := ""
 	if len(m.Layers) > 0 && len(m.Layers[0].Tensors) > 0 {
-		switch m.Layers[0].Tensors[0].Type {
-		case gguf.TypeF16:
-			quant = "f16"
-		case gguf.TypeQ8_0:
-			quant = "q8_0"
+		if t := m.Layers[0].Tensors[0].Type; slices.Contains(append(calibrateFormats, "f16"), strings.ToLower(string(t.Name()))) {
+			quant = strings.ToLower(string(t.Name()))
 		}
 	}
 	get := func(key string) int {
@@ -177,7 +238,7 @@ func variantOptions(path string) ([]gguf.SynthOptions, string) {
 	}
 	o := gguf.SynthOptions{Arch: arch, Hidden: m.Hidden, ExpertFFN: m.ExpertFFN, Heads: get("attention.head_count"),
 		HeadsKV: get("attention.head_count_kv"), HeadDim: get("attention.key_length"), Context: get("context_length"),
-		Quant: quant, RouterCorrelation: 0.7, AttentionScale: 1, Seed: 1}
+		Quant: quant, Quantize: llama.Quantize, RouterCorrelation: 0.7, AttentionScale: 1, Seed: 1}
 	if toks, ok := f.Strings("tokenizer.ggml.tokens"); ok {
 		o.Vocab = len(toks)
 	}
@@ -193,16 +254,17 @@ func variantOptions(path string) ([]gguf.SynthOptions, string) {
 		v := o
 		v.Layers, v.TopK, v.Experts = lk[0], lk[1], max(k, 2)
 		if err := v.Validate(); err != nil {
-			return nil, fmt.Sprintf("its shape cannot be synthesized (%v)", firstLine(err.Error()))
+			return nil, nil, fmt.Sprintf("its shape cannot be synthesized (%v)", firstLine(err.Error()))
 		}
 		out = append(out, v)
 	}
+	base := out[len(out)-1]
 	// Keep only shapes smaller than the model: the model itself is a point already.
 	out = slices.DeleteFunc(out, func(v gguf.SynthOptions) bool { return v.Layers >= len(m.Layers) && v.TopK >= m.TopK })
 	if len(out) == 0 {
-		return nil, "the model is already as small as the variants (2 layers, top-1)"
+		return nil, &base, "the model is already as small as the variants (2 layers, top-1)"
 	}
-	return out, ""
+	return out, &base, ""
 }
 
 func firstLine(s string) string {

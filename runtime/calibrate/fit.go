@@ -1,5 +1,7 @@
 package calibrate
 
+import "github.com/lessim/lessim/devices"
+
 // ShapePoint is one model decoded with every weight in RAM: its shape and the
 // work the simulator charges per token (sim's compute model: Σ over layers of
 // dense bytes + top-k × expert bytes, plus the head), and the measured time per
@@ -14,6 +16,23 @@ type ShapePoint struct {
 	ExpertBytes   float64         // one expert's bytes (mean over layers)
 	ExpertFLOPs   float64         // one expert's FLOPs per token (mean over layers)
 	ModelFLOPsTok float64         // FLOPs per token of the whole model
+	// TypeBytes splits Bytes by the ggml type the spec states (dense
+	// types, expert tensors, head); bytes of no stated type are not in it.
+	TypeBytes map[devices.QuantType]float64
+}
+
+// FormatPoint is one weight format's decode rate: a synthetic variant of
+// the model's shape with every matrix in Type, timed like the others, and
+// the byte rate of its Type bytes once the fit's per-layer overhead and its
+// other bytes (norms, routers) at the fit's rate are taken off:
+// BytesPerSec = TypeBytes[Type] ÷ (time − layers × overhead − other ÷ rate).
+// Why says why there is none (BytesPerSec 0): the shape cannot hold the
+// format's blocks, or the time left was not positive.
+type FormatPoint struct {
+	Type        devices.QuantType
+	Point       ShapePoint
+	BytesPerSec float64
+	Why         string
 }
 
 // Compute is the fit of decode time against model shape, 1 thread:
@@ -31,6 +50,8 @@ type Compute struct {
 	FLOPS           float64
 	BatchSlopeNS    float64
 	Threads         int
+	// Formats are the per-format rates (memory.format_efficiency), by type.
+	Formats []FormatPoint
 }
 
 // batchSizes are the pass sizes timed for the FLOP rate.

@@ -67,6 +67,19 @@ func (r *Result) header(pw *profileWriter) {
 	for _, p := range c.Points {
 		w("#   %-34s %6d %6d %14.0f %12.3f\n", p.Name, p.Layers, p.TopK, p.Bytes, p.TokenNS.Median/1e6)
 	}
+	if len(c.Formats) > 0 {
+		w("# Per-format decode (memory.format_efficiency; every matrix in the format, the fit's overhead and rate for the rest):\n")
+	}
+	for _, f := range c.Formats {
+		switch eff := f.BytesPerSec / r.BandwidthPeak; {
+		case f.Why != "":
+			w("# Format %s: not measured: %s.\n", f.Type, f.Why)
+		case eff < 0.01:
+			w("# Format %s: efficiency %.4f is below the profile bounds' 0.01: left out.\n", f.Type, eff)
+		default:
+			w("#   %-34s %6d %6d %14.0f %12.3f\n", f.Point.Name, f.Point.Layers, f.Point.TopK, f.Point.Bytes, f.Point.TokenNS.Median/1e6)
+		}
+	}
 	w("# On %s: one expert %s of compute (%.0f bytes), one layer's dense part %s plus %s overhead.\n",
 		filepath.Base(o.Model), us(u.ExpertBytes/c.BytesPerSec*1e9), u.ExpertBytes, us(u.DenseBytes/c.BytesPerSec*1e9), us(c.LayerOverheadNS))
 	w("name: %s\n", q("calibrated-"+o.Host))
@@ -93,6 +106,33 @@ func (r *Result) memory(pw *profileWriter) {
 		effSrc += "; the rate exceeded the bandwidth (weights in CPU caches), so the efficiency is capped at 1 and the simulator will be slower than this machine"
 	}
 	kv("  ", "efficiency", fmt.Sprintf("%.3f", eff), effSrc)
+	r.formatEfficiency(pw)
+}
+
+// formatEfficiency writes memory.format_efficiency: each timed format's
+// byte rate ÷ the bandwidth, capped at 1; a format without a rate, or
+// whose efficiency falls below the profile bounds' 0.01, is left out (the
+// header says why).
+func (r *Result) formatEfficiency(pw *profileWriter) {
+	c, bw := r.Compute, r.BandwidthPeak
+	started := false
+	for _, f := range c.Formats {
+		eff := min(f.BytesPerSec/bw, 1)
+		if f.Why != "" || eff < 0.01 {
+			continue
+		}
+		if !started {
+			pw.w("  format_efficiency:\n")
+			started = true
+		}
+		p := f.Point
+		src := pw.m + fmt.Sprintf("decode of a synthetic variant of the model's shape with every matrix in %s (%d layers, top-%d, 1 thread, everything in RAM) %s per token: its %.0f %s bytes per token ÷ (that time − %d × layer_overhead %s − its other %.0f bytes at the fit's %s) = %s, ÷ the bandwidth above",
+			f.Type, p.Layers, p.TopK, p.TokenNS.describe(ms), p.TypeBytes[f.Type], f.Type, p.Layers, us(c.LayerOverheadNS), p.Bytes-p.TypeBytes[f.Type], gbps(c.BytesPerSec), gbps(f.BytesPerSec))
+		if f.BytesPerSec > bw {
+			src += "; the rate exceeded the bandwidth, so the efficiency is capped at 1"
+		}
+		pw.kv("    ", string(f.Type), fmt.Sprintf("%.3f", eff), src)
+	}
 }
 
 // compute writes the compute section: FLOPs, layer overhead, load cost.
@@ -121,12 +161,35 @@ func (r *Result) compute(pw *profileWriter) {
 		if c.Clamped {
 			how = "the per-layer term of the least-squares fit, held at 0 because it came out negative (per-layer cost not separable from bytes at this noise)"
 		}
-		kv("  ", "layer_overhead", us(c.LayerOverheadNS), m+fmt.Sprintf("%s over %d model shapes (this model and synthetic variants with fewer layers and experts): %s",
-			how, len(c.Points), strings.Join(shapes, "; ")))
+		v, live := r.liveLayerOverhead()
+		kv("  ", "layer_overhead", us(v), m+fmt.Sprintf("%s over %d model shapes (this model and synthetic variants with fewer layers and experts), %s: %s%s",
+			how, len(c.Points), us(c.LayerOverheadNS), strings.Join(shapes, "; "), live))
 	} else {
 		kv("  ", "layer_overhead", "0 us", "assumed: not separable from the byte rate here ("+c.Why+"); the decode time is all charged to bytes")
 	}
 	loadCost(r, kv, m)
+}
+
+// liveLayerOverhead is compute.layer_overhead for lessim's live engine,
+// which validate compares against: the fitted per-layer overhead of plain
+// decode plus what the live engine adds to each layer of a token with
+// every expert resident (its hooks on every layer: the live runs' per-token
+// compute with no loads, the intercept of LiveLoad, minus plain decode's
+// time on the same model, over its layers; none when that comes out
+// negative), and the text that says so for the source ("" without live
+// runs).
+func (r *Result) liveLayerOverhead() (float64, string) {
+	c, ll := r.Compute, r.LiveLoad
+	if ll == nil {
+		return c.LayerOverheadNS, ""
+	}
+	u := c.Points[0]
+	extra := (ll.InterceptNS - u.TokenNS.Median) / float64(u.Layers)
+	if extra <= 0 {
+		return c.LayerOverheadNS, fmt.Sprintf("; lessim's live engine added nothing measurable per layer (its per-token compute with no loads, %s, is not above this decode's %s)", ms(ll.InterceptNS), ms(u.TokenNS.Median))
+	}
+	return c.LayerOverheadNS + extra, fmt.Sprintf("; plus %s per layer that lessim's live engine (which validate compares against) adds to a decode token with every expert resident: its per-token compute with no loads %s (the intercept of compute.load_fixed's fit) minus this decode's %s, over %d layers",
+		us(extra), ms(ll.InterceptNS), ms(u.TokenNS.Median), u.Layers)
 }
 
 // flash writes the flash section: lanes, latency, the single-lane and

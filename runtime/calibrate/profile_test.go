@@ -82,3 +82,63 @@ func TestProfileRenders(t *testing.T) {
 		t.Errorf("layer overhead, load cost and latency unmeasured: %d values assumed, want 3:\n%s", n, y)
 	}
 }
+
+// TestProfileFormats: each timed format's rate ÷ the bandwidth becomes its
+// memory.format_efficiency (capped at 1); a format without a rate, or below
+// the bounds' 0.01, is left out.
+func TestProfileFormats(t *testing.T) {
+	r := measuredResult()
+	pt := r.Compute.Points[1]
+	pt.TypeBytes = map[devices.QuantType]float64{"Q4_K": 0.8e9}
+	r.Compute.Formats = []FormatPoint{
+		{Type: "Q4_K", Point: pt, BytesPerSec: 5.5e9}, // 0.5 of the 11 GB/s peak
+		{Type: "MXFP4", Point: pt, BytesPerSec: 22e9}, // capped at 1
+		{Type: "Q3_K", Why: "the shape cannot hold its blocks"},
+		{Type: "Q8_0", Point: pt, BytesPerSec: 11e6}, // 0.001: below the bounds
+	}
+	y, err := r.profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := devices.ParseProfile(y, "host.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	d, err := p.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[devices.QuantType]float64{"Q4_K": 0.5, "MXFP4": 1}
+	if len(d.FormatEfficiency) != len(want) || d.FormatEfficiency["Q4_K"] != 0.5 || d.FormatEfficiency["MXFP4"] != 1 {
+		t.Errorf("format efficiency %v, want %v", d.FormatEfficiency, want)
+	}
+}
+
+// TestLiveLayerOverhead: with live runs, compute.layer_overhead is the
+// plain fit's plus what the live engine adds per layer: (its per-token
+// compute with no loads − plain decode) ÷ layers; none when negative.
+func TestLiveLayerOverhead(t *testing.T) {
+	r := measuredResult()
+	u := r.Compute.Points[0] // 40 layers, 360 ms per token; fit overhead 40 us
+	for _, tc := range []struct {
+		intercept float64
+		want      int64
+	}{{u.TokenNS.Median + 40*10e3, 50e3}, {u.TokenNS.Median - 1e6, 40e3}} {
+		r.LiveLoad.InterceptNS = tc.intercept
+		y, err := r.profile()
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := devices.ParseProfile(y, "host.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := p.Device()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.LayerOverhead != tc.want {
+			t.Errorf("intercept %.0f ns: layer overhead %d ns, want %d", tc.intercept, d.LayerOverhead, tc.want)
+		}
+	}
+}

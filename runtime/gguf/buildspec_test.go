@@ -39,6 +39,22 @@ func TestModelSpecMatchesBuildSpec(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The file states its dense part's bytes by type and the head's type;
+		// BuildSpec (the built-in models' layout) does not.
+		if got.HeadType != q {
+			t.Errorf("%s: head type %s", quant, got.HeadType)
+		}
+		got.HeadType = ""
+		for i := range got.Layers {
+			var sum int64
+			for _, d := range got.Layers[i].DenseTypes {
+				sum += d.Bytes
+			}
+			if sum != got.Layers[i].DenseBytes {
+				t.Errorf("%s: layer %d: dense types %v sum to %d, dense bytes %d", quant, i, got.Layers[i].DenseTypes, sum, got.Layers[i].DenseBytes)
+			}
+			got.Layers[i].DenseTypes = nil
+		}
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("%s:\nModelSpec %+v\nBuildSpec %+v", quant, got, want)
 		}

@@ -81,7 +81,7 @@ func TestModelSpecSynthetic(t *testing.T) {
 		Name: "lessim-synth-qwen3moe-2x8-top2", Arch: "qwen3moe", Variant: "q8_0",
 		Blocks: 2, Experts: 8, TopK: 2, Hidden: 64, ExpertFFN: 32, Vocab: minVocab,
 		NonExpertBytes: 2*q8(h*v) + 4*h + 2*dense,
-		HeadBytes:      q8(h * v), HeadFLOPsPerToken: 2 * h * v,
+		HeadBytes:      q8(h * v), HeadFLOPsPerToken: 2 * h * v, HeadType: "Q8_0",
 		KVBytesPerToken: 2 * 2 * (16 + 16) * 2,
 		Source:          "gguf:tiny.gguf",
 	}
@@ -94,6 +94,8 @@ func TestModelSpecSynthetic(t *testing.T) {
 				{Name: "ffn_down_exps", Type: "Q8_0", Bytes: 2176},
 			},
 			DenseBytes: dense, DenseFLOPsPerToken: 2 * denseElems, ExpertFLOPsPerToken: 2 * 3 * 64 * 32,
+			// By type, in file order: the norms first (F32), the router F32 too.
+			DenseTypes: []devices.TypeBytes{{Type: "F32", Bytes: 2*4*h + 2*4*16 + 4*h*8}, {Type: "Q8_0", Bytes: q8(h*qd) + 2*q8(h*kvd) + q8(qd*h)}},
 			// Full attention, 4 heads and 2 KV heads of 16: K and V at
 			// F16 per position, 4 × heads × head_dim FLOPs per position.
 			Mixer: devices.MixerAttention, KVBytesPerToken: 2 * (16 + 16) * 2, AttnFLOPsPerPosition: 4 * 4 * 16,

@@ -145,6 +145,19 @@ func AppendType(dst []byte, t TypeID, xs []float32) ([]byte, error) {
 	return dst, fmt.Errorf("cannot encode %s (the writer quantizes F32, F16 and Q8_0)", t.Name())
 }
 
+// Quantizer encodes rows of rowLen values (len(xs) a multiple of rowLen,
+// rowLen a whole number of t's blocks) as ggml type t, as ggml's
+// ggml_quantize_chunk does; runtime/llama.Quantize is one.
+type Quantizer func(t TypeID, xs []float32, rowLen int64) ([]byte, error)
+
+// encode is AppendType(nil, t, xs), or q for a type AppendType cannot write.
+func encode(q Quantizer, t TypeID, xs []float32, rowLen int64) ([]byte, error) {
+	if t == TypeF32 || t == TypeF16 || t == TypeQ8_0 || q == nil {
+		return AppendType(nil, t, xs)
+	}
+	return q(t, xs, rowLen)
+}
+
 // decode dequantizes a whole number of elements of type t from p into dst.
 func decode(dst []float32, t TypeID, p []byte) error {
 	switch t {

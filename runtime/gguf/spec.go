@@ -24,7 +24,7 @@ const kvCacheBytesPerValue = 2
 //   - Layers: one per MoE block, with each expert tensor's per-expert slice (name, type,
 //     bytes) in file order, ExpertBytes their sum, ExpertFLOPsPerToken 2 per expert weight;
 //   - DenseBytes/DenseFLOPsPerToken: the block's other tensors (attention, norms, router,
-//     shared expert). Blocks without experts (e.g. deepseek2's leading dense blocks) are
+//     shared expert), and DenseTypes their bytes by type (HeadType the head's). Blocks without experts (e.g. deepseek2's leading dense blocks) are
 //     added to the next MoE layer (trailing ones to the last), so per-pass totals hold;
 //   - NonExpertBytes: every tensor that is not a routed expert, including embeddings
 //     and the head; HeadBytes: output.weight, or token_embd.weight when tied;
@@ -113,6 +113,7 @@ func (f *File) ModelSpec() (*devices.ModelSpec, error) {
 		ls := &spec.Layers[owner(b)]
 		ls.DenseBytes += t.Bytes
 		ls.DenseFLOPsPerToken += 2 * t.Elements()
+		addType(&ls.DenseTypes, t.Type.Name(), t.Bytes)
 	}
 	head, ok := f.Tensor("output.weight")
 	if !ok {
@@ -121,6 +122,9 @@ func (f *File) ModelSpec() (*devices.ModelSpec, error) {
 	if ok {
 		spec.HeadBytes = head.Bytes
 		spec.HeadFLOPsPerToken = 2 * head.Elements()
+		if _, err := devices.ParseQuantType(string(head.Type.Name())); err == nil {
+			spec.HeadType = head.Type.Name()
+		}
 	}
 	spec.KVBytesPerToken = f.kvBytesPerToken(arch, m)
 	blocks := make([]int64, len(m.Layers)) // blocks charged to each MoE layer
@@ -129,6 +133,22 @@ func (f *File) ModelSpec() (*devices.ModelSpec, error) {
 	}
 	f.stateMixers(spec, blocks)
 	return spec, nil
+}
+
+// addType adds bytes of type q to a layer's dense bytes by type, when q is
+// a type whose block size devices knows (the others stay unlisted, charged
+// at the profile's memory.efficiency).
+func addType(ts *[]devices.TypeBytes, q devices.QuantType, bytes int64) {
+	if _, err := devices.ParseQuantType(string(q)); err != nil || bytes <= 0 {
+		return
+	}
+	for i := range *ts {
+		if (*ts)[i].Type == q {
+			(*ts)[i].Bytes += bytes
+			return
+		}
+	}
+	*ts = append(*ts, devices.TypeBytes{Type: q, Bytes: bytes})
 }
 
 // kvBytesPerToken is the F16 KV cache of one context token over all blocks.

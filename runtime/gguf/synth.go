@@ -72,15 +72,15 @@ func NewSynthWriter(o SynthOptions) (*Writer, error) {
 		return nil, err
 	}
 	o.Quant = strings.ToLower(o.Quant)
-	qt := synthQuants[o.Quant]
+	qt, et := synthQuants[o.Quant], synthQuants[o.expertQuant()]
 	sc := o.scales()
 	w := NewWriter()
-	for _, kv := range o.synthKVs(qt, sc) {
+	for _, kv := range o.synthKVs(et, sc) {
 		if err := w.AddKV(kv.k, kv.v); err != nil {
 			return nil, err
 		}
 	}
-	if err := o.addTensors(w, qt, sc); err != nil {
+	if err := o.addTensors(w, qt, et, sc); err != nil {
 		return nil, err
 	}
 	return w, nil
@@ -92,16 +92,21 @@ type synthKV struct {
 	v any
 }
 
+// fileTypeOf is the llama_ftype (llama.h) a synthetic model states for its
+// experts' type: MOSTLY_F16, _Q8_0, _Q3_K_S, _Q4_K_S, _MXFP4_MOE.
+var fileTypeOf = map[TypeID]uint32{TypeF16: 1, TypeQ8_0: 7, TypeQ3_K: 11, TypeQ4_K: 14, TypeMXFP4: 38}
+
 // synthKVs is the synthetic model's metadata: llama.cpp's keys for its
-// architecture and shape, a toy tokenizer, and lessim's synthesis settings.
-func (o SynthOptions) synthKVs(qt TypeID, sc synthScales) []synthKV {
+// architecture and shape, a toy tokenizer, and lessim's synthesis settings;
+// et is the experts' type, which names the file type.
+func (o SynthOptions) synthKVs(et TypeID, sc synthScales) []synthKV {
 	arch := o.Arch
 	tokens, scores, types := synthVocab(o.Vocab)
 	kvs := []synthKV{
 		{"general.architecture", arch},
 		{"general.name", fmt.Sprintf("lessim-synth-%s-%dx%d-top%d", arch, o.Layers, o.Experts, o.TopK)},
 		{"general.type", "model"},
-		{"general.file_type", uint32(map[TypeID]uint32{TypeF16: 1, TypeQ8_0: 7}[qt])}, // LLAMA_FTYPE_MOSTLY_F16 / _Q8_0
+		{"general.file_type", fileTypeOf[et]},
 		{"general.quantization_version", uint32(2)},
 		{arch + ".context_length", uint32(o.Context)},
 		{arch + ".embedding_length", uint32(o.Hidden)},
@@ -145,10 +150,11 @@ const synthSlidingWindow = 128
 const synthBiasStd = 0.5
 
 // addTensors adds every weight: embedding, output head and norm, then each
-// layer's attention, norms, router and experts, drawn from o.Seed.
-func (o SynthOptions) addTensors(w *Writer, qt TypeID, sc synthScales) error {
+// layer's attention, norms, router and experts, drawn from o.Seed; the
+// matrices in type qt, the routed experts in et.
+func (o SynthOptions) addTensors(w *Writer, qt, et TypeID, sc synthScales) error {
 	arch := o.Arch
-	g := &synthGen{seed: o.Seed}
+	g := &synthGen{seed: o.Seed, q: o.Quantize}
 	h, vocab := int64(o.Hidden), int64(o.Vocab)
 	qdim, kvdim := int64(o.Heads*o.HeadDim), int64(o.HeadsKV*o.HeadDim)
 	ffn, ne := int64(o.ExpertFFN), int64(o.Experts)
@@ -172,8 +178,8 @@ func (o SynthOptions) addTensors(w *Writer, qt TypeID, sc synthScales) error {
 	routers := g.routers(o, sc)
 	for l := range o.Layers {
 		name := func(s string) string { return fmt.Sprintf("blk.%d.%s.weight", l, s) }
-		mat := func(s string, n0, n1, n2 int64, std float64) {
-			add(w.AddTensorFunc(name(s), qt, dims(n0, n1, n2), g.matrix(name(s), qt, n0, n1*max(n2, 1), max(n2, 1), std)))
+		mat := func(s string, n0, n1, n2 int64, std float64) { // a routed expert tensor
+			add(w.AddTensorFunc(name(s), et, dims(n0, n1, n2), g.matrix(name(s), et, n0, n1*max(n2, 1), max(n2, 1), std)))
 		}
 		// Attention matrices may share structure across layers (AttentionSharing).
 		attn := func(s string, n0, n1 int64, std float64) {
@@ -242,7 +248,10 @@ func constF32(n int, v float32) []float32 {
 
 // synthGen derives one independent PCG stream per (tensor, slice) from the seed, so
 // the bytes do not depend on generation order or parallelism.
-type synthGen struct{ seed uint64 }
+type synthGen struct {
+	seed uint64
+	q    Quantizer // for the types AppendType cannot write
+}
 
 func (g *synthGen) rng(name string, slice int) *rand.Rand {
 	h := fnv.New64a()
@@ -300,7 +309,7 @@ func (g *synthGen) mixed(srcs []source, t TypeID, n0, rows, slices int64, std fl
 			xs := make([]float32, it.nrows*n0)
 			if len(srcs) == 1 && srcs[0].coef == 1 {
 				uniform(g.rng(srcs[0].name, it.index), xs, std)
-				return AppendType(nil, t, xs)
+				return encode(g.q, t, xs, n0)
 			}
 			noise := make([]float32, len(xs))
 			for _, src := range srcs {
@@ -309,7 +318,7 @@ func (g *synthGen) mixed(srcs []source, t TypeID, n0, rows, slices int64, std fl
 					xs[j] += float32(src.coef * v) // NB: no FMA, for cross-platform bytes
 				}
 			}
-			return AppendType(nil, t, xs)
+			return encode(g.q, t, xs, n0)
 		})
 	}
 }

@@ -23,7 +23,14 @@ type SynthOptions struct {
 	HeadDim   int    // key and value length per head (also the rotary dimension)
 	Context   int    // training context length written to the header
 	Vocab     int    // vocabulary size: 3 special + 256 byte tokens + pieces
-	Quant     string // "f16" or "q8_0": type of the matrices (norms and routers stay F32)
+	Quant     string // "f16", "q8_0", "q4_k", "q3_k" or "mxfp4": type of the matrices (norms and routers stay F32)
+	// ExpertQuant is the routed experts' type, one of Quant's; empty means Quant.
+	ExpertQuant string
+
+	// Quantize encodes the K-quants and MXFP4 (nil: only f16 and q8_0 can be
+	// written). lessim's llama.cpp build passes ggml's own quantizer
+	// (runtime/llama.Quantize), so the bytes are exactly what ggml writes.
+	Quantize Quantizer
 
 	// RouterCorrelation (0..1) controls how much adjacent layers' routing agrees, and
 	// so how well lookahead (layer l+1's router applied to layer l's router input, the
@@ -107,6 +114,30 @@ func TrainedLikeSynthOptions() SynthOptions {
 	return o
 }
 
+// ApplyPreset sets the routing knobs of the named preset ("default": none;
+// "trained-like": TrainedLikeSynthOptions') on o, except those given says
+// were set explicitly (by their flag names: router-correlation,
+// attention-scale, attention-sharing).
+func (o *SynthOptions) ApplyPreset(name string, given func(flag string) bool) error {
+	switch name {
+	case "default":
+		return nil
+	case "trained-like":
+		t := TrainedLikeSynthOptions()
+		for flag, f := range map[string][2]*float64{
+			"router-correlation": {&o.RouterCorrelation, &t.RouterCorrelation},
+			"attention-scale":    {&o.AttentionScale, &t.AttentionScale},
+			"attention-sharing":  {&o.AttentionSharing, &t.AttentionSharing},
+		} {
+			if !given(flag) {
+				*f[0] = *f[1]
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown preset %q (valid: default, trained-like)", name)
+}
+
 // EnsureDefaults fills zero fields from DefaultSynthOptions (not RouterCorrelation or Seed).
 func (o *SynthOptions) EnsureDefaults() {
 	d := DefaultSynthOptions()
@@ -149,7 +180,18 @@ func (o *SynthOptions) EnsureDefaults() {
 var synthArchs = []string{"gpt-oss", "olmoe", "qwen3moe"}
 
 // synthQuants maps SynthOptions.Quant to the matrix type.
-var synthQuants = map[string]TypeID{"f16": TypeF16, "q8_0": TypeQ8_0}
+var synthQuants = map[string]TypeID{"f16": TypeF16, "q8_0": TypeQ8_0, "q4_k": TypeQ4_K, "q3_k": TypeQ3_K, "mxfp4": TypeMXFP4}
+
+// synthQuantNames lists synthQuants' keys for messages.
+const synthQuantNames = "f16, q8_0, q4_k, q3_k, mxfp4"
+
+// expertQuant is the experts' type name: ExpertQuant, or Quant.
+func (o SynthOptions) expertQuant() string {
+	if o.ExpertQuant == "" {
+		return strings.ToLower(o.Quant)
+	}
+	return strings.ToLower(o.ExpertQuant)
+}
 
 // Upper bounds of SynthOptions: far above any real model (the largest MoE
 // models have under 100 layers, under 200 heads of 128 to 256, contexts of at
@@ -164,15 +206,11 @@ const (
 
 // approxBytes estimates the file size from the matrices (expert, attention,
 // router, embedding and output), in float64 so it cannot overflow.
-func (o SynthOptions) approxBytes(qt TypeID) float64 {
-	per := 2.0 // f16
-	if qt == TypeQ8_0 {
-		per = 34.0 / 32
-	}
+func (o SynthOptions) approxBytes(qt, et TypeID) float64 {
+	per := func(t TypeID) float64 { g := ggmlTypes[t]; return float64(g.BlockBytes) / float64(g.BlockWeights) }
 	h, ffn, L, E := float64(o.Hidden), float64(o.ExpertFFN), float64(o.Layers), float64(o.Experts)
 	attn := 2*h*float64(o.Heads*o.HeadDim) + 2*h*float64(o.HeadsKV*o.HeadDim)
-	weights := L*(E*3*h*ffn+attn) + 2*float64(o.Vocab)*h
-	return weights*per + L*E*h*4 // routers stay F32
+	return L*E*3*h*ffn*per(et) + (L*attn+2*float64(o.Vocab)*h)*per(qt) + L*E*h*4 // routers stay F32
 }
 
 // minVocab is the special and byte tokens plus the "▁" piece.
@@ -195,7 +233,20 @@ func (o SynthOptions) Validate() error {
 	}
 	qt, okQuant := synthQuants[strings.ToLower(o.Quant)]
 	if !okQuant {
-		bad("quant %q is not supported (valid: f16, q8_0)", o.Quant)
+		bad("quant %q is not supported (valid: %s)", o.Quant, synthQuantNames)
+	}
+	et, okExpert := qt, okQuant
+	if o.ExpertQuant != "" {
+		if et, okExpert = synthQuants[strings.ToLower(o.ExpertQuant)]; !okExpert {
+			bad("expert quant %q is not supported (valid: %s)", o.ExpertQuant, synthQuantNames)
+		}
+	}
+	okQuant = okQuant && okExpert
+	for _, t := range []TypeID{qt, et} {
+		if okQuant && t != TypeF16 && t != TypeQ8_0 && o.Quantize == nil {
+			bad("%s needs ggml's quantizer, which only lessim's llama.cpp build has (make build)", strings.ToLower(string(t.Name())))
+			break
+		}
 	}
 	positive := []struct {
 		name string
@@ -232,13 +283,20 @@ func (o SynthOptions) Validate() error {
 	if math.IsNaN(o.AttentionSharing) || o.AttentionSharing < 0 || o.AttentionSharing > 1 {
 		bad("attention-sharing %v must be within 0..1", o.AttentionSharing)
 	}
-	if okQuant && qt == TypeQ8_0 {
+	if okQuant {
+		// Every matrix row is quantized whole: rows are hidden (q, k, v,
+		// gate, up, embedding, head), heads×head-dim (attention output) or
+		// expert-ffn (down) long.
 		for _, p := range []struct {
 			name string
 			v    int
-		}{{"hidden", o.Hidden}, {"expert-ffn", o.ExpertFFN}, {"heads×head-dim", o.Heads * o.HeadDim}} {
-			if p.v > 0 && p.v%q8Block != 0 {
-				bad("%s %d is not a multiple of 32 (the q8_0 block size)", p.name, p.v)
+			ts   []TypeID
+		}{{"hidden", o.Hidden, []TypeID{qt, et}}, {"expert-ffn", o.ExpertFFN, []TypeID{et}}, {"heads×head-dim", o.Heads * o.HeadDim, []TypeID{qt}}} {
+			for _, t := range p.ts {
+				if n := ggmlTypes[t].BlockWeights; p.v > 0 && int64(p.v)%n != 0 {
+					bad("%s %d is not a multiple of %d (the %s block size)", p.name, p.v, n, strings.ToLower(string(t.Name())))
+					break
+				}
 			}
 		}
 	}
@@ -258,7 +316,7 @@ func (o SynthOptions) Validate() error {
 		bad("heads×head-dim %d is too large (at most %d)", o.Heads*o.HeadDim, maxDim)
 	}
 	if okQuant && len(errs) == 0 {
-		if b := o.approxBytes(qt); b > maxSynthBytes {
+		if b := o.approxBytes(qt, et); b > maxSynthBytes {
 			bad("the model would be about %.0f GiB (routed experts alone: layers × experts × 3 × hidden × expert-ffn weights); at most %d GiB", b/(1<<30), int64(maxSynthBytes)>>30)
 		}
 	}

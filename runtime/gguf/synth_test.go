@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -127,13 +128,13 @@ func TestSynthLayout(t *testing.T) {
 
 func TestSynthValidate(t *testing.T) {
 	o := SynthOptions{Arch: "llama", Layers: -1, Experts: 4, TopK: 6, Hidden: 100, ExpertFFN: 48, Heads: 6, HeadsKV: 4,
-		HeadDim: 15, Context: 10, Vocab: 100, Quant: "q4_k", RouterCorrelation: 1.5}
+		HeadDim: 15, Context: 10, Vocab: 100, Quant: "q5_k", RouterCorrelation: 1.5}
 	err := o.Validate()
 	if err == nil {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{
-		`arch "llama" is not supported (valid: gpt-oss, olmoe, qwen3moe)`, `quant "q4_k" is not supported (valid: f16, q8_0)`,
+		`arch "llama" is not supported (valid: gpt-oss, olmoe, qwen3moe)`, `quant "q5_k" is not supported (valid: f16, q8_0, q4_k, q3_k, mxfp4)`,
 		"layers must be positive, got -1", "top-k 6 exceeds experts 4", "heads 6 is not a multiple of heads-kv 4",
 		"head-dim 15 must be even", "vocab 100 is below the minimum 260", "router-correlation 1.5 must be within 0..1",
 	} {
@@ -163,7 +164,7 @@ func TestSynthValidate(t *testing.T) {
 	d.EnsureDefaults()
 	def := DefaultSynthOptions()
 	def.RouterCorrelation, def.Seed = 0, 0
-	if d != def {
+	if !reflect.DeepEqual(d, def) {
 		t.Errorf("EnsureDefaults: %+v", d)
 	}
 }
@@ -397,5 +398,49 @@ func TestSynthAttentionSharing(t *testing.T) {
 				t.Errorf("sharing %.1f: %s of layers 0 and 2 correlate %.3f, want %.3f", s, m, c, s*s)
 			}
 		}
+	}
+}
+
+// TestSynthFormatsRefused: the K-quants and MXFP4 need a quantizer (the
+// llama.cpp build's), and rows that are whole blocks of the format; both
+// checks report together. With a quantizer, the experts are written in
+// --expert-quant and the rest in --quant.
+func TestSynthFormatsRefused(t *testing.T) {
+	o := tinyOptions()
+	o.ExpertQuant = "q4_k"
+	err := o.Validate()
+	for _, want := range []string{"q4_k needs ggml's quantizer", "hidden 64 is not a multiple of 256 (the q4_k block size)", "expert-ffn 32 is not a multiple of 256"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error lacks %q: %v", want, err)
+		}
+	}
+	if err != nil && strings.Contains(err.Error(), "heads×head-dim") {
+		t.Errorf("the attention is q8_0, not q4_k: %v", err)
+	}
+	o = tinyOptions()
+	o.Hidden, o.ExpertFFN, o.Heads, o.HeadDim = 256, 256, 4, 64
+	o.ExpertQuant = "mxfp4"
+	var calls []TypeID
+	o.Quantize = func(t TypeID, xs []float32, rowLen int64) ([]byte, error) {
+		calls = append(calls, t)
+		return make([]byte, int64(len(xs))/32*17), nil
+	}
+	f, err := parseBytes(synthBytes(t, o), "mx.gguf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := f.ModelSpec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range spec.Layers {
+		for _, x := range l.Tensors {
+			if x.Type != "MXFP4" || x.Bytes != 256*256/32*17 {
+				t.Errorf("expert tensor %+v", x)
+			}
+		}
+	}
+	if spec.HeadType != "Q8_0" || len(calls) == 0 || slices.ContainsFunc(calls, func(c TypeID) bool { return c != TypeMXFP4 }) {
+		t.Errorf("head %s, quantizer called for %v", spec.HeadType, calls)
 	}
 }

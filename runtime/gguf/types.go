@@ -58,10 +58,13 @@ var ggmlTypes = map[TypeID]ggmlType{
 
 // Type ids the writer and synthetic models use.
 const (
-	TypeF32  TypeID = 0
-	TypeF16  TypeID = 1
-	TypeQ8_0 TypeID = 8
-	TypeBF16 TypeID = 30
+	TypeF32   TypeID = 0
+	TypeF16   TypeID = 1
+	TypeQ8_0  TypeID = 8
+	TypeQ3_K  TypeID = 11
+	TypeQ4_K  TypeID = 12
+	TypeBF16  TypeID = 30
+	TypeMXFP4 TypeID = 39
 )
 
 // Name is the type's GGUF name, e.g. "Q8_0", or "type(N)" for an unknown id.
