@@ -12,6 +12,7 @@ import (
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -333,28 +334,25 @@ func TestBadInput(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		edit func(*Settings)
-		want string
 	}{
-		{"block 1", func(s *Settings) { s.SpecBlock = 1 }, "2 to 64 tokens per pass"},
-		{"accept", func(s *Settings) { s.SpecAccept = 1.5 }, "probability in [0, 1]"},
-		{"own option", func(s *Settings) { s.Base["spec-block"] = "3" }, "the ablation's own setting"},
-		{"own drafter option", func(s *Settings) { s.Base["drafter"] = "free" }, "the ablation's own setting"},
-		{"unknown drafter", func(s *Settings) { s.Drafter = "eagle" }, "--drafter eagle: unknown drafter (valid: free, mtp, ngram, explicit, controlled)"}, // as simulate words it
-		{"explicit without cost", func(s *Settings) { s.Drafter = "explicit" }, "state its cost per draft token"},
-		{"cost of a kind", func(s *Settings) { s.DrafterBytes = 5 }, "drafter mtp's follows from its kind"},
-		{"unknown device", func(s *Settings) { s.Base["device"] = "pixel" }, "pixel"},
-		{"cache too small", func(s *Settings) { s.Base["cache"] = "10MiB" }, "step 1 (stock)"},
-		{"does not apply", func(s *Settings) { s.Base["trace"] = "x.parquet" }, "--tokens does not apply"},
-		{"unknown option", func(s *Settings) { s.Base["colour"] = "red" }, `unknown option "colour"`},
+		{"block 1", func(s *Settings) { s.SpecBlock = 1 }},
+		{"accept", func(s *Settings) { s.SpecAccept = 1.5 }},
+		{"own option", func(s *Settings) { s.Base["spec-block"] = "3" }},
+		{"own drafter option", func(s *Settings) { s.Base["drafter"] = "free" }},
+		{"unknown drafter", func(s *Settings) { s.Drafter = "eagle" }}, // as simulate words it
+		{"explicit without cost", func(s *Settings) { s.Drafter = "explicit" }},
+		{"cost of a kind", func(s *Settings) { s.DrafterBytes = 5 }},
+		{"unknown device", func(s *Settings) { s.Base["device"] = "pixel" }},
+		{"cache too small", func(s *Settings) { s.Base["cache"] = "10MiB" }},
+		{"does not apply", func(s *Settings) { s.Base["trace"] = "x.parquet" }},
+		{"unknown option", func(s *Settings) { s.Base["colour"] = "red" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := small(nil)
 			tc.edit(&s)
 			var in experiment.Inputs
 			_, err := Run(&in, s)
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want one containing %q", err, tc.want)
-			}
+			errgolden.Check(t, "refused", err)
 		})
 	}
 }

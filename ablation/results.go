@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/sweep"
 )
 
@@ -58,15 +57,11 @@ func WriteResults(dir string, a *Ablation, version string) (string, error) {
 	if len(rows) == 0 {
 		return "", fmt.Errorf("ablation: no step ran, nothing to write")
 	}
-	data, err := sweep.EncodeRowsWith(rows[0].SweepID, rows, extra...)
-	if err != nil {
-		return "", err
-	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", fmt.Errorf("results folder: %w", err)
 	}
 	path := filepath.Join(dir, ResultsFile)
-	if err := atomicfile.WriteFile(path, data); err != nil {
+	if err := sweep.WriteRows(path, rows[0].SweepID, rows, extra...); err != nil {
 		return "", err
 	}
 	return path, nil

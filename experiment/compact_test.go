@@ -3,10 +3,10 @@ package experiment
 import (
 	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/traces"
 )
 
@@ -80,7 +80,5 @@ func TestCompactLookaheadSameResults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := (&Inputs{}).Resolve(s); err == nil || !strings.Contains(err.Error(), "stores only its 16 best") {
-		t.Errorf("top-n above lookahead_top: err = %v", err)
-	}
+	errgolden.Check(t, "top-n above lookahead_top", errgolden.Err((&Inputs{}).Resolve(s)))
 }

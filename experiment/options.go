@@ -132,13 +132,19 @@ func Apply(s *Spec, values map[string]string) error {
 			continue
 		}
 		if why := o.applies(s, set); why != "" {
-			errs = append(errs, fmt.Errorf("--%s does not apply: %s", o.Name, why))
+			errs = append(errs, &InapplicableError{Option: o.Name, Why: why})
 		} else if err := o.apply(s, v); err != nil {
 			errs = append(errs, fmt.Errorf("--%s %s: %v", o.Name, values[o.Name], err))
 		}
 	}
 	return errors.Join(errs...)
 }
+
+// InapplicableError is an option given where it does not apply (Apply), with
+// the reason.
+type InapplicableError struct{ Option, Why string }
+
+func (e *InapplicableError) Error() string { return "--" + e.Option + " does not apply: " + e.Why }
 
 // CheckValue checks raw as the value of option name (its syntax and, for an
 // option of names such as --drafter, that it is one of them) and words a

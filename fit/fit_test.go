@@ -2,6 +2,7 @@ package fit
 
 import (
 	"errors"
+	"github.com/lessim/lessim/internal/errgolden"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -102,9 +103,7 @@ func TestLeastSquaresInfeasibleNeighbour(t *testing.T) {
 func TestLeastSquaresInfeasibleOnce(t *testing.T) {
 	model := func(p []float64) ([]float64, error) { return nil, errors.New("unknown policy") }
 	_, err := LeastSquares(model, []float64{1}, []Param{{"a", 1, 0.1, 10}}, 100)
-	if err == nil || err.Error() != "fit: the best point is infeasible: unknown policy" {
-		t.Fatalf("err = %v", err)
-	}
+	errgolden.Check(t, "infeasible", err)
 }
 
 func TestLeastSquaresBadParams(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sweep"
 )
@@ -55,8 +56,5 @@ func TestReportRefusesTwoSweeps(t *testing.T) {
 		}
 	}
 	_, err = reports.ReadResults(a)
-	if err == nil || !strings.Contains(err.Error(), "holds the rows of 2 sweeps") ||
-		!strings.Contains(err.Error(), "(6 rows)") || !strings.Contains(err.Error(), "(3 rows)") {
-		t.Errorf("got %v", err)
-	}
+	errgolden.Check(t, "two sweeps", err)
 }

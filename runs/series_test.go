@@ -2,9 +2,9 @@ package runs
 
 import (
 	"bytes"
+	"github.com/lessim/lessim/internal/errgolden"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -85,15 +85,11 @@ func TestReadLiveSeriesErrors(t *testing.T) {
 		{"1 ns per token", map[string][]int64{"token": {0, 1}, "wall_ns": {5e6, 1}}, []string{"token", "wall_ns"}, "row 2: wall_ns is 1"},
 	} {
 		_, err := ReadLiveSeries(writeSeries(t, tc.cols, tc.order))
-		if err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
-		}
+		errgolden.Check(t, tc.name, err)
 	}
 	bad := filepath.Join(t.TempDir(), "x.parquet")
 	os.WriteFile(bad, []byte("not parquet"), 0o644)
-	if _, err := ReadLiveSeries(bad); err == nil || !strings.HasPrefix(err.Error(), bad+": not a Parquet file") {
-		t.Errorf("garbage: %v, want it to name %s as given", err, bad)
-	}
+	errgolden.Check(t, "garbage", errgolden.Err(ReadLiveSeries(bad)))
 }
 
 // TestReadLiveSeriesGarbledArrowSchema: a series whose stored Arrow schema

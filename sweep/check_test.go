@@ -2,30 +2,28 @@ package sweep
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/traces"
 )
 
 // expandErr parses and expands src and returns the problems, failing the
 // test when there are none.
-func expandErr(t *testing.T, src string) string {
+func expandErr(t *testing.T, src string) *Problems {
 	t.Helper()
 	g, err := ParseGrid([]byte(src), "s.yaml")
 	if err == nil {
 		_, err = g.Expand()
 	}
-	if err == nil {
-		t.Fatalf("want problems for:\n%s", src)
-	}
-	return err.Error()
+	return asProblems(t, err)
 }
 
 // writeTrace writes a small synthetic trace (16 tokens) to path.
@@ -43,14 +41,28 @@ func writeTrace(t *testing.T, path string) {
 	}
 }
 
-// wantLines checks that msg holds each line of want.
-func wantLines(t *testing.T, msg string, want ...string) {
+// asProblems is err as *Problems, failing the test when it is not.
+func asProblems(t *testing.T, err error) *Problems {
 	t.Helper()
-	for _, w := range want {
-		if !strings.Contains(msg, w) {
-			t.Errorf("problems lack %q:\n%s", w, msg)
-		}
+	var p *Problems
+	if !errors.As(err, &p) {
+		t.Fatalf("want *Problems, got %v", err)
 	}
+	return p
+}
+
+// wantLines checks that p lists one problem at each of lines, in order,
+// and pins their words as name (errgolden).
+func wantLines(t *testing.T, name string, p *Problems, lines ...int) {
+	t.Helper()
+	var got []int
+	for _, q := range p.List {
+		got = append(got, q.Line)
+	}
+	if !slices.Equal(got, lines) {
+		t.Errorf("%s: problems at lines %v, want %v:\n%v", name, got, lines, p)
+	}
+	errgolden.Check(t, name, p)
 }
 
 // TestExpandChecksInputs: a device name, model, device file or trace file
@@ -69,7 +81,7 @@ axes:
   device.name: [nope, iphone-17-pro-max]
   cache.size: [1GiB, 2GiB]
 `)
-	wantLines(t, msg, "1 problem\n", `s.yaml:4: 2 points, e.g. device.name="nope" (line 4), cache.size="1GiB" (line 5): unknown device "nope"`)
+	wantLines(t, "unknown device", msg, 4)
 
 	msg = expandErr(t, `base:
   model: {name: nope}
@@ -77,7 +89,7 @@ axes:
 axes:
   cache.size: [1GiB, 2GiB]
 `)
-	wantLines(t, msg, "1 problem\n", `s.yaml:1: 2 points, e.g. cache.size="1GiB" (line 5): unknown model "nope"`)
+	wantLines(t, "unknown model", msg, 1)
 
 	msg = expandErr(t, `base:
   model: {name: minicpm-v-4.7-35b-a3b}
@@ -85,7 +97,7 @@ axes:
 axes:
   model.variant: [nope]
 `)
-	wantLines(t, msg, `s.yaml:5: point model.variant="nope" (line 5): model minicpm-v-4.7-35b-a3b: unknown variant "nope"`)
+	wantLines(t, "unknown variant", msg, 5)
 
 	msg = expandErr(t, fmt.Sprintf(`base:
   device: {file: %s}
@@ -93,16 +105,14 @@ axes:
 axes:
   cache.size: [1GiB, 2GiB, 3GiB]
 `, text))
-	wantLines(t, msg, "1 problem\n", "s.yaml:1: 3 points, e.g. cache.size=\"1GiB\" (line 5): "+text+": ")
+	wantLines(t, "device file", msg, 1)
 
 	msg = expandErr(t, fmt.Sprintf(`base:
   device: {name: iphone-17-pro-max}
 axes:
   trace.path: [%s, %s]
 `, text, missing))
-	wantLines(t, msg, "2 problems\n",
-		"s.yaml:4: point trace.path=\""+text+"\" (line 4): trace: "+text+": not a Parquet file",
-		"s.yaml:4: point trace.path=\""+missing+"\" (line 4): trace: open "+missing+": no such file")
+	wantLines(t, "trace files", msg, 4, 4)
 }
 
 // TestParseGridReportsPointProblemsBesideStructure: a misspelt axis and an
@@ -119,15 +129,7 @@ axes:
   cache.size: []
   trace.synthetic.tokens: [.nan, -1, 1.5]
 `)
-	wantLines(t, msg, "8 problems\n",
-		`s.yaml:1: 2 points, e.g. policy.name="lru" (line 5), trace.synthetic.tokens=-1 (line 8): cache "0%": a percentage must be in (0, 100]`,
-		`s.yaml:1: 2 points, e.g. policy.name="lru" (line 5), trace.synthetic.tokens=-1 (line 8): unknown model "nope"`,
-		`s.yaml:5: point policy.name="fifo" (line 5), trace.synthetic.tokens=-1 (line 8): unknown policy "fifo"`,
-		`s.yaml:6: axes: unknown field "policy.les.thresold"`,
-		`s.yaml:7: axes: cache.size: empty list of values`,
-		`s.yaml:8: trace.synthetic.tokens: .nan is not a finite number`,
-		`s.yaml:8: trace.synthetic.tokens: 1.5 is a number, want an integer`,
-		`s.yaml:8: 2 points, e.g. policy.name="lru" (line 5), trace.synthetic.tokens=-1 (line 8): trace.synthetic: tokens (-1)`)
+	wantLines(t, "point problems", msg, 1, 1, 5, 6, 7, 8, 8, 8)
 }
 
 // TestFailedPointsListedInOrder: the errors a Summary keeps are those of

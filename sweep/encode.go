@@ -5,12 +5,21 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/lessim/lessim/internal/atomicfile"
 )
 
-// EncodeRows encodes rows as one results Parquet file (the same schema and
-// metadata as a sweep's parts), for tools that write results outside a sweep
-// folder, such as lessim validate.
-func EncodeRows(sweepID string, rows []Row) ([]byte, error) { return encodePart(sweepID, rows) }
+// WriteRows writes rows, with any extra columns (EncodeRowsWith), as one
+// results Parquet file at path (the same schema and metadata as a sweep's
+// parts), atomically: for tools that write results outside a sweep folder,
+// such as lessim validate and lessim ablate.
+func WriteRows(path, sweepID string, rows []Row, extra ...Extra) error {
+	data, err := EncodeRowsWith(sweepID, rows, extra...)
+	if err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, data)
+}
 
 // Extra is a column appended after the results columns, one value per row:
 // Strings for a string column, else Ints for an integer column. Tools that

@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"context"
+	"github.com/lessim/lessim/internal/errgolden"
 	"os"
 	"path/filepath"
 	"strings"
@@ -46,9 +47,7 @@ func TestConfigInsideOutIsNotOverwritten(t *testing.T) {
 	}
 	for _, cfg := range []string{own, sym, hard} {
 		_, err := runFile(t, cfg, cl)
-		if err == nil || !strings.Contains(err.Error(), "refusing to overwrite it") {
-			t.Errorf("--config %s --out %s: %v", cfg, cl, err)
-		}
+		errgolden.Check(t, filepath.Base(cfg), err)
 		if got, _ := os.ReadFile(own); string(got) != string(src) {
 			t.Fatalf("--config %s: the sweep file was overwritten:\n%s", cfg, got)
 		}
@@ -81,11 +80,11 @@ func TestManifestFieldsChecked(t *testing.T) {
 	runGrid(t, testGrid, dir, Options{})
 	path := filepath.Join(dir, ManifestFile)
 	good, _ := os.ReadFile(path)
-	for _, c := range []struct{ from, to, want string }{
-		{`"points": 12`, `"points": -4`, "points -4 (want at least 1)"},
-		{`"points": 12`, `"points": 99`, "has 12"},
-		{"", "null", "format_version 0 (missing or not positive); sweep_id \"\""},
-		{`"format_version": 3`, `"format_version": 0`, "format_version 0"},
+	for _, c := range []struct{ from, to string }{
+		{`"points": 12`, `"points": -4`},
+		{`"points": 12`, `"points": 99`},
+		{"", "null"},
+		{`"format_version": 3`, `"format_version": 0`},
 	} {
 		edited := c.to
 		if c.from != "" {
@@ -97,8 +96,6 @@ func TestManifestFieldsChecked(t *testing.T) {
 		os.WriteFile(path, []byte(edited), 0o644)
 		g, pts := mustExpand(t, testGrid)
 		_, err := Run(context.Background(), g.Name, pts, Options{Out: dir, Version: "test"})
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("manifest %s: error %v, want one containing %q", c.to, err, c.want)
-		}
+		errgolden.Check(t, c.to, err)
 	}
 }

@@ -2,13 +2,14 @@ package sweep
 
 import (
 	"encoding/json"
-	"errors"
+	"fmt"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 const smallGrid = `# a small grid
@@ -95,24 +96,7 @@ axes:
   cache.size: [1GiB]
 `
 	_, err := ParseGrid([]byte(src), "bad.yaml")
-	var probs *Problems
-	if !errors.As(err, &probs) {
-		t.Fatalf("want *Problems, got %v", err)
-	}
-	want := `bad.yaml: 10 problems
-  bad.yaml:3: base.cache: unknown field "sise" (valid: size, bytes)
-  bad.yaml:4: base.layout: 7 is a number, want a string
-  bad.yaml:5: unknown key "extra" (valid: base, axes)
-  bad.yaml:6: grid: lessim writes a single value here when it records a sweep (ignored when read back), got a mapping; the grid's fields and values go under axes
-  bad.yaml:9: policy.name: 5 is a number, want a string
-  bad.yaml:10: axes: unknown field "policy.les.treshold": policy.les has top_n, threshold, max_candidates, depth, max_inflight_bytes, no_prefetch
-  bad.yaml:11: axes: cache.size: empty list of values: the grid would have no points
-  bad.yaml:12: speculative.accept: high is a string, want a number
-  bad.yaml:13: axes: layout: values must be a list, e.g. [a, b]
-  bad.yaml:14: axes: duplicate key "cache.size" (line 14, first at 11)`
-	if err.Error() != want {
-		t.Errorf("got:\n%v\nwant:\n%s", err, want)
-	}
+	wantLines(t, "problems", asProblems(t, err), 3, 4, 5, 6, 9, 10, 11, 12, 13, 14)
 }
 
 // TestParseGridNonFinite: YAML's .nan and .inf, which no spec (JSON) can
@@ -129,28 +113,13 @@ axes:
 	_, err := ParseGrid([]byte(src), "nan.yaml")
 	// NB: the point's problem is listed at the line of the value that
 	// gives it (skew -1, line 4), among the malformed values.
-	want := `nan.yaml: 4 problems
-  nan.yaml:4: trace.synthetic.skew: .nan is not a finite number: a spec holds finite numbers only
-  nan.yaml:4: point trace.synthetic.skew=-1 (line 4), trace.synthetic.reuse=0.5 (line 5), speculative=null (line 6): trace.synthetic.skew: must be a finite number in [0, 10] (got -1)
-  nan.yaml:5: trace.synthetic.reuse: -.inf is not a finite number: a spec holds finite numbers only
-  nan.yaml:6: speculative.accept: .nan is not a finite number: a spec holds finite numbers only`
-	if err == nil || err.Error() != want || strings.Contains(err.Error(), "unsupported value") {
-		t.Fatalf("got:\n%v\nwant:\n%s", err, want)
-	}
+	wantLines(t, "non-finite", asProblems(t, err), 4, 4, 5, 6)
 }
 
 func TestParseGridEmpty(t *testing.T) {
-	for _, c := range []struct{ src, want string }{
-		{"", "empty sweep file"},
-		{"base: {}\n", "no axes"},
-		{"axes: {}\n", "empty grid"},
-		{"- 1\n", "a mapping with base and axes"},
-		{"axes: [1\n", "yaml:"},
-	} {
-		_, err := ParseGrid([]byte(c.src), "s.yaml")
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%q: got %v, want %q", c.src, err, c.want)
-		}
+	for _, src := range []string{"", "base: {}\n", "axes: {}\n", "- 1\n", "axes: [1\n"} {
+		_, err := ParseGrid([]byte(src), "s.yaml")
+		errgolden.Check(t, fmt.Sprintf("%q", src), err)
 	}
 }
 
@@ -167,16 +136,9 @@ axes:
 		t.Fatal(err)
 	}
 	_, err = g.Expand()
-	if err == nil {
-		t.Fatal("want an error")
-	}
 	// Each problem once, at the line of the value that gives it, for all
 	// the points that have it (the point with both is in both).
-	for _, want := range []string{"2 problems", `s.yaml:5: 2 points, e.g. layout="floppy" (line 5)`, `s.yaml:6: 2 points, e.g. layout="per-expert" (line 5), speculative.accept=1.5 (line 6)`} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error lacks %q:\n%v", want, err)
-		}
-	}
+	wantLines(t, "invalid points", asProblems(t, err), 5, 6)
 }
 
 func TestResolvedConfigParsesBack(t *testing.T) {
@@ -207,9 +169,7 @@ axes:
 		t.Fatal(err)
 	}
 	_, err = g.Expand()
-	if err == nil || !strings.Contains(err.Error(), "1 problem\n") || !strings.Contains(err.Error(), "3 points, e.g. policy.name=\"lru\" (line 4)") {
-		t.Errorf("got %v", err)
-	}
+	wantLines(t, "grouped", asProblems(t, err), 1)
 	t.Log(err)
 }
 
@@ -227,10 +187,7 @@ func TestGridTooLarge(t *testing.T) {
 	num := func(i int) string { return strconv.Itoa(i + 1) }
 	src := "axes:\n" + axis("trace.synthetic.tokens", 100, num) + axis("trace.synthetic.seed", 100, num) + axis("cache.size", 101, func(i int) string { return num(i) + "GiB" })
 	_, err := ParseGrid([]byte(src), "big.yaml")
-	want := "big.yaml:2: axes: the grid has 1.01e+06 points (100 × 100 × 101): more than the 1000000 a sweep expands; split it into several sweep files"
-	if err == nil || !strings.Contains(err.Error(), want) {
-		t.Errorf("got %v, want %q", err, want)
-	}
+	wantLines(t, "too large", asProblems(t, err), 2)
 	src = "axes:\n"
 	for _, f := range []string{"trace.synthetic.tokens", "trace.synthetic.seed", "trace.synthetic.prompt_tokens", "trace.synthetic.sequences",
 		"trace.synthetic.skew", "trace.synthetic.reuse", "trace.synthetic.lookahead_recall", "trace.synthetic.lookahead_depth",
@@ -239,9 +196,8 @@ func TestGridTooLarge(t *testing.T) {
 		"speculative.block", "speculative.accept"} {
 		src += axis(f, 16, num)
 	}
-	if _, err := ParseGrid([]byte(src), "huge.yaml"); err == nil || !strings.Contains(err.Error(), "the grid has 1.209e+24 points (16 × 16") {
-		t.Errorf("got %v", err)
-	}
+	_, err = ParseGrid([]byte(src), "huge.yaml")
+	wantLines(t, "huge", asProblems(t, err), 2)
 	// Below the cap, a large grid parses (Expand would run it).
 	src = "axes:\n" + axis("trace.synthetic.tokens", 1000, num) + axis("cache.size", 1000, func(i int) string { return num(i) + "GiB" })
 	if g, err := ParseGrid([]byte(src), "ok.yaml"); err != nil {
@@ -275,13 +231,10 @@ func TestByteCountsAsSizes(t *testing.T) {
 		t.Errorf("max_inflight_bytes %d", b)
 	}
 	_, err := ParseGrid([]byte(grid("64MiBs", "400MB")), "s.yaml")
-	if err == nil || !strings.Contains(err.Error(), "s.yaml:3: base.policy.les.max_inflight_bytes: 64MiBs is not a byte count (an integer, or a size such as 64MiB)") {
-		t.Errorf("got %v", err)
-	}
+	wantLines(t, "base size", asProblems(t, err), 3)
 	src := "axes:\n  policy.les.max_inflight_bytes: [1GiB, lots]\n"
-	if _, err := ParseGrid([]byte(src), "a.yaml"); err == nil || !strings.Contains(err.Error(), "a.yaml:2: policy.les.max_inflight_bytes: lots is not a byte count") {
-		t.Errorf("got %v", err)
-	}
+	_, err = ParseGrid([]byte(src), "a.yaml")
+	wantLines(t, "axis size", asProblems(t, err), 2)
 }
 
 // TestParseGridRefusedYAML checks that what yaml.v3 would take silently (a
@@ -301,15 +254,7 @@ axes:
   cache.size: [1GiB]
 `
 	_, err := ParseGrid([]byte(src), "bad.yaml")
-	want := `bad.yaml: 5 problems
-  bad.yaml:3: base.cache: duplicate key "size" (line 3, first at 3)
-  bad.yaml:4: base.layout: 7 is a number, want a string
-  bad.yaml:5: duplicate key "base" (line 5, first at 1)
-  bad.yaml:8: axes.trace[0].synthetic: merge keys (<<) are not supported: write the fields out (line 8)
-  bad.yaml:9: a sweep file holds one YAML document; found another at line 9`
-	if err == nil || err.Error() != want {
-		t.Errorf("got:\n%v\nwant:\n%s", err, want)
-	}
+	wantLines(t, "refused YAML", asProblems(t, err), 3, 4, 5, 8, 9)
 }
 
 // TestExpandDropsPredictorWhereUnread: a base's stated predictor is dropped

@@ -14,6 +14,7 @@ import (
 
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/internal/atomicfile/atomictest"
+	"github.com/lessim/lessim/internal/errgolden"
 )
 
 // killGrid is 36 points, slow enough (about 20-50 ms each) to be killed mid-way.
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	os.Exit(errgolden.Main(m))
 }
 
 // TestResumeAfterSIGKILL kills a sweep mid-way, reruns it, and checks that

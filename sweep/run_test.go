@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
@@ -166,9 +167,7 @@ func TestRefusesForeignFolders(t *testing.T) {
 	other := strings.Replace(testGrid, "[1GiB, 2GiB]", "[1GiB, 3GiB]", 1)
 	g, pts := mustExpand(t, other)
 	_, err := Run(context.Background(), g.Name, pts, Options{Out: dir})
-	if err == nil || !strings.Contains(err.Error(), "holds another sweep") {
-		t.Errorf("another grid: got %v", err)
-	}
+	errgolden.Check(t, "another-grid", err)
 	// A folder of another results format.
 	m, err := ReadManifest(dir)
 	if err != nil {
@@ -179,22 +178,16 @@ func TestRefusesForeignFolders(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, ManifestFile), js, 0o644)
 	g, pts = mustExpand(t, testGrid)
 	_, err = Run(context.Background(), g.Name, pts, Options{Out: dir})
-	if err == nil || !strings.Contains(err.Error(), "results format 1") {
-		t.Errorf("old format: got %v", err)
-	}
+	errgolden.Check(t, "old-format", err)
 	// Parts without a manifest.
 	os.Remove(filepath.Join(dir, ManifestFile))
 	_, err = Run(context.Background(), g.Name, pts, Options{Out: dir})
-	if err == nil || !strings.Contains(err.Error(), "no manifest.json") {
-		t.Errorf("no manifest: got %v", err)
-	}
+	errgolden.Check(t, "no-manifest", err)
 	// An output folder that cannot be created.
 	file := filepath.Join(t.TempDir(), "f")
 	os.WriteFile(file, nil, 0o644)
 	_, err = Run(context.Background(), g.Name, pts, Options{Out: filepath.Join(file, "results")})
-	if err == nil || !strings.Contains(err.Error(), "results folder") {
-		t.Errorf("unwritable: got %v", err)
-	}
+	errgolden.Check(t, "unwritable", err)
 }
 
 func TestFailedPointsGetRows(t *testing.T) {

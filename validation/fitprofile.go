@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -27,11 +28,41 @@ type FitInfo struct {
 	Fit     *fit.RunFit
 }
 
+// names are the fit points' names, "les at 25%".
+func (f *FitInfo) names() []string {
+	var names []string
+	for _, p := range f.Points {
+		names = append(names, p.String())
+	}
+	return names
+}
+
+// fitRun is one fit run: its point and its per-token series.
+type fitRun struct {
+	p   FitPoint
+	run *runs.Run
+}
+
+// runFit runs fit point p once (round r, from 0) asking for its per-token
+// series and writes and reads it back (writeFitSeries).
+func (r *runner) runFit(ctx context.Context, p FitPoint, round int) (*runs.Run, error) {
+	_, samples, err := r.Live(ctx, p, r.o.Tokens, true)
+	if err != nil {
+		return nil, err
+	}
+	series, err := LiveSeries(samples)
+	if err != nil {
+		return nil, err
+	}
+	return writeFitSeries(r.o.Out, p, round, series)
+}
+
 // fitProfile fits the device profile's compute and load-cost parameters
 // and flash scale to the fit runs (fit.FromRuns, all at once, in the order
 // given, on the recorded routing, replayed as the live engine runs:
 // barrier order, prompt prefilled), and writes the fitted profile. The
-// profile's sources name the runs as label says, followed by the points.
+// profile's sources name the runs: lessim live on this machine, or the
+// agent's live runs at Options.Target, followed by the points.
 func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (*FitInfo, error) {
 	base, err := devices.ParseProfileFile(o.DeviceFile)
 	if err != nil {
@@ -48,7 +79,12 @@ func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (
 		}
 		ms = append(ms, fit.Measured{Run: fr.run, Plan: plan})
 	}
-	rf, err := fit.FromRuns(base, ms, fitLabel(o, fitPts))
+	info := &FitInfo{Points: fitPts, Profile: filepath.Join(o.Out, FitProfileFile)}
+	label := "lessim live " // NB: the fitted profile's sources name the runs
+	if o.Target != "" {
+		label = "live runs on the agent at " + o.Target + " of "
+	}
+	rf, err := fit.FromRuns(base, ms, label+strings.Join(info.names(), " and "))
 	if err != nil {
 		return nil, fmt.Errorf("validate: fit: %w", err)
 	}
@@ -56,24 +92,11 @@ func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	path := filepath.Join(o.Out, FitProfileFile)
-	if err := atomicfile.WriteFile(path, y); err != nil {
+	if err := atomicfile.WriteFile(info.Profile, y); err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
-	return &FitInfo{Points: fitPts, Profile: path, Fit: rf}, nil
-}
-
-// fitLabel names the fit runs in the fitted profile's sources: lessim
-// live on this machine, or the agent's live runs at Options.Target.
-func fitLabel(o *Options, fitPts []FitPoint) string {
-	var names []string
-	for _, p := range fitPts {
-		names = append(names, p.String())
-	}
-	if o.Target != "" {
-		return "live runs on the agent at " + o.Target + " of " + strings.Join(names, " and ")
-	}
-	return "lessim live " + strings.Join(names, " and ")
+	info.Fit = rf
+	return info, nil
 }
 
 // fitSeriesPath is where the series of fit point p's run in round r (from

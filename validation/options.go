@@ -173,13 +173,10 @@ func (o *Options) Check() (*Checked, error) {
 		case o.Target != "":
 			c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache}) // resolved against the recorded trace's model
 		case c.Model != nil:
-			b, err := live.ResolveCache(cache, c.Model)
-			if err != nil {
-				bad("fit %q: cache: %w", f, err)
-			} else if need := int64(c.Model.TopK) * c.Model.MaxExpertBytes(); b < need {
-				bad("fit %q: cache %s is smaller than one layer's top-%d (%s)", f, sim.FormatBytes(b), c.Model.TopK, sim.FormatBytes(need))
+			if b, cerrs := resolveCaches(c.Model, []string{cache}); len(cerrs) > 0 {
+				bad("fit %q: %w", f, cerrs[0])
 			} else {
-				c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache, CacheBytes: b})
+				c.Fit = append(c.Fit, FitPoint{Policy: pol, Cache: cache, CacheBytes: b[0]})
 			}
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/internal/atomicfile"
-	"github.com/lessim/lessim/runs"
+	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/traces"
@@ -26,9 +26,9 @@ type Report struct {
 	Target  string
 	Facts   *agent.DeviceFacts
 	Trace   string
-	Points  []Point
+	Points  []reports.VsPoint
 	Specs   []experiment.Spec
-	Summary *Summary
+	Summary *reports.Comparison
 	Fit     *FitInfo // nil without Options.Fit
 	// Stage holds the files written so far (the recorded trace, the fit's
 	// series and profile), which the paths above name at Options.Out: the
@@ -40,8 +40,8 @@ type Report struct {
 
 // inStage runs a validation (run, given o with Out the staging folder)
 // into a staging folder of o.Out: on success the report carries the stage
-// and names its files at o.Out (relocate); on failure the stage is
-// removed, so Out is as it was.
+// and names its files at o.Out; on failure the stage is removed, so Out is
+// as it was.
 func inStage(o Options, run func(so Options) (*Report, error)) (*Report, error) {
 	st, err := atomicfile.NewStage(o.Out)
 	if err != nil {
@@ -54,30 +54,18 @@ func inStage(o Options, run func(so Options) (*Report, error)) (*Report, error) 
 		st.Abort()
 		return nil, err
 	}
-	rep.relocate(st)
-	return rep, nil
-}
-
-// relocate makes the report's paths into the staging folder st name the
-// files where st.Commit puts them: the trace, the fitted profile, and the
-// trace and profile of each simulated spec (so the specs, their hashes
-// and the results rows are those of files at Out, as without a stage).
-func (r *Report) relocate(st *atomicfile.Stage) {
-	r.Stage = st
-	r.Trace = st.Target(r.Trace)
-	if r.Fit != nil {
-		r.Fit.Profile = st.Target(r.Fit.Profile)
+	// NB: the report's paths into the stage name the files where Commit
+	// puts them (so the specs, their hashes and the results rows are those
+	// of files at Out, as without a stage).
+	rep.Stage, rep.Trace = st, st.Target(rep.Trace)
+	if rep.Fit != nil {
+		rep.Fit.Profile = st.Target(rep.Fit.Profile)
 	}
-	for i := range r.Specs {
-		s := &r.Specs[i]
+	for i := range rep.Specs {
+		s := &rep.Specs[i]
 		s.Trace.Path, s.Device.File = st.Target(s.Trace.Path), st.Target(s.Device.File)
 	}
-}
-
-// fitRun is one fit run: its point and its per-token series.
-type fitRun struct {
-	p   FitPoint
-	run *runs.Run
+	return rep, nil
 }
 
 // Run checks the options, opens the engine that measures (open: the live
@@ -136,15 +124,6 @@ type runner struct {
 	facts agent.DeviceFacts
 }
 
-// Record asks the engine for the trace and writes it to path atomically.
-func (r *runner) Record(ctx context.Context, path string, tokens int) error {
-	t, err := agent.RecordOn(ctx, r.e, tokens)
-	if err != nil {
-		return err
-	}
-	return atomicfile.WriteFile(path, t.Parquet)
-}
-
 // caches resolves caches against the model of the trace (the engine's
 // model, as recorded).
 func (r *runner) caches(trace string, caches []string) ([]int64, error) {
@@ -161,54 +140,31 @@ func (r *runner) caches(trace string, caches []string) ([]int64, error) {
 	return b, nil
 }
 
-// Live runs p once on the engine and checks the result is the point asked
-// for (checked).
-func (r *runner) Live(ctx context.Context, p *Point, tokens int) (*sim.Result, error) {
+// Live runs p once on the engine, with its per-token series when series
+// (agent.RunSeriesOn; on an agent: protocol version 4, capability series),
+// checks the result is the run asked for (its tokens, and its cache in
+// bytes: the engine resolved it against its model, the trace's) and marks
+// it measured (on an agent, on the device it reported).
+func (r *runner) Live(ctx context.Context, p FitPoint, tokens int, series bool) (*sim.Result, []agent.TokenSample, error) {
 	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, tokens)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	res, err := r.e.Run(ctx, raw, func(agent.TokenSample) error { return nil })
+	var res *sim.Result
+	var samples []agent.TokenSample
+	if series {
+		res, samples, err = agent.RunSeriesOn(ctx, r.e, raw)
+	} else {
+		res, err = r.e.Run(ctx, raw, func(agent.TokenSample) error { return nil })
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return r.checked(res, p, tokens)
-}
-
-// FitRun runs fit point p once (round r, from 0) asking for its per-token
-// series (on an agent: protocol version 4, capability series), checks the
-// result as Live does, and writes the series to Out/fit/POLICY-CACHE-rN.parquet
-// (the file lessim live --series writes, which calibrate --from-run reads)
-// and reads it back as the run the fit uses.
-func (r *runner) FitRun(ctx context.Context, p FitPoint, round, tokens int) (*runs.Run, error) {
-	pt := &Point{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes}
-	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, tokens)
-	if err != nil {
-		return nil, err
-	}
-	res, samples, err := agent.RunSeriesOn(ctx, r.e, raw)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := r.checked(res, pt, tokens); err != nil {
-		return nil, err
-	}
-	series, err := LiveSeries(samples)
-	if err != nil {
-		return nil, err
-	}
-	return writeFitSeries(r.o.Out, p, round, series)
-}
-
-// checked checks res is the run of p asked for: its tokens and its cache
-// in bytes (the engine resolved it against its model, the trace's); and
-// marks it measured (on an agent, on the device it reported).
-func (r *runner) checked(res *sim.Result, p *Point, tokens int) (*sim.Result, error) {
 	switch {
 	case res.Tokens != int64(tokens):
-		return nil, fmt.Errorf("the agent decoded %d tokens, asked for %d", res.Tokens, tokens)
+		return nil, nil, fmt.Errorf("the agent decoded %d tokens, asked for %d", res.Tokens, tokens)
 	case res.CacheBytes != p.CacheBytes:
-		return nil, fmt.Errorf("the agent resolved cache %s to %s, the trace's model to %s: the trace is not of the agent's model",
+		return nil, nil, fmt.Errorf("the agent resolved cache %s to %s, the trace's model to %s: the trace is not of the agent's model",
 			p.Cache, sim.FormatBytes(res.CacheBytes), sim.FormatBytes(p.CacheBytes))
 	}
 	if res.Source == "" {
@@ -217,7 +173,7 @@ func (r *runner) checked(res *sim.Result, p *Point, tokens int) (*sim.Result, er
 	if r.o.Target != "" {
 		res.Device = DescribeFacts(r.facts, r.o.Target)
 	}
-	return res, nil
+	return res, samples, nil
 }
 
 // DescribeFacts is one line naming the device an agent measured on.
@@ -285,7 +241,6 @@ func RoundOrder(r, n int) []int {
 // resolved into bytes of the model of the trace (known once the trace is);
 // fit are Options.Fit, checked, their bytes resolved here.
 func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Report, error) {
-	resolve := r.caches
 	step := func(s string) {
 		if o.Progress != nil {
 			o.Progress(s)
@@ -298,17 +253,21 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 		if err := os.MkdirAll(filepath.Dir(rep.Trace), 0o755); err != nil {
 			return nil, fmt.Errorf("validate: %w", err)
 		}
-		if err := r.Record(ctx, rep.Trace, o.Tokens); err != nil {
+		t, err := agent.RecordOn(ctx, r.e, o.Tokens)
+		if err == nil {
+			err = atomicfile.WriteFile(rep.Trace, t.Parquet)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("validate: record: %w", err)
 		}
 	}
-	bytes, err := resolve(rep.Trace, o.Caches)
+	bytes, err := r.caches(rep.Trace, o.Caches)
 	if err != nil {
 		return nil, fmt.Errorf("validate: %w", err)
 	}
 	fit = slices.Clone(fit)
 	for i := range fit {
-		b, err := resolve(rep.Trace, []string{fit[i].Cache})
+		b, err := r.caches(rep.Trace, []string{fit[i].Cache})
 		if err != nil {
 			return nil, fmt.Errorf("validate: fit %s: %w", fit[i], err)
 		}
@@ -321,7 +280,7 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 	}
 	for _, pol := range o.Policies {
 		for i, cache := range o.Caches {
-			rep.Points = append(rep.Points, Point{Policy: pol, Cache: cache, CacheBytes: bytes[i]})
+			rep.Points = append(rep.Points, reports.VsPoint{Policy: pol, Cache: cache, CacheBytes: bytes[i]})
 		}
 	}
 	var fitRuns []fitRun
@@ -329,7 +288,7 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 		for _, i := range RoundOrder(k, len(fit)) {
 			p := fit[i]
 			step(fmt.Sprintf("fit run %s %d/%d", p, k+1, o.Repeats))
-			run, err := r.FitRun(ctx, p, k, o.Tokens)
+			run, err := r.runFit(ctx, p, k)
 			if err != nil {
 				return nil, fmt.Errorf("validate: fit run %s: %w", p, err)
 			}
@@ -338,7 +297,7 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 		for _, i := range RoundOrder(k, len(rep.Points)) {
 			p := &rep.Points[i]
 			step(fmt.Sprintf("live %s %s %d/%d", p.Policy, p.Cache, k+1, o.Repeats))
-			res, err := r.Live(ctx, p, o.Tokens)
+			res, _, err := r.Live(ctx, FitPoint{p.Policy, p.Cache, p.CacheBytes}, o.Tokens, false)
 			if err != nil {
 				return nil, fmt.Errorf("validate: live %s at %s: %w", p.Policy, p.Cache, err)
 			}
@@ -364,11 +323,11 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 		p.Predicted = out.Result
 		rep.Specs = append(rep.Specs, out.Spec)
 	}
-	if rep.Summary, err = Summarize(rep.Points); err != nil {
+	if rep.Summary, err = reports.Compare(rep.Points); err != nil {
 		return nil, err
 	}
 	if rep.Fit != nil {
-		rep.Summary.MarkFit(rep.Fit.Points)
+		rep.Summary.MarkFit(rep.Fit.names())
 	}
 	return rep, nil
 }

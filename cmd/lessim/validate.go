@@ -13,6 +13,8 @@ import (
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/internal/atomicfile"
+	"github.com/lessim/lessim/reports"
+	"github.com/lessim/lessim/sweep"
 	"github.com/lessim/lessim/validation"
 )
 
@@ -131,7 +133,7 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 // (rep.Stage.Commit); until then --out is as it was.
 func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.Report) error {
 	var table bytes.Buffer
-	if err := validation.WriteTable(&table, rep.Summary); err != nil {
+	if err := reports.WriteComparison(&table, rep.Summary); err != nil {
 		return err
 	}
 	out := cmd.OutOrStdout()
@@ -155,10 +157,10 @@ func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.
 	if err != nil {
 		return err
 	}
-	if err := validation.WriteRows(filepath.Join(st.Dir(), validation.ResultsFile), id, rows); err != nil {
+	if err := sweep.WriteRows(filepath.Join(st.Dir(), validation.ResultsFile), id, rows); err != nil {
 		return err
 	}
-	staged, err := validation.WritePlot(rep.Summary, filepath.Join(st.Dir(), validation.PlotPrefix))
+	staged, err := reports.WriteComparisonPlot(rep.Summary, filepath.Join(st.Dir(), validation.PlotPrefix))
 	if err != nil {
 		return err
 	}

@@ -1,18 +1,23 @@
-package validation
+package reports
 
 import (
 	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"slices"
+	"strings"
+	"text/tabwriter"
 
+	"github.com/lessim/lessim/internal/plural"
 	"github.com/lessim/lessim/sim"
 )
 
-// Point is one policy × cache size: its prediction and its measurements.
-type Point struct {
+// VsPoint is one policy × cache size of a validation: its prediction and
+// its measurements.
+type VsPoint struct {
 	Policy string
 	// Cache is the size as the user gave it ("25%", "64MiB"); CacheBytes
 	// is its value in bytes.
@@ -23,8 +28,11 @@ type Point struct {
 	Measured  []*sim.Result
 }
 
-// PointStats compares one point's prediction with its measurements.
-type PointStats struct {
+// String names the point as a fit point is named: "les at 25%".
+func (p VsPoint) String() string { return p.Policy + " at " + p.Cache }
+
+// VsStats compares one point's prediction with its measurements.
+type VsStats struct {
 	Policy     string `json:"policy"`
 	Cache      string `json:"cache"`
 	CacheBytes int64  `json:"cache_bytes"`
@@ -74,9 +82,9 @@ type Ranking struct {
 	Flipped []string `json:"flipped,omitempty"`
 }
 
-// Summary is the whole comparison.
-type Summary struct {
-	Points []PointStats `json:"points"`
+// Comparison is a whole validation's predicted against measured.
+type Comparison struct {
+	Points []VsStats `json:"points"`
 	// MAPE is the mean absolute percentage error of tokens/s over the points.
 	MAPE     float64   `json:"mape_pct"`
 	Rankings []Ranking `json:"rankings"`
@@ -95,82 +103,79 @@ type Summary struct {
 }
 
 // MarshalJSON is the default encoding with the held-out fields present
-// exactly when there are held-out points (see Summary.FitPoints).
-func (s Summary) MarshalJSON() ([]byte, error) {
-	type plain Summary // NB: no methods, so no recursion
+// exactly when there are held-out points (see Comparison.FitPoints).
+func (c Comparison) MarshalJSON() ([]byte, error) {
+	type plain Comparison // NB: no methods, so no recursion
 	out := struct {
 		plain
 		HeldOutMAPE *float64 `json:"held_out_mape_pct,omitempty"`
 		HeldOut     *int     `json:"held_out_points,omitempty"`
-	}{plain: plain(s)}
-	if s.HeldOut > 0 {
-		out.HeldOut, out.HeldOutMAPE = &s.HeldOut, &s.HeldOutMAPE
+	}{plain: plain(c)}
+	if c.HeldOut > 0 {
+		out.HeldOut, out.HeldOutMAPE = &c.HeldOut, &c.HeldOutMAPE
 	}
 	return json.Marshal(out)
 }
 
 // MarkFit records that the profile was fitted to runs of the fit points
-// and computes the MAPE over the other points.
-func (s *Summary) MarkFit(fit []FitPoint) {
-	s.FitPoints = nil
-	for _, f := range fit {
-		s.FitPoints = append(s.FitPoints, f.String())
-	}
+// (named as VsPoint.String names them) and computes the MAPE over the
+// other points.
+func (c *Comparison) MarkFit(fit []string) {
+	c.FitPoints = slices.Clone(fit)
 	var sum float64
-	s.HeldOut, s.HeldOutMAPE = 0, 0
-	for _, p := range s.Points {
-		if slices.Contains(s.FitPoints, FitPoint{Policy: p.Policy, Cache: p.Cache}.String()) {
-			continue
+	c.HeldOut, c.HeldOutMAPE = 0, 0
+	for _, p := range c.Points {
+		if !slices.Contains(fit, VsPoint{Policy: p.Policy, Cache: p.Cache}.String()) {
+			sum += math.Abs(p.ErrorPct)
+			c.HeldOut++
 		}
-		sum += math.Abs(p.ErrorPct)
-		s.HeldOut++
 	}
-	if s.HeldOut > 0 {
-		s.HeldOutMAPE = sum / float64(s.HeldOut)
+	if c.HeldOut > 0 {
+		c.HeldOutMAPE = sum / float64(c.HeldOut)
 	}
 }
 
-// Summarize compares every point; points keep their order. A point without
+// Compare compares every point; points keep their order. A point without
 // a prediction, without measurements, or with a measured speed of zero is
 // an error.
-func Summarize(points []Point) (*Summary, error) {
+func Compare(points []VsPoint) (*Comparison, error) {
 	if len(points) == 0 {
 		return nil, errors.New("validation: no points")
 	}
-	s := &Summary{RankingPreserved: true}
+	c := &Comparison{RankingPreserved: true}
 	var sumAbs float64
 	for _, p := range points {
-		ps, err := pointStats(p)
+		ps, err := vsStats(p)
 		if err != nil {
 			return nil, err
 		}
 		sumAbs += math.Abs(ps.ErrorPct)
-		s.Points = append(s.Points, ps)
+		c.Points = append(c.Points, ps)
 	}
-	s.MAPE = sumAbs / float64(len(s.Points))
-	s.Rankings = rankings(s.Points)
-	for _, r := range s.Rankings {
-		s.RankingPreserved = s.RankingPreserved && r.Preserved
+	c.MAPE = sumAbs / float64(len(c.Points))
+	c.Rankings = rankings(c.Points)
+	for _, r := range c.Rankings {
+		c.RankingPreserved = c.RankingPreserved && r.Preserved
 	}
-	return s, nil
+	return c, nil
 }
 
-func pointStats(p Point) (PointStats, error) {
+func vsStats(p VsPoint) (VsStats, error) {
 	where := fmt.Sprintf("validation: %s at cache %s", p.Policy, p.Cache)
 	if p.Predicted == nil {
-		return PointStats{}, fmt.Errorf("%s: no prediction", where)
+		return VsStats{}, fmt.Errorf("%s: no prediction", where)
 	}
 	if len(p.Measured) == 0 {
-		return PointStats{}, fmt.Errorf("%s: no measurement", where)
+		return VsStats{}, fmt.Errorf("%s: no measurement", where)
 	}
-	ps := PointStats{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes, Repeats: len(p.Measured),
+	ps := VsStats{Policy: p.Policy, Cache: p.Cache, CacheBytes: p.CacheBytes, Repeats: len(p.Measured),
 		PredictedTPS: p.Predicted.TokensPerSec, PredictedHitRate: p.Predicted.HitRate,
 		PredictedP50NS: p.Predicted.LatencyP50NS, PredictedP90NS: p.Predicted.LatencyP90NS,
 		MeasuredMin: math.Inf(1), MeasuredMax: math.Inf(-1)}
 	var tps, hit, p50, p90 float64
 	for _, m := range p.Measured {
 		if m == nil {
-			return PointStats{}, fmt.Errorf("%s: a missing measurement", where)
+			return VsStats{}, fmt.Errorf("%s: a missing measurement", where)
 		}
 		tps += m.TokensPerSec
 		hit += m.HitRate
@@ -190,7 +195,7 @@ func pointStats(p Point) (PointStats, error) {
 		ps.MeasuredSD = math.Sqrt(ss / (n - 1))
 	}
 	if !(ps.MeasuredTPS > 0) {
-		return PointStats{}, fmt.Errorf("%s: measured %g tokens/s: cannot compute a relative error", where, ps.MeasuredTPS)
+		return VsStats{}, fmt.Errorf("%s: measured %g tokens/s: cannot compute a relative error", where, ps.MeasuredTPS)
 	}
 	ps.ErrorPct = 100 * (ps.PredictedTPS - ps.MeasuredTPS) / ps.MeasuredTPS
 	return ps, nil
@@ -199,9 +204,9 @@ func pointStats(p Point) (PointStats, error) {
 // rankings orders each cache size's policies (cache sizes in first-seen
 // order) by predicted and by measured tokens/s; ties keep the policies'
 // order of appearance.
-func rankings(points []PointStats) []Ranking {
+func rankings(points []VsStats) []Ranking {
 	var caches []string
-	byCache := map[string][]PointStats{}
+	byCache := map[string][]VsStats{}
 	for _, p := range points {
 		if _, ok := byCache[p.Cache]; !ok {
 			caches = append(caches, p.Cache)
@@ -211,17 +216,17 @@ func rankings(points []PointStats) []Ranking {
 	out := make([]Ranking, 0, len(caches))
 	for _, c := range caches {
 		ps := byCache[c]
-		r := Ranking{Cache: c, Predicted: order(ps, func(p PointStats) float64 { return p.PredictedTPS }),
-			Measured: order(ps, func(p PointStats) float64 { return p.MeasuredTPS })}
+		r := Ranking{Cache: c, Predicted: order(ps, func(p VsStats) float64 { return p.PredictedTPS }),
+			Measured: order(ps, func(p VsStats) float64 { return p.MeasuredTPS })}
 		r.judge(ps)
 		out = append(out, r)
 	}
 	return out
 }
 
-func order(ps []PointStats, speed func(PointStats) float64) []string {
+func order(ps []VsStats, speed func(VsStats) float64) []string {
 	s := slices.Clone(ps)
-	slices.SortStableFunc(s, func(a, b PointStats) int { return cmp.Compare(speed(b), speed(a)) })
+	slices.SortStableFunc(s, func(a, b VsStats) int { return cmp.Compare(speed(b), speed(a)) })
 	names := make([]string, len(s))
 	for i, p := range s {
 		names[i] = p.Policy
@@ -230,7 +235,7 @@ func order(ps []PointStats, speed func(PointStats) float64) []string {
 }
 
 // judge checks every pair of one cache size's points (see Ranking).
-func (r *Ranking) judge(ps []PointStats) {
+func (r *Ranking) judge(ps []VsStats) {
 	for i := range ps {
 		for j := range i {
 			a, b := ps[j], ps[i]
@@ -249,3 +254,52 @@ func (r *Ranking) judge(ps []PointStats) {
 	}
 	r.Preserved = len(r.Flipped) == 0
 }
+
+// WriteComparison prints the comparison: one line per point, then MAPE and
+// the rankings.
+func WriteComparison(w io.Writer, c *Comparison) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "policy\tcache\tpredicted tok/s\tmeasured tok/s (mean ± sd [min, max])\terror\thit rate pred/meas\tp50 ms pred/meas\tp90 ms pred/meas\t")
+	for _, p := range c.Points {
+		fmt.Fprintf(tw, "%s\t%s\t%.2f\t%.2f ± %.2f [%.2f, %.2f]\t%+.1f%%\t%.3f / %.3f\t%.2f / %.2f\t%.2f / %.2f\t\n",
+			p.Policy, p.Cache, p.PredictedTPS, p.MeasuredTPS, p.MeasuredSD, p.MeasuredMin, p.MeasuredMax, p.ErrorPct,
+			p.PredictedHitRate, p.MeasuredHitRate, nsMS(p.PredictedP50NS), nsMS(p.MeasuredP50NS), nsMS(p.PredictedP90NS), nsMS(p.MeasuredP90NS))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "MAPE (tokens/s): %.1f%% over %s\n", c.MAPE, plural.Count(len(c.Points), "point"))
+	switch fit := strings.Join(c.FitPoints, " and "); {
+	case len(c.FitPoints) == 0:
+	case c.HeldOut == 0:
+		fmt.Fprintf(w, "profile fitted to separate live runs of %s; no held-out points: every point is a fit point, so the MAPE above is in-sample\n", fit)
+	default:
+		fmt.Fprintf(w, "profile fitted to separate live runs of %s; MAPE over the %d other points (held out): %.1f%%\n", fit, c.HeldOut, c.HeldOutMAPE)
+	}
+	for _, r := range c.Rankings {
+		verdict := "preserved"
+		if !r.Preserved {
+			verdict = "NOT preserved (" + strings.Join(r.Flipped, ", ") + " measured in the other order beyond the spread)"
+		}
+		var notes []string
+		if r.Ties {
+			notes = append(notes, "equal predicted speeds are not ordered")
+		}
+		if len(r.WithinNoise) > 0 {
+			notes = append(notes, strings.Join(r.WithinNoise, ", ")+" measured the other way within the spread")
+		}
+		if len(notes) > 0 {
+			verdict += "; " + strings.Join(notes, "; ")
+		}
+		fmt.Fprintf(w, "ranking at cache %s: predicted %s, measured %s: %s\n", r.Cache,
+			strings.Join(r.Predicted, " > "), strings.Join(r.Measured, " > "), verdict)
+	}
+	verdict := "yes"
+	if !c.RankingPreserved {
+		verdict = "no"
+	}
+	_, err := fmt.Fprintf(w, "ranking preserved at every cache size: %s\n", verdict)
+	return err
+}
+
+func nsMS(ns int64) float64 { return float64(ns) / 1e6 }

@@ -11,32 +11,26 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 )
 
-// VsPoint is one point of WriteVsPlot: a prediction, the mean of its
-// measurements and their range, in a series (a policy).
-type VsPoint struct {
-	Series                        string
-	Predicted, Measured, Min, Max float64
-}
-
-// vsColors tells series apart in WriteVsPlot (cycled).
+// vsColors tells policies apart in WriteComparisonPlot (cycled).
 var vsColors = []color.RGBA{
 	{0x1f, 0x77, 0xb4, 0xff}, {0xd6, 0x27, 0x28, 0xff}, {0x2c, 0xa0, 0x2c, 0xff},
 	{0xff, 0x7f, 0x0e, 0xff}, {0x94, 0x67, 0xbd, 0xff}, {0x8c, 0x56, 0x4b, 0xff},
 }
 
-// WriteVsPlot draws measured (mean, with a min–max bar) against predicted,
-// one colour per series, with the line y = x, to prefix.png and prefix.svg
-// (SavePlot). Both axes run from 0 to 110% of the largest value. The
-// validation's predicted-vs-measured tokens/s are drawn this way.
-func WriteVsPlot(title, xlabel, ylabel string, pts []VsPoint, prefix string) ([]string, error) {
+// WriteComparisonPlot draws measured (mean, with a min–max bar) against
+// predicted tokens/s, one colour per policy, with the line y = x, to
+// prefix.png and prefix.svg (SavePlot, which writes each file atomically),
+// and returns the files written. Both axes run from 0 to 110% of the
+// largest value.
+func WriteComparisonPlot(c *Comparison, prefix string) ([]string, error) {
 	p := plot.New()
-	p.Title.Text = title
-	p.X.Label.Text = xlabel
-	p.Y.Label.Text = ylabel
+	p.Title.Text = fmt.Sprintf("Predicted vs measured tokens/s (MAPE %.1f%%)", c.MAPE)
+	p.X.Label.Text = "predicted tokens/s (simulator, calibrated profile)"
+	p.Y.Label.Text = "measured tokens/s (live, mean of repeats)"
 	p.Add(plotter.NewGrid())
 	hi := 0.0
-	for _, pt := range pts {
-		hi = max(hi, pt.Predicted, pt.Max)
+	for _, pt := range c.Points {
+		hi = max(hi, pt.PredictedTPS, pt.MeasuredMax)
 	}
 	if !(hi > 0) {
 		return nil, fmt.Errorf("plot: no positive speed to draw")
@@ -50,18 +44,18 @@ func WriteVsPlot(title, xlabel, ylabel string, pts []VsPoint, prefix string) ([]
 	p.Add(diag)
 	p.Legend.Add("y = x", diag)
 	var series []string
-	for _, pt := range pts {
-		if !slices.Contains(series, pt.Series) {
-			series = append(series, pt.Series)
+	for _, pt := range c.Points {
+		if !slices.Contains(series, pt.Policy) {
+			series = append(series, pt.Policy)
 		}
 	}
 	for i, name := range series {
 		var xys plotter.XYs
 		var errs plotter.YErrors
-		for _, pt := range pts {
-			if pt.Series == name {
-				xys = append(xys, plotter.XY{X: pt.Predicted, Y: pt.Measured})
-				errs = append(errs, struct{ Low, High float64 }{pt.Measured - pt.Min, pt.Max - pt.Measured})
+		for _, pt := range c.Points {
+			if pt.Policy == name {
+				xys = append(xys, plotter.XY{X: pt.PredictedTPS, Y: pt.MeasuredTPS})
+				errs = append(errs, struct{ Low, High float64 }{pt.MeasuredTPS - pt.MeasuredMin, pt.MeasuredMax - pt.MeasuredTPS})
 			}
 		}
 		sc, err := plotter.NewScatter(xys)

@@ -1,4 +1,4 @@
-package validation
+package reports
 
 import (
 	"bytes"
@@ -10,8 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/lessim/lessim/experiment"
-	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
 )
 
@@ -21,7 +19,7 @@ func res(tps, hit float64, p50, p90 int64, source string) *sim.Result {
 
 // knownPoints: at 25% the predicted order (les > lru) holds measured; at 40%
 // it flips (lru measured faster).
-func knownPoints() []Point {
+func knownPoints() []VsPoint {
 	pred := func(tps float64) *sim.Result { return res(tps, 0.5, 10e6, 20e6, sim.SourceSimulated) }
 	meas := func(tps ...float64) []*sim.Result {
 		var out []*sim.Result
@@ -30,7 +28,7 @@ func knownPoints() []Point {
 		}
 		return out
 	}
-	return []Point{
+	return []VsPoint{
 		{Policy: "lru", Cache: "25%", CacheBytes: 100, Predicted: pred(110), Measured: meas(90, 110)},  // mean 100: +10%
 		{Policy: "les", Cache: "25%", CacheBytes: 100, Predicted: pred(150), Measured: meas(200, 200)}, // mean 200: −25%
 		{Policy: "lru", Cache: "40%", CacheBytes: 160, Predicted: pred(100), Measured: meas(125)},      // +−20%
@@ -39,7 +37,7 @@ func knownPoints() []Point {
 }
 
 func TestSummarizeKnown(t *testing.T) {
-	s, err := Summarize(knownPoints())
+	s, err := Compare(knownPoints())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,13 +72,13 @@ func TestSummarizeKnown(t *testing.T) {
 	// Fix the flip: every ranking holds.
 	pts := knownPoints()
 	pts[3].Measured = []*sim.Result{res(130, 0.4, 1, 2, sim.SourceMeasured)}
-	s, err = Summarize(pts)
+	s, err = Compare(pts)
 	if err != nil || !s.RankingPreserved {
 		t.Fatalf("all preserved: %v %+v", err, s)
 	}
 	// Equal predicted speeds are flagged.
 	pts[1].Predicted.TokensPerSec = pts[0].Predicted.TokensPerSec
-	if s, err = Summarize(pts); err != nil || !s.Rankings[0].Ties || s.Rankings[1].Ties {
+	if s, err = Compare(pts); err != nil || !s.Rankings[0].Ties || s.Rankings[1].Ties {
 		t.Fatalf("ties: %v %+v", err, s.Rankings)
 	}
 }
@@ -95,11 +93,11 @@ func TestRankingWithinNoise(t *testing.T) {
 		}
 		return out
 	}
-	pts := []Point{
+	pts := []VsPoint{
 		{Policy: "les", Cache: "25%", Predicted: res(105, 0.5, 1, 2, sim.SourceSimulated), Measured: m(96, 104)}, // mean 100, sd 5.66
 		{Policy: "lru", Cache: "25%", Predicted: res(100, 0.5, 1, 2, sim.SourceSimulated), Measured: m(99, 105)}, // mean 102, sd 4.24
 	}
-	s, err := Summarize(pts)
+	s, err := Compare(pts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,23 +105,23 @@ func TestRankingWithinNoise(t *testing.T) {
 		t.Fatalf("within the spread: %+v", r)
 	}
 	pts[1].Measured = m(120, 121) // mean 120.5: 20.5 apart, spread 5.66 + 0.71
-	if s, err = Summarize(pts); err != nil || s.RankingPreserved || !slices.Equal(s.Rankings[0].Flipped, []string{"les/lru"}) {
+	if s, err = Compare(pts); err != nil || s.RankingPreserved || !slices.Equal(s.Rankings[0].Flipped, []string{"les/lru"}) {
 		t.Fatalf("beyond the spread: %v %+v", err, s.Rankings)
 	}
 }
 
 // MarkFit leaves the fit points out of the held-out MAPE.
 func TestMarkFit(t *testing.T) {
-	s, err := Summarize(knownPoints()) // errors 10, −25, −20, 20 (%)
+	s, err := Compare(knownPoints()) // errors 10, −25, −20, 20 (%)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.MarkFit([]FitPoint{{Policy: "les", Cache: "25%"}, {Policy: "lru", Cache: "40%"}})
+	s.MarkFit([]string{"les at 25%", "lru at 40%"})
 	if s.HeldOut != 2 || math.Abs(s.HeldOutMAPE-15) > 1e-9 || len(s.FitPoints) != 2 || s.FitPoints[0] != "les at 25%" {
 		t.Fatalf("held out %d points, MAPE %g, fit points %v; want 2, 15", s.HeldOut, s.HeldOutMAPE, s.FitPoints)
 	}
 	var b bytes.Buffer
-	if err := WriteTable(&b, s); err != nil || !strings.Contains(b.String(), "fitted to separate live runs of les at 25% and lru at 40%; MAPE over the 2 other points (held out): 15.0%") {
+	if err := WriteComparison(&b, s); err != nil || !strings.Contains(b.String(), "fitted to separate live runs of les at 25% and lru at 40%; MAPE over the 2 other points (held out): 15.0%") {
 		t.Fatalf("table: %v\n%s", err, b.String())
 	}
 }
@@ -132,17 +130,17 @@ func TestMarkFit(t *testing.T) {
 // so instead of a MAPE of 0.0% over no points, and the JSON has no
 // held-out MAPE.
 func TestMarkFitNoneHeldOut(t *testing.T) {
-	s, err := Summarize(knownPoints())
+	s, err := Compare(knownPoints())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all []FitPoint
+	var all []string
 	for _, p := range knownPoints() {
-		all = append(all, FitPoint{Policy: p.Policy, Cache: p.Cache})
+		all = append(all, p.String())
 	}
 	s.MarkFit(all)
 	var b bytes.Buffer
-	if err := WriteTable(&b, s); err != nil {
+	if err := WriteComparison(&b, s); err != nil {
 		t.Fatal(err)
 	}
 	if txt := b.String(); strings.Contains(txt, "held out): ") || !strings.Contains(txt, "no held-out points: every point is a fit point") {
@@ -158,27 +156,27 @@ func TestMarkFitNoneHeldOut(t *testing.T) {
 }
 
 func TestSummarizeBad(t *testing.T) {
-	for name, mutate := range map[string]func([]Point) []Point{
-		"no points":      func([]Point) []Point { return nil },
-		"no prediction":  func(p []Point) []Point { p[0].Predicted = nil; return p },
-		"no measurement": func(p []Point) []Point { p[1].Measured = nil; return p },
-		"zero speed":     func(p []Point) []Point { p[2].Measured[0].TokensPerSec = 0; return p },
+	for name, mutate := range map[string]func([]VsPoint) []VsPoint{
+		"no points":      func([]VsPoint) []VsPoint { return nil },
+		"no prediction":  func(p []VsPoint) []VsPoint { p[0].Predicted = nil; return p },
+		"no measurement": func(p []VsPoint) []VsPoint { p[1].Measured = nil; return p },
+		"zero speed":     func(p []VsPoint) []VsPoint { p[2].Measured[0].TokensPerSec = 0; return p },
 	} {
-		if _, err := Summarize(mutate(knownPoints())); err == nil {
+		if _, err := Compare(mutate(knownPoints())); err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
 }
 
-// The table, the results rows and the plot of known points.
+// The table and the plot of known points.
 func TestOutputs(t *testing.T) {
 	pts := knownPoints()
-	s, err := Summarize(pts)
+	s, err := Compare(pts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := WriteTable(&buf, s); err != nil {
+	if err := WriteComparison(&buf, s); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"+10.0%", "-25.0%", "100.00 ± 14.14 [90.00, 110.00]", "MAPE (tokens/s): 18.8% over 4 points",
@@ -187,46 +185,8 @@ func TestOutputs(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, buf.String())
 		}
 	}
-	specs := make([]experiment.Spec, len(pts))
-	for i, p := range pts {
-		specs[i] = experiment.Spec{Version: experiment.Version, Trace: experiment.Trace{Path: "t.parquet"},
-			Policy: experiment.Policy{Name: p.Policy}, Cache: experiment.Cache{Size: p.Cache}}
-	}
-	rows, id, err := Rows(pts, specs, "test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rows) != 4+6 {
-		t.Fatalf("%d rows, want 4 simulated + 6 measured", len(rows))
-	}
 	dir := t.TempDir()
-	path := filepath.Join(dir, "results.parquet")
-	if err := WriteRows(path, id, rows); err != nil {
-		t.Fatal(err)
-	}
-	tab, err := reports.ReadTables(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if tab.Len() != 10 {
-		t.Fatalf("read back %d rows", tab.Len())
-	}
-	var measured int
-	for i := range tab.Len() {
-		if tab.Str("source", i) == sim.SourceMeasured {
-			measured++
-		}
-		if tab.Str("point_id", i) != specs[rows[i].PointIndex].Hash() {
-			t.Errorf("row %d point_id %q", i, tab.Str("point_id", i))
-		}
-		if v, _ := tab.Num("tokens_per_sec", i); v != rows[i].TokensPerSec {
-			t.Errorf("row %d tokens/s %g, want %g", i, v, rows[i].TokensPerSec)
-		}
-	}
-	if measured != 6 {
-		t.Errorf("%d measured rows read back, want 6", measured)
-	}
-	files, err := WritePlot(s, filepath.Join(dir, "scatter"))
+	files, err := WriteComparisonPlot(s, filepath.Join(dir, "scatter"))
 	if err != nil || len(files) != 2 {
 		t.Fatalf("plot: %v %v", files, err)
 	}
@@ -240,7 +200,7 @@ func TestOutputs(t *testing.T) {
 // The JSON keeps a held-out MAPE of exactly 0%, and has no held-out keys
 // without a fit or without held-out points.
 func TestSummaryJSONHeldOut(t *testing.T) {
-	s, err := Summarize(knownPoints())
+	s, err := Compare(knownPoints())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -264,13 +224,13 @@ func TestSummaryJSONHeldOut(t *testing.T) {
 			s.Points[i].ErrorPct = 0
 		}
 	}
-	s.MarkFit([]FitPoint{{Policy: "les", Cache: "25%"}})
+	s.MarkFit([]string{"les at 25%"})
 	if m := keys(); m["held_out_points"] != 3.0 || m["held_out_mape_pct"] != 0.0 {
 		t.Fatalf("held-out MAPE of 0: %v", m)
 	}
-	var all []FitPoint
+	var all []string
 	for _, p := range s.Points {
-		all = append(all, FitPoint{Policy: p.Policy, Cache: p.Cache})
+		all = append(all, VsPoint{Policy: p.Policy, Cache: p.Cache}.String())
 	}
 	s.MarkFit(all)
 	if m := keys(); m["held_out_points"] != nil || m["held_out_mape_pct"] != nil {
