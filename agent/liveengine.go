@@ -125,9 +125,9 @@ func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(To
 	if err != nil {
 		return nil, err
 	}
-	var start int64
+	var start, pass int64
 	o.OnToken = func(s live.TokenSample) error {
-		t := TokenSample{Pass: int64(s.Token), Tokens: 1, StartNS: start, TimeNS: s.WallNS, StallNS: s.StallNS,
+		t := TokenSample{Pass: pass, Tokens: max(s.Tokens, 1), StartNS: start, TimeNS: s.WallNS, StallNS: s.StallNS,
 			ReadBytes: ptr(s.BytesRead), Reads: ptr(s.Reads), Hits: ptr(s.Hits), Misses: ptr(s.Misses), ResidentBytes: ptr(s.ResidentBytes),
 			ComputeNS: ptr(s.ComputeNS), InflightHits: ptr(s.InflightHits), PrefetchLoads: ptr(s.PrefetchLoads),
 			MajorFaults: ptr(s.MajorFaults), StrayBytes: ptr(s.StrayBytes)}
@@ -135,6 +135,7 @@ func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(To
 			t.ReadBytes, t.Reads = nil, nil // page faults: no reads issued
 		}
 		start += s.WallNS
+		pass++
 		return emit(t)
 	}
 	res, _, err := live.Run(ctx, o)

@@ -1,11 +1,13 @@
 package agent
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/experiment"
 	"github.com/lessim/lessim/runtime/live"
+	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
 )
 
@@ -21,7 +23,20 @@ import (
 // check (a trace file, the device, the model's name).
 func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, refuse func(cond bool, what string)) (warnings []string) {
 	refuse(s.Predictor != nil, "predictor: the live engine routes with the model's own routers")
-	refuse(s.Speculative != nil || s.SpecFromTrace, "speculative decoding: not supported by the live engine")
+	refuse(s.SpecFromTrace, "spec_from_trace: the live engine decodes its own passes")
+	if sp := s.Speculative; sp != nil {
+		kind := ""
+		if sp.Drafter != nil {
+			kind = sp.Drafter.Kind
+		}
+		refuse(sp.AcceptFromTrace, "speculative.accept_from_trace: the live engine's acceptance follows from its drafter")
+		refuse(kind != record.DrafterControlled && kind != record.DrafterNgram, "speculative.drafter "+cmp.Or(kind, "missing")+": the live engine runs the controlled and ngram drafters")
+		o.Spec = &record.Speculative{Block: sp.Block, Drafter: kind, Accept: sp.Accept, Seed: sp.AcceptSeed}
+		if kind == record.DrafterNgram {
+			o.Spec.Accept = 0
+			warnings = append(warnings, "speculative.accept: the ngram drafter's acceptance is the text's; the spec's is the simulator's assumption")
+		}
+	}
 	refuse(s.Prefill, "prefill: the live engine prefills its prompt without measuring it")
 	refuse(s.ContextTokens != 0, "context_tokens: the live engine's context is its prompt and tokens")
 	refuse(s.ContextCost, "context_cost: a simulator option; the live engine pays its real attention cost")

@@ -72,6 +72,25 @@ func TestLiveEngine(t *testing.T) {
 		t.Errorf("the engine's 3 lanes are not the run's: %q", res.Warnings)
 	}
 
+	// Speculative decoding over the wire: one sample per verify pass,
+	// carrying the tokens it emitted, which add up to the result's.
+	samples = samples[:0]
+	spec = `{"policy": {"name": "lru"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 12}},
+		"speculative": {"block": 3, "accept": 0.5, "accept_seed": 2, "drafter": {"kind": "controlled"}}}`
+	res, _, err = runRemote(context.Background(), a.target, a.token, json.RawMessage(spec), func(s TokenSample) error {
+		samples = append(samples, s)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Tokens != 12 || res.Passes >= 12 || res.RejectedDrafts == 0 {
+		t.Errorf("speculative: %d tokens in %d passes, %d rejected drafts; want 12 tokens in fewer passes, some rejected", res.Tokens, res.Passes, res.RejectedDrafts)
+	}
+	if err := CheckRun(samples, res); err != nil {
+		t.Errorf("speculative stream vs result: %v", err)
+	}
+
 	host, _ := os.Hostname()
 	for _, bad := range []struct{ name, spec string }{
 		{"cache auto", `{"cache": {"size": "auto"}}`},
@@ -79,6 +98,7 @@ func TestLiveEngine(t *testing.T) {
 		{"another device", `{"device": {"name": "iphone-17-pro-max"}}`},
 		{"another model", `{"model": {"name": "qwen3-30b-a3b"}}`},
 		{"speculative", `{"speculative": {"block": 4}}`},
+		{"speculative mtp", `{"speculative": {"block": 4, "accept": 0.5, "drafter": {"kind": "mtp"}}}`},
 		{"les options", `{"policy": {"name": "les", "les": {"top_n": 3}}}`},
 	} {
 		_, _, err := runRemote(context.Background(), a.target, a.token, json.RawMessage(bad.spec), nil)

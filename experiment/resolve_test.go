@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"github.com/lessim/lessim/internal/errgolden"
 	"github.com/lessim/lessim/traces"
@@ -264,9 +265,10 @@ func TestSpeculativeResolution(t *testing.T) {
 	}
 	oneTok := writeTrace(t, 20, 0, 1, nil)
 	s, _ = FromOptions(map[string]string{"trace": oneTok, "spec-block": "2", "spec-accept-from-trace": "true", "drafter": "free"})
-	p, err = new(Inputs).Resolve(s)
-	if err != nil || p.Config.SpecAccept != 0 {
-		t.Errorf("one token per recorded pass: acceptance %v, err %v; want 0", p.Config.SpecAccept, err)
+	// NB: a trace decoded without drafts is refused, not estimated α 0.
+	var single *traces.SingleTokenPassesError
+	if _, err := new(Inputs).Resolve(s); !errors.As(err, &single) || single.Passes != 20 {
+		t.Errorf("one token per recorded pass: error %v, want a traces.SingleTokenPassesError of 20 passes", err)
 	}
 }
 

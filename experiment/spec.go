@@ -250,11 +250,16 @@ const (
 	// Bytes and FLOPs, e.g. a small dense draft model: its weight bytes and
 	// 2 × its parameters in FLOPs.
 	DrafterExplicit = "explicit"
+	// DrafterControlled is the live engine's experimental drafter: the
+	// target's own next greedy token with probability Accept, another
+	// otherwise (runtime/record). It reads no weights; its lookup is not
+	// charged. Simulated, it is the acceptance model at Accept.
+	DrafterControlled = "controlled"
 )
 
 // DrafterKinds lists the drafter kinds.
 func DrafterKinds() []string {
-	return []string{DrafterFree, DrafterMTP, DrafterNgram, DrafterExplicit}
+	return []string{DrafterFree, DrafterMTP, DrafterNgram, DrafterExplicit, DrafterControlled}
 }
 
 // Drafter is what proposes speculative drafts and what one draft token costs

@@ -44,6 +44,9 @@ func NewDraftStats(layers, experts int) *DraftStats {
 // Add counts one step (the trace's next). Experts out of range and layers
 // beyond the model's are ignored: the run validates steps as it reads them.
 func (d *DraftStats) Add(s *traces.Step) {
+	if s.Phase == traces.Draft {
+		return // NB: not a token of the sequence: the next accepted one follows the last accepted one
+	}
 	decode := s.Phase == traces.Decode
 	if decode {
 		after := d.prevValid && d.prevSeq == s.Seq

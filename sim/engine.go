@@ -208,6 +208,14 @@ func (e *engine) run(w *window) error {
 		if c := e.cfg.ContextTokens; c > 0 && maxPos > c {
 			return fmt.Errorf("step %d (seq %d, pos %d): past the context of %d tokens (ContextTokens): the KV cache holds positions 0 to %d only", i, s.Seq, s.Pos, c, c-1)
 		}
+		if s.Phase == traces.Draft {
+			// A rejected draft outside a replayed pass (its pass began
+			// before the window, or the run does not replay recorded
+			// passes): it emitted nothing, so it is not run.
+			i++
+			w.release(i)
+			continue
+		}
 		if s.Phase == traces.Prefill {
 			j := i + 1
 			for {
@@ -234,21 +242,25 @@ func (e *engine) run(w *window) error {
 			continue
 		}
 		// A decode pass verifies up to SpecBlock tokens of one sequence, or
-		// with SpecFromTrace the tokens the recording engine emitted in one pass.
-		j := i + 1
+		// with SpecFromTrace the tokens the recording engine ran in one pass:
+		// those it emitted, then the drafts it rejected (recorded ones).
+		j, drafts := i+1, 0
 		for {
 			t, err := w.at(j)
 			if err != nil {
 				return err
 			}
-			if t == nil || t.Phase != traces.Decode || t.Seq != s.Seq {
+			if t == nil || t.Seq != s.Seq || t.Phase == traces.Prefill {
 				break
 			}
 			if e.cfg.SpecFromTrace {
-				if t.Pass != s.Pass || s.Pass < 0 {
+				if t.Pass != s.Pass || s.Pass < 0 || t.Phase == traces.Decode && drafts > 0 {
 					break
 				}
-			} else if j-i >= e.cfg.SpecBlock {
+				if t.Phase == traces.Draft {
+					drafts++
+				}
+			} else if t.Phase != traces.Decode || j-i >= e.cfg.SpecBlock {
 				break
 			}
 			j++
@@ -257,7 +269,10 @@ func (e *engine) run(w *window) error {
 		start, bytes0, reads0, stall0, load0, draft0 := e.now, e.fl.bytesRead, e.fl.reads, e.res.StallNS, e.res.LoadCPUNS, e.res.DraftNS
 		e.fl.advance(e.now)
 		busy0 := e.fl.busyNS
-		accepted, block := j-i, w.span(i, j) // recorded passes emitted every token they hold
+		// NB: a recorded pass emitted every decode token it holds; its
+		// recorded drafts are run as they were routed.
+		accepted, block := j-i-drafts, w.span(i, j)
+		e.res.RejectedDrafts += int64(drafts)
 		if !e.cfg.SpecFromTrace && j-i > 1 {
 			accepted, block = e.speculate(block)
 		}
@@ -279,7 +294,7 @@ func (e *engine) run(w *window) error {
 			e.res.Series = append(e.res.Series, PassSample{StartNS: e.res.TimeNS - dt, TimeNS: dt, StallNS: e.res.StallNS - stall0,
 				LoadCPUNS: e.res.LoadCPUNS - load0, DraftNS: e.res.DraftNS - draft0, FlashBytes: e.fl.bytesRead - bytes0, Accepted: accepted})
 		}
-		i += accepted
+		i += accepted + drafts
 		w.release(i)
 	}
 	e.wrapUp(maxPos)

@@ -245,3 +245,57 @@ func TestStreamedSpeculative(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordedDraftsReplayed: a trace that records its verify passes' rejected
+// drafts (Phase Draft) is replayed exactly with SpecFromTrace: each pass runs
+// its accepted token and its draft, the draft's experts (4-7, which no
+// accepted token selects) used in the pass as recorded, counted as a rejected
+// draft and not as a token. Without SpecFromTrace the drafts emitted nothing
+// and are not run.
+func TestRecordedDraftsReplayed(t *testing.T) {
+	m := tinyModel()
+	const n = 30
+	var steps []traces.Step
+	for i := range n {
+		for _, ph := range []traces.Phase{traces.Decode, traces.Draft} {
+			s := traces.Step{Pos: int32(i + 1), Phase: ph, Pass: int32(i), Layers: make([]traces.LayerStep, len(m.Layers))}
+			if ph == traces.Decode {
+				s.Pos = int32(i)
+			}
+			base := int32(8 * (i % 2))
+			if ph == traces.Draft {
+				base = 4
+			}
+			for l := range s.Layers {
+				s.Layers[l].Experts = []int32{base, base + 1, base + 2, base + 3}
+			}
+			steps = append(steps, s)
+		}
+	}
+	cfg := baseConfig(40 * mib)
+	cfg.SpecFromTrace = true
+	drafts := map[int]int{} // pass → uses of experts 4-7
+	res, err := sim.RunTap(cfg, steps, mustPolicy(t, "lru"), func(u sim.UseRecord) {
+		if u.Expert >= 4 && u.Expert < 8 {
+			drafts[int(u.Pass)]++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Passes != n || res.Tokens != n || res.RejectedDrafts != n {
+		t.Fatalf("passes %d tokens %d rejected %d, want %d each", res.Passes, res.Tokens, res.RejectedDrafts, n)
+	}
+	if res.Uses != int64(8*n*len(m.Layers)) || len(drafts) != n {
+		t.Fatalf("uses %d (want %d), passes using the drafts' experts %d (want %d)", res.Uses, 8*n*len(m.Layers), len(drafts), n)
+	}
+	for p, u := range drafts {
+		if u != 4*len(m.Layers) {
+			t.Fatalf("pass %d used the draft's experts %d times, want %d", p, u, 4*len(m.Layers))
+		}
+	}
+	plain := run(t, baseConfig(40*mib), steps, "lru", policies.DefaultParams(m))
+	if plain.Tokens != n || plain.Passes != n || plain.RejectedDrafts != 0 || plain.Uses != int64(4*n*len(m.Layers)) {
+		t.Fatalf("plain replay: tokens %d passes %d rejected %d uses %d, want %d, %d, 0, %d", plain.Tokens, plain.Passes, plain.RejectedDrafts, plain.Uses, n, n, 4*n*len(m.Layers))
+	}
+}

@@ -50,12 +50,14 @@ func warnings(e *engine, ctxTokens int) []string {
 		w = append(w, fmt.Sprintf("a batch needed more distinct experts than the cache holds: %d loads went up to %s over the %s budget for their batch (prefill streams through the cache)",
 			r.OverBudgetLoads, FormatBytes(r.OverBudgetBytes), FormatBytes(e.cfg.CacheBytes)))
 	}
-	if e.cfg.SpecFromTrace && r.Passes > 0 {
-		w = append(w, "speculative passes from the trace: rejected drafts are not recorded, so their experts are not loaded")
+	if e.cfg.SpecFromTrace && r.Passes > 0 && r.RejectedDrafts == 0 {
+		w = append(w, "speculative passes from the trace: it records no rejected drafts, so none is loaded")
 	} else if e.cfg.SpecBlock > 1 && r.Passes > 0 {
 		switch {
 		case e.cfg.Drafter == "ngram":
 			w = append(w, "speculative decoding: the n-gram drafter reads no weights; its lookup time is not charged")
+		case e.cfg.Drafter == "controlled":
+			w = append(w, "speculative decoding: the controlled drafter reads no weights; its lookup time is not charged")
 		case e.draftTime == 0:
 			w = append(w, fmt.Sprintf("speculative decoding: the drafter is free (its %d draft steps per pass cost no time), so the speed-up is an upper bound", e.cfg.SpecBlock-1))
 		}

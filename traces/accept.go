@@ -28,8 +28,10 @@ type Acceptance struct {
 // draft. The maximum-likelihood α of the truncated geometric model is
 // accepted ÷ (accepted + rejections).
 //
-// It fails when no decode step has a recorded pass, or a pass holds more
-// than block tokens (the engine verified larger blocks).
+// It fails when no decode step has a recorded pass, when no pass emitted
+// more than one token (a *SingleTokenPassesError: the trace was decoded
+// without drafts, or says nothing that tells it from one), or a pass holds
+// more than block tokens (the engine verified larger blocks).
 func EstimateAcceptance(steps []Step, block int) (Acceptance, error) {
 	var c PassSizes
 	for i := range steps {
@@ -41,11 +43,12 @@ func EstimateAcceptance(steps []Step, block int) (Acceptance, error) {
 // PassSizes counts a trace's recorded decode passes by their tokens, step
 // by step (a streamed trace's first pass), for EstimateAcceptance.
 type PassSizes struct {
-	sizes map[int]passSize // passes by tokens
-	group int64            // passes closed so far
-	seq   int32            // the open pass's sequence and id
-	pass  int32
-	n     int // its tokens (0: none open)
+	sizes  map[int]passSize // passes by tokens
+	group  int64            // passes closed so far
+	seq    int32            // the open pass's sequence and id
+	pass   int32
+	n      int   // its tokens (0: none open)
+	drafts int64 // rejected drafts recorded (Phase Draft)
 }
 
 // passSize is how many passes had one size, and the first of them (the
@@ -57,6 +60,10 @@ type passSize struct {
 
 // Add counts the trace's next step.
 func (c *PassSizes) Add(s *Step) {
+	if s.Phase == Draft {
+		c.drafts++
+		return
+	}
 	if c.n > 0 && s.Phase == Decode && s.Seq == c.seq && s.Pass == c.pass {
 		c.n++
 		return
@@ -113,8 +120,28 @@ func (c *PassSizes) Acceptance(block int) (Acceptance, error) {
 	if a.Passes == 0 {
 		return Acceptance{}, errors.New("the trace records no decode passes (pass -1 everywhere): record it with pass ids, or state the acceptance")
 	}
+	if a.Accepted == 0 && cc.drafts == 0 {
+		// NB: n−1 = 0 for every pass. Counting each as a rejection would
+		// estimate α 0 from a trace decoded without drafts.
+		return Acceptance{}, &SingleTokenPassesError{Passes: a.Passes}
+	}
 	if a.Accepted+a.Rejections > 0 {
 		a.Accept = float64(a.Accepted) / float64(a.Accepted+a.Rejections)
 	}
 	return a, nil
+}
+
+// SingleTokenPassesError is EstimateAcceptance's refusal of a trace whose
+// recorded decode passes each emitted one token and which records no
+// rejected draft: a plain decode (no drafts) records exactly that, so the
+// passes say nothing about how often a draft is accepted. (A trace recorded
+// with a drafter whose every draft was rejected holds its drafts, and
+// estimates α 0.)
+type SingleTokenPassesError struct {
+	// Passes is the number of recorded decode passes.
+	Passes int
+}
+
+func (e *SingleTokenPassesError) Error() string {
+	return fmt.Sprintf("each of the trace's %d recorded decode passes emitted one token, as a decode without drafts does: it tells nothing about acceptance (estimating from it would give 0); state the acceptance, or record the trace with a drafter", e.Passes)
 }

@@ -1,6 +1,8 @@
 package traces
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -34,9 +36,20 @@ func TestEstimateAcceptance(t *testing.T) {
 	if a, _ := EstimateAcceptance(passes(3, 3), 3); a.Accept != 1 {
 		t.Errorf("full blocks: α %g, want 1", a.Accept)
 	}
-	if a, _ := EstimateAcceptance(passes(1, 1, 1), 3); a.Accept != 0 || a.Rejections != 3 {
-		t.Errorf("single-token passes: %+v, want α 0 and 3 rejections", a)
+	if a, err := EstimateAcceptance(passes(1, 2, 1), 3); err != nil || a.Accept != 1.0/4 || a.Rejections != 3 {
+		t.Errorf("one two-token pass among single ones: %+v, %v; want α 1/4 and 3 rejections", a, err)
 	}
+}
+
+// A trace decoded without drafts (one token per pass) is refused: counting
+// each pass as a rejection would quietly estimate α 0.
+func TestEstimateAcceptanceSingleTokenPasses(t *testing.T) {
+	_, err := EstimateAcceptance(append(passes(1, 1, 1), Step{Phase: Prefill, Pass: 9}), 3)
+	var e *SingleTokenPassesError
+	if !errors.As(err, &e) || e.Passes != 3 {
+		t.Fatalf("error %v, want a SingleTokenPassesError of 3 passes", err)
+	}
+	errgolden.Check(t, "one-token-passes", err)
 }
 
 func TestEstimateAcceptanceErrors(t *testing.T) {
@@ -78,5 +91,16 @@ func TestPassSizesStreaming(t *testing.T) {
 	a, err := c.Acceptance(6)
 	if want, _ := EstimateAcceptance(steps, 6); err != nil || a != want || a.Passes != 6 {
 		t.Fatalf("streamed %+v (%v), slice %+v", a, err, want)
+	}
+}
+
+// A trace recorded with a drafter whose every draft was rejected holds its
+// drafts: its one-token passes are rejections, α 0, not a refusal.
+func TestEstimateAcceptanceRecordedDrafts(t *testing.T) {
+	steps := passes(1, 1)
+	steps = slices.Insert(steps, 1, Step{Pos: 1, Phase: Draft, Pass: 0})
+	a, err := EstimateAcceptance(steps, 2)
+	if err != nil || a.Accept != 0 || a.Passes != 2 || a.Rejections != 2 {
+		t.Fatalf("%+v, %v; want α 0 over 2 passes, 2 rejections", a, err)
 	}
 }

@@ -32,7 +32,7 @@ func TestValidate(t *testing.T) {
 		{"valid with null depth inside", func(s *Step) { s.Layers[0].Lookahead[0] = nil }, nil},
 		{"valid with unknown pass", func(s *Step) { s.Pass = -1 }, nil},
 		{"step fields", func(s *Step) { s.Seq, s.Pos, s.Phase, s.Pass = -1, -2, 3, -5 }, []string{
-			"seq -1 is negative", "pos -2 is negative", "phase 3 invalid (0 prefill, 1 decode)", "pass -5 invalid (-1 means unknown)"}},
+			"seq -1 is negative", "pos -2 is negative", "phase 3 invalid (0 prefill, 1 decode, 2 rejected draft)", "pass -5 invalid (-1 means unknown)"}},
 		{"layer count", func(s *Step) { s.Layers = s.Layers[:2] }, []string{"has 2 layers, want 3"}},
 		{"experts", func(s *Step) { s.Layers[1].Experts = []int32{8, -1, 2, 2} }, []string{
 			"layer 1: 4 experts selected, the model (io-test) routes each token to 2", "layer 1: expert 8 out of range [0,8)", "layer 1: expert -1 out of range [0,8)", "layer 1: expert 2 selected twice", "layer 1: 2 weights for 4 experts"}},

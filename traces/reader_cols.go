@@ -372,7 +372,7 @@ func (r *Reader) readRow(k int, row int64) error {
 	if err != nil {
 		return err
 	}
-	phase, err := b.phase.get(i, int64(Prefill), int64(Decode))
+	phase, err := b.phase.get(i, int64(Prefill), int64(Draft))
 	if err != nil {
 		return err
 	}

@@ -61,6 +61,9 @@ type Stats struct {
 	Tokens        int64 `json:"tokens"`
 	PrefillTokens int64 `json:"prefill_tokens"`
 	DecodeTokens  int64 `json:"decode_tokens"`
+	// DraftTokens counts rejected speculative drafts (Phase Draft), which
+	// no other figure counts.
+	DraftTokens int64 `json:"draft_tokens,omitempty"`
 	// Passes counts forward passes: a new pass starts when (Seq, Pass) changes
 	// or Pass is -1 (unknown: one token per pass assumed).
 	Passes    int64 `json:"passes"`
@@ -85,6 +88,9 @@ type Stats struct {
 	Lookahead []DepthRecall `json:"lookahead,omitempty"`
 	// Hits is the recorded hit rate (nil when the trace has no Hit flags).
 	Hits *HitRate `json:"hits,omitempty"`
+	// DraftOverlap is how the recorded rejected drafts route (nil when the
+	// trace records none).
+	DraftOverlap *DraftOverlap `json:"draft_overlap,omitempty"`
 
 	PerLayer []LayerStats `json:"per_layer"`
 
@@ -212,7 +218,16 @@ func ComputeStats(meta Meta, src Source, opt StatsOptions) (*Stats, error) {
 		HotList: opt.HotList, TopShare: opt.TopShare,
 	}
 	var idx int64
+	drafts := newDraftAcc(L)
 	for ; src.Next(); idx++ {
+		drafts.add(src.Step())
+		if st := src.Step(); st.Phase == Draft {
+			// NB: a rejected draft emitted nothing: the figures describe the
+			// tokens the sequences hold.
+			s.DraftTokens++
+			idx--
+			continue
+		}
 		if err := a.add(s, src.Step(), idx); err != nil {
 			return nil, err
 		}
@@ -221,6 +236,7 @@ func ComputeStats(meta Meta, src Source, opt StatsOptions) (*Stats, error) {
 		return nil, err
 	}
 	a.finish(s)
+	s.DraftOverlap = drafts.result()
 	return s, nil
 }
 
@@ -569,6 +585,10 @@ func (s *Stats) WriteText(w io.Writer) error {
 	}
 	if h := s.Hits; h != nil {
 		p("recorded hit rate\t%.4f\tdecode (%d slots); overall %.4f (%d slots)\n", h.Decode, h.DecodeSlots, h.Overall, h.OverallSlots)
+	}
+	if d := s.DraftOverlap; d != nil {
+		p("rejected drafts\t%d\tshare of a draft's experts also selected by the token before it %.4f, its pass's accepted tokens %.4f, the next accepted token %.4f\n",
+			d.Drafts, d.Prev, d.Block, d.Next)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -6,13 +6,22 @@ type Phase uint8
 const (
 	// Prefill tokens are processed together in one batched pass.
 	Prefill Phase = 0
-	// Decode tokens are generated one pass each.
+	// Decode tokens are generated one pass each (or a block per
+	// speculative verify pass).
 	Decode Phase = 1
+	// Draft is a rejected speculative draft: a token a verify pass ran
+	// (Pass is that pass's) after the tokens it accepted, and did not
+	// accept. Its KV entry was removed, and the position it held is the one
+	// the next accepted token takes. It emits nothing.
+	Draft Phase = 2
 )
 
 func (p Phase) String() string {
-	if p == Prefill {
+	switch p {
+	case Prefill:
 		return "prefill"
+	case Draft:
+		return "draft"
 	}
 	return "decode"
 }
@@ -24,7 +33,9 @@ type Step struct {
 	Pos   int32 // token position within the sequence
 	Phase Phase
 	// Pass groups tokens that the recording engine processed in one forward pass
-	// (all prompt tokens of a prefill; one token per decode pass). -1 when unknown.
+	// (all prompt tokens of a prefill; one token per decode pass; a
+	// speculative verify pass's accepted tokens and then its rejected
+	// drafts). -1 when unknown (never for a Draft).
 	Pass   int32
 	Layers []LayerStep
 }

@@ -82,8 +82,11 @@ func (c *stepChecker) check(m *Meta, s *Step) *StepError {
 	if s.Pos < 0 {
 		c.add(-1, "pos %d is negative", s.Pos)
 	}
-	if s.Phase != Prefill && s.Phase != Decode {
-		c.add(-1, "phase %d invalid (0 prefill, 1 decode)", s.Phase)
+	if s.Phase > Draft {
+		c.add(-1, "phase %d invalid (0 prefill, 1 decode, 2 rejected draft)", s.Phase)
+	}
+	if s.Phase == Draft && s.Pass < 0 {
+		c.add(-1, "a rejected draft needs the pass that verified it (pass %d)", s.Pass)
 	}
 	if s.Pass < -1 {
 		c.add(-1, "pass %d invalid (-1 means unknown)", s.Pass)
@@ -123,13 +126,14 @@ func (c *stepChecker) checkLayer(m *Meta, s *Step, i int) {
 	// llama.cpp keeps only the output row at the last layer, so other
 	// prompt tokens are not routed there (imported and recorded traces
 	// both show it). A decode pass routes its token at every MoE layer.
-	if n == 0 && s.Phase == Decode {
+	routed := s.Phase == Decode || s.Phase == Draft
+	if n == 0 && routed {
 		c.add(i, "a decode token routes no experts (a decode pass routes every MoE layer)")
 	}
 	// NB: a decode token routes exactly top_k experts: fewer means the
 	// meta's top_k was edited (or the rows cut), and would change every
 	// result that reads it (candidate counts, the smallest cache) silently.
-	if k := m.Model.TopK; k > 0 && (n > k || s.Phase == Decode && n > 0 && n < k) {
+	if k := m.Model.TopK; k > 0 && (n > k || routed && n > 0 && n < k) {
 		c.add(i, "%d experts selected, the model (%s) routes each token to %d", n, m.Model.Name, k)
 	}
 	for _, e := range ls.Experts {

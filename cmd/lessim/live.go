@@ -37,6 +37,10 @@ type liveFlags struct {
 	model, policy, cache, prompt, format, series, spec string
 	tokens, lanes, threads, depth                      int
 	noPrefetch, stock                                  bool
+	specBlock                                          int
+	drafter                                            string
+	specAccept                                         float64
+	acceptSeed                                         uint64
 }
 
 // liveLocalOnly are flags of the host group (and the series file, written
@@ -44,7 +48,7 @@ type liveFlags struct {
 var liveLocalOnly = []string{"model", "prompt", "lanes", "threads", "series"}
 
 // liveSpecFlags are the flags a --spec file replaces.
-var liveSpecFlags = []string{"policy", "cache", "tokens", "depth", "no-prefetch", "stock"}
+var liveSpecFlags = []string{"policy", "cache", "tokens", "depth", "no-prefetch", "stock", "spec-block", "drafter", "spec-accept", "accept-seed"}
 
 const liveLong = `live decodes with llama.cpp on a GGUF Mixture-of-Experts model while the same policy
 value and cache books as simulate decide which experts are in RAM: at each layer's
@@ -85,6 +89,10 @@ func newLiveCmd() *cobra.Command {
 	intVar(fl, &f.depth, "depth", 1, "les: layers of lookahead")
 	fl.BoolVar(&f.noPrefetch, "no-prefetch", false, "les: turn prefetch off (behaves as ondemand)")
 	fl.BoolVar(&f.stock, "stock", false, "stock baseline: plain mmap page faults, no pread, no prefetch (policy ondemand)")
+	intVar(fl, &f.specBlock, "spec-block", 0, "speculative decoding: tokens per greedy verify pass, >= 2 (with --drafter)")
+	fl.StringVar(&f.drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept) or ngram (prompt lookup)")
+	floatVar(fl, &f.specAccept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
+	uint64Var(fl, &f.acceptSeed, "accept-seed", 1, "controlled drafter: seed of its draws")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
 	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin; a result's JSON or a bare spec, as simulate takes; live's own JSON reruns its run): its policy, cache, layout, decode tokens and host group; --policy, --cache, --tokens, --depth, --no-prefetch and --stock may not be given with it")
@@ -273,6 +281,9 @@ func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 		s.CachedFirst, s.Barrier = false, !f.stock
 	}
 	changed := cmd.Flags().Changed
+	if changed("spec-block") || changed("drafter") || changed("spec-accept") || changed("accept-seed") {
+		s.Speculative = &experiment.Speculative{Block: f.specBlock, Accept: f.specAccept, AcceptSeed: f.acceptSeed, Drafter: &experiment.Drafter{Kind: f.drafter}}
+	}
 	if changed("depth") || f.noPrefetch {
 		if err := checkLiveDepth(changed("depth"), f); err != nil {
 			return experiment.Spec{}, err

@@ -29,6 +29,7 @@ func newRecordCmd() *cobra.Command {
 	o := record.DefaultOptions()
 	var promptsFile, prompt string
 	var quiet bool
+	var sp record.Speculative
 	cmd := &cobra.Command{
 		Use:   "record",
 		Short: "Record router traces from the real llama.cpp engine",
@@ -57,6 +58,9 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 				o.Prompts, o.PromptSet = ps.Prompts, ps.Name
 			case prompt != "":
 				o.Prompts, o.PromptSet = []string{prompt}, "inline"
+			}
+			if f := cmd.Flags(); f.Changed("spec-block") || f.Changed("drafter") || f.Changed("spec-accept") || f.Changed("accept-seed") {
+				o.Spec = &sp
 			}
 			if err := o.Validate(); err != nil {
 				return err
@@ -89,6 +93,9 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 				sum.Out, plural.Count(sum.Prompts, "prompt"), sum.PrefillTokens, sum.DecodeTokens, plural.Count(sum.MoELayers, "MoE layer"), plural.Count(int(sum.Rows), "row"))
 			fmt.Fprintf(cmd.OutOrStdout(), "engine: %.2f tok/s decode with capture, %d thread(s); model %s\n",
 				sum.DecodeTokensPerSec(), o.Threads, sim.FormatBytes(fileSize(o.ModelPath)))
+			if o.Spec != nil {
+				fmt.Fprintf(cmd.OutOrStdout(), "speculative: %d verify passes, %d drafts rejected, drafter %.3f ms in all\n", sum.DecodePasses, sum.RejectedDrafts, float64(sum.DraftNS)/1e6)
+			}
 			return nil
 		},
 	}
@@ -104,6 +111,10 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	float32Var(fl, &o.Temperature, "temperature", o.Temperature, "sampling temperature (0 = greedy)")
 	intVar(fl, &o.TopK, "sample-top-k", o.TopK, "sampler top-k (0 = off)")
 	intVar(fl, &o.Threads, "threads", o.Threads, "compute threads, 1.."+strconv.Itoa(record.MaxThreads)+" (1 recommended on shared machines)")
+	intVar(fl, &sp.Block, "spec-block", 0, "speculative decoding (with --temperature 0): tokens per greedy verify pass, >= 2; every pass is recorded, its rejected drafts as rows of phase 2")
+	fl.StringVar(&sp.Drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept) or ngram (prompt lookup)")
+	floatVar(fl, &sp.Accept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
+	uint64Var(fl, &sp.Seed, "accept-seed", 1, "controlled drafter: seed of its draws (prompt i uses seed+i)")
 	fl.StringVar(&o.Out, "out", "", "output trace (Parquet)")
 	fl.BoolVar(&o.Verbose, "verbose", false, "show llama.cpp's log")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")

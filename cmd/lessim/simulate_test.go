@@ -166,7 +166,7 @@ func TestSimulateRefusesOptionsThatDoNotApply(t *testing.T) {
 		tc{[]string{"--trace", "x.parquet", "--spec-from-trace", "--spec-block", "4"}, "--spec-block does not apply: with --spec-from-trace the passes come from the trace"},
 		tc{[]string{"--trace", "x.parquet", "--spec-from-trace", "--spec-accept", "0.7"}, "every recorded token is accepted"},
 		tc{[]string{"--prefill"}, "--prefill does not apply: the synthetic trace has no prefill"},
-		tc{[]string{"--spec-block", "4"}, "speculative.drafter: missing: state what drafts and what it costs (--drafter free|mtp|ngram|explicit"},
+		tc{[]string{"--spec-block", "4"}, "speculative.drafter: missing: state what drafts and what it costs (--drafter free|mtp|ngram|explicit|controlled"},
 		tc{[]string{"--drafter", "mtp"}, "--drafter does not apply: it is a setting of speculative decoding"},
 	)
 	// An unknown name is refused with the valid ones, not taken for a
@@ -174,7 +174,7 @@ func TestSimulateRefusesOptionsThatDoNotApply(t *testing.T) {
 	cases = append(cases,
 		tc{[]string{"--policy", "lru2", "--top-n", "3"}, "--policy lru2: unknown policy (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)"},
 		tc{[]string{"--layout", "bogus", "--page-cache", "free-ram"}, "--layout bogus: unknown layout (valid: gguf-mmap, per-expert)"},
-		tc{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit)"},
+		tc{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit, controlled)"},
 	)
 	for _, c := range cases {
 		got := runCLI(t, "", append([]string{"simulate"}, c.args...)...)

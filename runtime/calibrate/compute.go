@@ -90,7 +90,7 @@ func warmFile(path string) error {
 
 // timeModel decodes tokens single-token passes (after two warm-up passes) on the
 // model at path with 1 thread and everything in RAM; with batches it also times
-// passes of batchSizes tokens, samples each.
+// passes of batchSizes tokens (every row an output: a verify pass), samples each.
 func timeModel(path, name string, tokens, samples int, batches bool, threads int) (ShapePoint, error) {
 	p, err := shapeOf(path, name)
 	if err != nil {
@@ -119,7 +119,10 @@ func timeModel(path, name string, tokens, samples int, batches bool, threads int
 			var ts []float64
 			for range samples {
 				ctx.Reset()
-				if err := ctx.Decode(toks[:n]); err != nil {
+				// NB: every row an output, as a speculative verify pass
+				// (and a recorded prefill) runs: every row reaches every
+				// layer and the output head, as the simulator charges a pass.
+				if err := ctx.DecodeAll(toks[:n]); err != nil {
 					return p, fmt.Errorf("calibrate: decode %d tokens: %w", n, err)
 				}
 				ts = append(ts, float64(ctx.PassNS()))

@@ -143,10 +143,14 @@ func (r *Result) compute(pw *profileWriter) {
 	var batch []string
 	for _, n := range batchSizes {
 		if s, ok := u.BatchNS[n]; ok {
-			batch = append(batch, fmt.Sprintf("%d: %s", n, s.describe(ms)))
+			rel := ""
+			if n > 1 && u.TokenNS.Median > 0 {
+				rel = fmt.Sprintf(" (%.2f× one token; %d one-token passes %.0f×)", s.Median/u.TokenNS.Median, n, float64(n))
+			}
+			batch = append(batch, fmt.Sprintf("%d: %s%s", n, s.describe(ms), rel))
 		}
 	}
-	kv("  ", "flops", gflops(c.FLOPS), m+fmt.Sprintf("%.0f FLOPs per token ÷ %s, the time one more token adds to a pass (least-squares slope of pass time against tokens per pass; by tokens: %s)",
+	kv("  ", "flops", gflops(c.FLOPS), m+fmt.Sprintf("%.0f FLOPs per token ÷ %s, the time one more token adds to a pass (least-squares slope of pass time against tokens per pass, every row an output as in a speculative verify pass; by tokens: %s)",
 		u.ModelFLOPsTok, ms(c.BatchSlopeNS), strings.Join(batch, "; ")))
 	if c.OverheadFitted {
 		var shapes []string

@@ -5,6 +5,7 @@ package live
 import (
 	"context"
 	"fmt"
+	"slices"
 	"syscall"
 	"time"
 
@@ -110,8 +111,9 @@ type driver struct {
 	scores  [][]float32 // scratch: [row*depth + d-1] → experts scores
 	tokBuf  [][][]float32
 	prompt  []int32
-	rows    int   // tokens in the current pass
-	first   int64 // step of the pass's first token
+	ref     []int32 // the controlled drafter's greedy reference
+	rows    int     // tokens in the current pass
+	first   int64   // step of the pass's first token
 	hookErr error
 }
 
@@ -139,14 +141,22 @@ func (d *driver) open() error {
 	if err := record.CheckContext(len(toks), d.opt.Tokens); err != nil {
 		return err
 	}
+	block := 1
+	if d.opt.Spec != nil {
+		block = d.opt.Spec.Block
+	}
 	d.lctx, err = d.model.NewContext(llama.ContextOptions{
-		Threads: d.opt.Threads, Ctx: len(toks) + d.opt.Tokens + 8, Batch: max(len(toks), 1),
+		Threads: d.opt.Threads, Ctx: len(toks) + d.opt.Tokens + 8, Batch: max(len(toks), block),
 		Capture: &llama.CaptureOptions{RouterInputs: d.depth > 0, Hook: d.hook},
 	})
 	if err != nil {
 		return err
 	}
 	d.prompt = toks
+	// NB: before every expert is evicted: the reference decodes from RAM.
+	if d.ref, err = d.opt.Spec.Reference(d.model, toks, d.opt.Tokens, d.opt.Threads); err != nil {
+		return err
+	}
 	if d.ctrl, err = residency.Open(d.opt.Model); err != nil {
 		return err
 	}
@@ -304,6 +314,12 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 		return nil, nil, err
 	}
 	defer s.Close()
+	var dec *record.SpecDecoder
+	if sp := d.opt.Spec; sp != nil {
+		if dec, err = sp.NewDecoder(d.lctx, d.prompt, d.ref, d.model.Info().Vocab, sp.Seed); err != nil {
+			return nil, nil, err
+		}
+	}
 	m := d.mc.Spec
 	res := &sim.Result{Policy: d.pol.Name(), Model: m.Name, Device: "this machine (live)", Layout: "live-pread", CacheBytes: d.opt.Cache}
 	if d.opt.Stock {
@@ -315,23 +331,40 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 	d.books.Measure = true
 	bytes0, reads0, qwait0 := d.io.bytes, d.io.reads, d.io.qwaitNS // prefill's loads are not decode's
 	step := int64(len(d.prompt))
-	for i := range d.opt.Tokens {
+	for i := 0; i < d.opt.Tokens; {
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		tok := s.Sample(d.lctx)
 		c0, stall0, tb0, tr0, mf0 := d.books.Counts(), d.io.stallNS, d.io.bytes, d.io.reads, majorFaults()
+		// NB: a verify pass's time starts with its drafting, as the
+		// simulator charges it (draft_ns before the pass).
 		t0 := time.Now()
-		if err := d.pass([]int32{tok}, step, false); err != nil {
+		toks, draftNS := []int32{0}, int64(0)
+		if dec != nil {
+			toks, draftNS = dec.Next(d.opt.Tokens-i), dec.DraftNS()
+		} else {
+			toks[0] = s.Sample(d.lctx)
+		}
+		if err := d.pass(toks, step, dec != nil); err != nil {
 			return nil, nil, fmt.Errorf("decode token %d: %w", i, err)
 		}
 		wall := time.Since(t0).Nanoseconds()
 		mf := majorFaults() - mf0
-		step++
+		emitted := 1
+		if dec != nil {
+			if emitted, err = dec.Verify(); err != nil {
+				return nil, nil, err
+			}
+		}
+		// NB: the steps of a pass are its tokens, rejected drafts included,
+		// as a recorded trace numbers them.
+		step += int64(len(toks))
 		c := d.books.Counts()
-		ts := TokenSample{Token: i, WallNS: wall, StallNS: d.io.stallNS - stall0, BytesRead: d.io.bytes - tb0, Reads: d.io.reads - tr0,
+		ts := TokenSample{Token: i, Tokens: emitted, Drafts: len(toks) - emitted, DraftNS: draftNS, WallNS: wall,
+			StallNS: d.io.stallNS - stall0, BytesRead: d.io.bytes - tb0, Reads: d.io.reads - tr0,
 			Hits: c.Hits - c0.Hits, InflightHits: c.InflightHits - c0.InflightHits, Misses: c.Misses - c0.Misses,
 			PrefetchLoads: c.PrefetchLoads - c0.PrefetchLoads, MajorFaults: mf}
+		i += emitted
 		ts.ComputeNS = ts.WallNS - ts.StallNS
 		// Outside the token's timing: the evictions handed over finish (the
 		// time they still needed is reported), what is resident, and in stock mode the
@@ -347,11 +380,15 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 		majflt += mf
 		stray += ts.StrayBytes
 		res.Passes++
-		res.Tokens++
+		res.Tokens += int64(emitted)
+		res.RejectedDrafts += int64(ts.Drafts)
+		res.DraftNS += draftNS
 		res.TimeNS += wall
 		res.StallNS += ts.StallNS
 		res.PeakResidentBytes = max(res.PeakResidentBytes, ts.ResidentBytes)
-		lat = append(lat, wall)
+		for range emitted { // NB: as the simulator: a pass's time shared by its tokens
+			lat = append(lat, wall/int64(emitted))
+		}
 		if d.opt.KeepSeries {
 			series = append(series, ts)
 		}
@@ -374,12 +411,16 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 	res.AddCounts(c)
 	res.PeakResidentBytes = peak // measured (mincore), not the books' accounting
 	res.StallFlashNS = res.StallNS
-	res.ComputeNS = res.TimeNS - res.StallNS
+	res.ComputeNS = res.TimeNS - res.StallNS - res.DraftNS
 	res.FlashBytes, res.FlashReads = d.io.bytes-bytes0, d.io.reads-reads0
 	res.DemandQueueWaitNS = d.io.qwaitNS - qwait0
 	res.Finish(lat)
 	res.Source, res.Unmeasured = sim.SourceMeasured, Unmeasured(d.opt.Stock)
 	res.Warnings = d.notes(majflt, stray, drain, c.PeakResidentBytes)
+	if dec != nil {
+		res.Unmeasured = slices.DeleteFunc(res.Unmeasured, func(f string) bool { return f == "draft_ns" || f == "rejected_drafts" })
+		res.Warnings = append(res.Warnings, d.specNote(dec))
+	}
 	return res, series, nil
 }
 
@@ -427,6 +468,19 @@ func (d *driver) notes(majflt, stray, drain, booksPeak int64) []string {
 	}
 	if d.opt.Tokens < 200 {
 		w = append(w, fmt.Sprintf("run too short: %d decode tokens (p99 latency needs >= 200)", d.opt.Tokens))
+	}
+	return w
+}
+
+// specNote says how the run decoded speculatively.
+func (d *driver) specNote(dec *record.SpecDecoder) string {
+	sp := d.opt.Spec
+	w := fmt.Sprintf("speculative decoding on the engine: greedy verify passes of up to %d tokens, drafter %s", sp.Block, sp.Drafter)
+	if sp.Drafter == record.DrafterControlled {
+		w += fmt.Sprintf(" (α %g: the target's own greedy token, from a plain greedy decode of the prompt run first, with probability α)", sp.Accept)
+		if dec.Diverged() {
+			w += "; the decode left that reference (batched and one-token passes rounded apart), so later drafts were not controlled"
+		}
 	}
 	return w
 }

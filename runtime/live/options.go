@@ -29,6 +29,10 @@ type Options struct {
 	// Stock runs the stock baseline: page faults, no pread, no prefetch (the
 	// policy must not prefetch: ondemand or lru).
 	Stock bool
+	// Spec, when set, decodes speculatively (record.Speculative): greedy
+	// verify passes of Spec.Block tokens through the same books; each
+	// TokenSample is then one pass.
+	Spec *record.Speculative
 	// KeepSeries records one TokenSample per decode token.
 	KeepSeries bool
 	// OnToken, when set, is called with each decode token's sample as soon
@@ -82,6 +86,11 @@ func (o *Options) Validate() error {
 			errs = append(errs, err)
 		}
 	}
+	if o.Spec != nil {
+		if err := o.Spec.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if o.Stock && known && o.Policy != "ondemand" && o.Policy != "lru" {
 		errs = append(errs, fmt.Errorf("stock mode has no prefetch and evicts LRU: policy %q does not fit (use ondemand)", o.Policy))
 	}
@@ -114,10 +123,14 @@ func (o *Options) checkDepth() error {
 	return nil
 }
 
-// TokenSample is one decode token as measured.
+// TokenSample is one decode pass as measured: one token, or with
+// speculative decoding the Tokens its verify pass emitted.
 type TokenSample struct {
-	Token         int   `json:"token"`          // decode token index, from 0
-	WallNS        int64 `json:"wall_ns"`        // the Decode call
+	Token         int   `json:"token"`          // index of the pass's first decode token, from 0
+	Tokens        int   `json:"-"`              // tokens the pass emitted (1 without speculative decoding)
+	Drafts        int   `json:"-"`              // drafts the pass verified and rejected
+	DraftNS       int64 `json:"-"`              // the drafter's time before the pass (part of WallNS)
+	WallNS        int64 `json:"wall_ns"`        // the Decode call (and the drafting before it)
 	StallNS       int64 `json:"stall_ns"`       // waiting for loads in the hooks (0 in stock mode: not measured)
 	ComputeNS     int64 `json:"compute_ns"`     // wall − stall
 	BytesRead     int64 `json:"bytes_read"`     // completed pread loads during the token

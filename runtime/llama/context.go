@@ -147,6 +147,34 @@ func (c *Context) Reset() {
 // Pos is the position the next decoded token gets.
 func (c *Context) Pos() int { return c.pos }
 
+// Truncate removes the KV cache entries of positions pos and after (a
+// speculative verify pass's rejected drafts), so the next decoded token
+// gets position pos.
+func (c *Context) Truncate(pos int) error {
+	if pos < 0 || pos > c.pos {
+		return fmt.Errorf("truncate to position %d: the context holds positions 0..%d", pos, c.pos-1)
+	}
+	if !bool(C.llama_memory_seq_rm(C.llama_get_memory(c.ctx), 0, C.llama_pos(pos), -1)) {
+		return fmt.Errorf("truncate to position %d: llama.cpp cannot remove part of this model's memory (a recurrent state)", pos)
+	}
+	c.pos = pos
+	return nil
+}
+
+// Argmax is the greedy token of the i-th output row of the last Decode
+// (-1 = last): the lowest id among the largest logits, as llama.cpp's
+// greedy sampler picks it.
+func (c *Context) Argmax(i int) int32 {
+	l := c.Logits(i)
+	best := int32(0)
+	for t, v := range l {
+		if v > l[best] {
+			best = int32(t)
+		}
+	}
+	return best
+}
+
 // Decode runs one forward pass over tokens at the next positions, computing
 // logits for the last token only (a normal prefill or decode step).
 func (c *Context) Decode(tokens []int32) error { return c.decode(tokens, false) }

@@ -35,6 +35,9 @@ type Options struct {
 	Progress func(done, total int)
 	// Verbose forwards llama.cpp's log to stderr.
 	Verbose bool
+	// Spec, when set, decodes speculatively (greedy, Temperature 0): every
+	// verify pass is written, its rejected drafts as Phase Draft rows.
+	Spec *Speculative
 	// CheckSpace, when set, is called once the prompts are tokenized and
 	// before the trace file is created, with the trace's size inputs at the
 	// exact prompt token count (TraceSize.PromptExact); its error stops the
@@ -81,6 +84,14 @@ func (o *Options) Validate() error {
 	}
 	if o.TopK < 0 {
 		bad("top-k %d: want >= 0 (0 = no top-k cut)", o.TopK)
+	}
+	if o.Spec != nil {
+		if err := o.Spec.Validate(); err != nil {
+			errs = append(errs, err)
+		}
+		if o.Temperature != 0 {
+			bad("temperature %g: speculative decoding verifies greedily (temperature 0)", o.Temperature)
+		}
 	}
 	if o.Prompts != nil && len(o.Prompts) == 0 {
 		bad("prompts: empty list (nil means the built-in set)")

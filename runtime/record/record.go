@@ -42,6 +42,14 @@ type Summary struct {
 	DecodeCPUNS, DecodeProcCPUNS int64
 	// Generated are the sampled token ids per prompt, in order.
 	Generated [][]int32
+	// DecodePasses counts decode passes; RejectedDrafts the drafts they
+	// verified and rejected; DraftNS is the drafter's wall-clock time
+	// (speculative recordings only).
+	DecodePasses, RejectedDrafts int
+	DraftNS                      int64
+	// Diverged counts prompts whose decode left the controlled drafter's
+	// greedy reference.
+	Diverged int
 }
 
 // DecodeTokensPerSec is the recording engine's decode speed (capture included).
@@ -156,10 +164,14 @@ func (r *recorder) open() error {
 		longest = max(longest, len(t))
 		r.toks = append(r.toks, t)
 	}
+	block := 1
+	if r.opt.Spec != nil {
+		block = r.opt.Spec.Block
+	}
 	r.lctx, err = m.NewContext(llama.ContextOptions{
 		Threads: r.opt.Threads,
 		Ctx:     longest + r.opt.Tokens,
-		Batch:   min(longest, prefillChunk),
+		Batch:   max(min(longest, prefillChunk), block),
 		Capture: &llama.CaptureOptions{RouterInputs: r.opt.RouterInputs || r.opt.LookaheadDepth > 0},
 	})
 	return err
@@ -227,6 +239,13 @@ func (r *recorder) meta() (traces.Meta, error) {
 }
 
 func samplerName(o Options) string {
+	if s := o.Spec; s != nil {
+		d := s.Drafter
+		if d == DrafterControlled {
+			d = fmt.Sprintf("controlled (α %g, seed %d+prompt index)", s.Accept, s.Seed)
+		}
+		return fmt.Sprintf("greedy, speculative: verify passes of %d tokens, drafter %s; rejected drafts are rows of phase 2", s.Block, d)
+	}
 	if o.Temperature == 0 {
 		return "greedy"
 	}
@@ -251,7 +270,7 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 			return err
 		}
 		r.sum.PrefillNS += r.lctx.PassNS()
-		if err := r.writePass(int32(i), off, len(chunk), traces.Prefill); err != nil {
+		if err := r.writePass(int32(i), off, len(chunk), len(chunk), traces.Prefill); err != nil {
 			return err
 		}
 	}
@@ -264,6 +283,9 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 		r.sum.DecodeWallNS += time.Since(start).Nanoseconds()
 		r.sum.DecodeProcCPUNS += processCPU() - cpu0
 	}()
+	if r.opt.Spec != nil {
+		return r.speculate(ctx, i, &gen, total)
+	}
 	for k := range r.opt.Tokens {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -276,9 +298,10 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 		}
 		r.sum.DecodeNS += r.lctx.PassNS()
 		r.sum.DecodeCPUNS += r.lctx.PassCPUNS()
-		if err := r.writePass(int32(i), pos, 1, traces.Decode); err != nil {
+		if err := r.writePass(int32(i), pos, 1, 1, traces.Decode); err != nil {
 			return err
 		}
+		r.sum.DecodePasses++
 		r.sum.DecodeTokens++
 		r.done++
 		if r.opt.Progress != nil {
@@ -288,9 +311,57 @@ func (r *recorder) sequence(ctx context.Context, i int) error {
 	return nil
 }
 
+// speculate decodes prompt i's tokens in verify passes (Options.Spec),
+// writing each pass's rows: the tokens it emitted, then its rejected drafts
+// (Phase Draft, at the positions after them).
+func (r *recorder) speculate(ctx context.Context, i int, gen *[]int32, total int) error {
+	// NB: the reference decodes on a context of its own; this one keeps the prefilled prompt.
+	ref, err := r.opt.Spec.Reference(r.model, r.toks[i], r.opt.Tokens, r.opt.Threads)
+	if err != nil {
+		return err
+	}
+	dec, err := r.opt.Spec.NewDecoder(r.lctx, r.toks[i], ref, r.model.Info().Vocab, r.opt.Spec.Seed+uint64(i))
+	if err != nil {
+		return err
+	}
+	for len(*gen) < r.opt.Tokens {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		toks := dec.Next(r.opt.Tokens - len(*gen))
+		pos := r.lctx.Pos()
+		if err := r.lctx.DecodeAll(toks); err != nil {
+			return fmt.Errorf("decode pass at token %d: %w", len(*gen), err)
+		}
+		r.sum.DecodeNS += r.lctx.PassNS()
+		r.sum.DecodeCPUNS += r.lctx.PassCPUNS()
+		a, err := dec.Verify()
+		if err != nil {
+			return err
+		}
+		if err := r.writePass(int32(i), pos, len(toks), a, traces.Decode); err != nil {
+			return err
+		}
+		*gen = append(*gen, toks[:a]...)
+		r.sum.DecodePasses++
+		r.sum.DecodeTokens += a
+		r.sum.RejectedDrafts += len(toks) - a
+		r.sum.DraftNS += dec.DraftNS()
+		r.done += a
+		if r.opt.Progress != nil {
+			r.opt.Progress(r.done, total)
+		}
+	}
+	if dec.Diverged() {
+		r.sum.Diverged++
+	}
+	return nil
+}
+
 // writePass turns the capture of the last pass (rows tokens from position
-// pos0) into steps and writes them.
-func (r *recorder) writePass(seq int32, pos0, rows int, phase traces.Phase) error {
+// pos0) into steps and writes them: the first accepted rows of phase, the
+// others rejected drafts (Phase Draft).
+func (r *recorder) writePass(seq int32, pos0, rows, accepted int, phase traces.Phase) error {
 	layers := r.mc.MoE.Layers
 	caps := make([]llama.LayerCapture, len(layers))
 	for i, l := range layers {
@@ -307,6 +378,9 @@ func (r *recorder) writePass(seq int32, pos0, rows int, phase traces.Phase) erro
 	for j := range rows {
 		r.fillStep(caps, j, phase)
 		r.step.Seq, r.step.Pos, r.step.Phase, r.step.Pass = seq, int32(pos0+j), phase, r.pass
+		if j >= accepted {
+			r.step.Phase = traces.Draft
+		}
 		if err := r.w.Write(&r.step); err != nil {
 			return err
 		}
