@@ -6,7 +6,9 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -15,6 +17,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
 	"github.com/lessim/lessim/internal/errgolden"
+	"github.com/lessim/lessim/internal/pqsafe"
 	"github.com/lessim/lessim/reports"
 )
 
@@ -43,17 +46,22 @@ func corruptPart(t *testing.T, edit func([]byte)) (dir, part string) {
 // neither counted as finished by a resumed sweep nor read by a report; both
 // name the file, and the resume says to delete it.
 func TestCorruptPagesRefusedOnResume(t *testing.T) {
-	dir, _ := corruptPart(t, func(b []byte) {
+	dir, part := corruptPart(t, func(b []byte) {
 		mid := len(b) / 8
 		for i := mid; i < mid+256; i++ {
 			b[i] ^= 0x5a
 		}
 	})
 	g, pts := mustExpand(t, testGrid)
+	// arrow-go's own words depend on which page header the bytes hit.
 	_, err := Run(context.Background(), g.Name, pts, Options{Out: dir, Version: "test"})
-	errgolden.Check(t, "resume", err)
+	if !errors.Is(err, pqsafe.ErrCorrupt) || !strings.HasPrefix(err.Error(), part+": ") {
+		t.Errorf("resume: %v, want the part found corrupt", err)
+	}
 	_, err = reports.ReadResults(dir)
-	errgolden.Check(t, "report", err)
+	if !errors.Is(err, pqsafe.ErrCorrupt) || !strings.HasPrefix(err.Error(), part+": ") {
+		t.Errorf("report: %v, want the part found corrupt", err)
+	}
 }
 
 // TestCorruptStoredSchemaIsHarmless: the footer's stored Arrow schema

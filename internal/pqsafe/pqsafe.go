@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -200,8 +201,11 @@ func dropArrowSchema(md *metadata.FileMetaData) {
 // is corrupt in a way the checks above did not catch. The panic's text (a
 // Go runtime error inside arrow-go) is not shown.
 func Recovered(name string) error {
-	return fmt.Errorf("%s: corrupt Parquet file: unreadable data (the Parquet reader failed on it)", name)
+	return fmt.Errorf("%s: %w: unreadable data (the Parquet reader failed on it)", name, ErrCorrupt)
 }
+
+// ErrCorrupt is wrapped by every error that finds a file corrupt.
+var ErrCorrupt = errors.New("corrupt Parquet file")
 
 // Corrupt wraps err, an error reading name's pages, as a corrupt file. An
 // error arrow-go made of a recovered panic is reworded as Recovered's.
@@ -209,5 +213,5 @@ func Corrupt(name string, err error) error {
 	if msg := err.Error(); strings.Contains(msg, "panic") || strings.Contains(msg, "runtime error") {
 		return Recovered(name)
 	}
-	return fmt.Errorf("%s: corrupt Parquet file: %w", name, err)
+	return fmt.Errorf("%s: %w: %w", name, ErrCorrupt, err)
 }
