@@ -199,6 +199,12 @@ func (e *engine) computeExperts(l int) error {
 	// table time each, so the round counts them and computes once.
 	once := e.bk.once()
 	e.fl.advance(e.now)
+	// NB: a pending expert becomes resident only by a load landing
+	// (Books.landed counts them), so a round that none landed before finds
+	// nothing to run and is skipped without rescanning. With cores stated,
+	// compute itself advances the flash (contend), so loads can land while
+	// the scan below computes: the count is taken before it.
+	scanned := e.bk.landed
 	e.pend = e.pend[:0]
 	n := 0
 	for idx, k := range union {
@@ -213,12 +219,8 @@ func (e *engine) computeExperts(l int) error {
 	}
 	e.computeOnce(l, n)
 	progressed := len(e.pend) < len(union)
-	// NB: a pending expert becomes resident only by a load landing
-	// (Books.landed counts them), so a round that none landed before finds
-	// nothing to run and is skipped without rescanning.
-	scanned := e.bk.landed
 	for len(e.pend) > 0 {
-		if !progressed {
+		if !progressed && e.bk.landed == scanned {
 			// Nothing resident: fault in the first synchronous miss, or wait
 			// for a load to land.
 			if err := e.faultOrWait(union, l); err != nil {
