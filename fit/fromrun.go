@@ -25,9 +25,6 @@ const (
 	// compute.cores and flash.copy_rate: what a read costs the cores per
 	// byte, seen where compute threads and lanes share them.
 	ParamCopyRate = "flash.copy_rate"
-	// ParamTransferCPU is fitted only when the base profile states
-	// compute.cores: the share of a core a read keeps while it transfers.
-	ParamTransferCPU = "flash.transfer_cpu"
 )
 
 // RunFit is what FromRun found.
@@ -201,7 +198,7 @@ func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 		{ParamEfficiency, f.baseValue(devices.Dimensionless, f.base.Memory.Efficiency.Value), f.formats.effLo, f.formats.effHi},
 		{ParamFlashScale, 1, 0.05, 8},
 	}
-	f.lrIdx, f.bgIdx, f.crIdx, f.tcIdx = -1, -1, -1, -1
+	f.lrIdx, f.bgIdx, f.crIdx = -1, -1, -1
 	if fitLoadRate {
 		f.lrIdx = len(params)
 		params = append(params, Param{ParamLoadRate, 8e9, 1e8, 1e12})
@@ -213,8 +210,6 @@ func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 			f.crIdx = len(params)
 			params = append(params, Param{ParamCopyRate, f.baseRate(cr), 1e8, 1e12})
 		}
-		f.tcIdx = len(params)
-		params = append(params, Param{ParamTransferCPU, 0.5, 0.01, 1})
 	}
 	lo, hi, err := f.validScales(starts(params), params[1].Min, params[1].Max)
 	if err != nil {
@@ -331,10 +326,10 @@ type fromRun struct {
 	label    string
 	n        int     // tokens over all parts
 	loadRate float64 // from the management column; 0 = fitted
-	// lrIdx, bgIdx, crIdx and tcIdx are the indices of ParamLoadRate,
-	// ParamBackground, ParamCopyRate and ParamTransferCPU among the fitted
-	// values, -1 when not fitted.
-	lrIdx, bgIdx, crIdx, tcIdx int
+	// lrIdx, bgIdx and crIdx are the indices of ParamLoadRate,
+	// ParamBackground and ParamCopyRate among the fitted values, -1 when
+	// not fitted.
+	lrIdx, bgIdx, crIdx int
 	formats             formats // the stated formats the runs read, scaled with memory.efficiency
 }
 
@@ -396,9 +391,6 @@ func (f *fromRun) candidate(p []float64, src func(name string) string) *devices.
 	}
 	if f.crIdx >= 0 {
 		c.Flash.CopyRate.Set(fmt.Sprintf("%.4g MB/s", p[f.crIdx]/1e6), src(ParamCopyRate))
-	}
-	if f.tcIdx >= 0 {
-		c.Flash.TransferCPU.Set(fmt.Sprintf("%.4g", p[f.tcIdx]), src(ParamTransferCPU))
 	}
 	return c
 }
@@ -510,9 +502,6 @@ func (f *fromRun) profile(vals []float64, o *Outcome, out *RunFit) (*devices.Pro
 	}
 	if cr, ok := byName[ParamCopyRate]; ok && !cr.Identified {
 		c.Flash.CopyRate = f.base.Clone().Flash.CopyRate // not identified: stays as measured
-	}
-	if tc, ok := byName[ParamTransferCPU]; ok && !tc.Identified {
-		c.Flash.TransferCPU = f.base.Clone().Flash.TransferCPU // not identified: stays as it was (absent = none)
 	}
 	c.Name = f.base.Name + "-fitted"
 	c.SetFile("") // messages name it by its Name: it is not the base's file
