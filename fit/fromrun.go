@@ -21,10 +21,6 @@ const (
 	// ParamBackground is fitted only when the base profile states
 	// compute.cores (the contention model, docs/model.md).
 	ParamBackground = "compute.background"
-	// ParamCopyRate is fitted only when the base profile states
-	// compute.cores and flash.copy_rate: what a read costs the cores per
-	// byte, seen where compute threads and lanes share them.
-	ParamCopyRate = "flash.copy_rate"
 )
 
 // RunFit is what FromRun found.
@@ -198,7 +194,7 @@ func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 		{ParamEfficiency, f.baseValue(devices.Dimensionless, f.base.Memory.Efficiency.Value), f.formats.effLo, f.formats.effHi},
 		{ParamFlashScale, 1, 0.05, 8},
 	}
-	f.lrIdx, f.bgIdx, f.crIdx = -1, -1, -1
+	f.lrIdx, f.bgIdx = -1, -1
 	if fitLoadRate {
 		f.lrIdx = len(params)
 		params = append(params, Param{ParamLoadRate, 8e9, 1e8, 1e12})
@@ -206,10 +202,6 @@ func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 	if f.base.Compute.Cores.Value != "" {
 		f.bgIdx = len(params)
 		params = append(params, Param{ParamBackground, 0.5, 0.01, 8})
-		if cr := f.base.Flash.CopyRate.Value; cr != "" {
-			f.crIdx = len(params)
-			params = append(params, Param{ParamCopyRate, f.baseRate(cr), 1e8, 1e12})
-		}
 	}
 	lo, hi, err := f.validScales(starts(params), params[1].Min, params[1].Max)
 	if err != nil {
@@ -326,11 +318,10 @@ type fromRun struct {
 	label    string
 	n        int     // tokens over all parts
 	loadRate float64 // from the management column; 0 = fitted
-	// lrIdx, bgIdx and crIdx are the indices of ParamLoadRate,
-	// ParamBackground and ParamCopyRate among the fitted values, -1 when
-	// not fitted.
-	lrIdx, bgIdx, crIdx int
-	formats             formats // the stated formats the runs read, scaled with memory.efficiency
+	// lrIdx and bgIdx are the indices of ParamLoadRate and ParamBackground
+	// among the fitted values, -1 when not fitted.
+	lrIdx, bgIdx int
+	formats      formats // the stated formats the runs read, scaled with memory.efficiency
 }
 
 // part is one measured run and its replay.
@@ -339,16 +330,6 @@ type part struct {
 	run  *runs.Run
 	n    int
 	last *sim.Result // the latest prediction
-}
-
-// baseRate parses a profile rate (B/s), falling back to 1 GB/s when it
-// does not parse.
-func (f *fromRun) baseRate(s string) float64 {
-	v, err := devices.ParseQuantity(s, devices.Rate)
-	if err != nil || v <= 0 {
-		return 1e9
-	}
-	return v
 }
 
 // baseValue parses a profile number, falling back to 0.5 (the middle of the
@@ -388,9 +369,6 @@ func (f *fromRun) candidate(p []float64, src func(name string) string) *devices.
 	c.Compute.LoadRate.Set(fmt.Sprintf("%.4g MB/s", rate/1e6), src(ParamLoadRate))
 	if f.bgIdx >= 0 {
 		c.Compute.Background.Set(fmt.Sprintf("%.4g", p[f.bgIdx]), src(ParamBackground))
-	}
-	if f.crIdx >= 0 {
-		c.Flash.CopyRate.Set(fmt.Sprintf("%.4g MB/s", p[f.crIdx]/1e6), src(ParamCopyRate))
 	}
 	return c
 }
@@ -499,9 +477,6 @@ func (f *fromRun) profile(vals []float64, o *Outcome, out *RunFit) (*devices.Pro
 	}
 	if bg, ok := byName[ParamBackground]; ok && !bg.Identified {
 		c.Compute.Background = f.base.Clone().Compute.Background // not identified: stays as it was (absent = none)
-	}
-	if cr, ok := byName[ParamCopyRate]; ok && !cr.Identified {
-		c.Flash.CopyRate = f.base.Clone().Flash.CopyRate // not identified: stays as measured
 	}
 	c.Name = f.base.Name + "-fitted"
 	c.SetFile("") // messages name it by its Name: it is not the base's file
