@@ -165,12 +165,11 @@ func runWithProgress(w io.Writer, spec experiment.Spec, keepSeries, quiet bool) 
 
 // simulateSpec is the experiment: from --spec, or from the options the user set.
 func simulateSpec(cmd *cobra.Command, file string) (experiment.Spec, error) {
-	values := map[string]string{}
+	var names []string
 	for _, o := range experiment.Options() {
-		if fl := cmd.Flags().Lookup(o.Name); fl.Changed {
-			values[o.Name] = fl.Value.String()
-		}
+		names = append(names, o.Name)
 	}
+	values := flagValues(cmd, names...)
 	if file == "" {
 		return experiment.FromOptions(values)
 	}
