@@ -104,6 +104,8 @@ var boundTable = []Bound{
 	// Profile: compute.
 	{Field: "compute.flops", Kind: Throughput, Min: "1 GFLOPS", Max: "10 PFLOPS",
 		Reason: "one in-order embedded core sustains about 1 GFLOPS; the largest accelerators reach a few PFLOPS dense (about 4.5 PFLOPS FP8 on a B200)"},
+	{Field: "compute.pass_scale", Kind: Dimensionless, Min: "0.05", Max: "5", Unit: "of one token's",
+		Reason: "one token of a batched pass costs from about 1/n of a one-token pass (weights read once, GPUs) to a little more than one (CPU kernels, every row an output: 1.1-1.3 measured here); 5 times one token's would mean batching breaks the kernel"},
 	{Field: "compute.layer_overhead", Kind: Duration, Min: "0 ns", Max: "100 ms",
 		Reason: "dispatch and synchronisation cost microseconds per layer; 100 ms per layer would spend seconds per token before any work"},
 	{Field: "compute.load_fixed", Kind: Duration, Min: "0 ns", Max: "10 ms",

@@ -23,7 +23,7 @@ func boundsProfile(over map[string]string) []byte {
 	v := map[string]string{
 		"memory.ram": "16 GiB", "memory.reserve": "4 GiB", "memory.bandwidth": "60 GB/s", "memory.efficiency": "0.7",
 		"memory.app_limit": "12 GiB", "memory.runtime": "200 MiB", "memory.growth": "1 MiB",
-		"compute.flops": "1 TFLOPS", "compute.layer_overhead": "20 us", "compute.load_fixed": "10 us", "compute.load_rate": "8 GB/s",
+		"compute.flops": "1 TFLOPS", "pass.2": "1.1", "compute.layer_overhead": "20 us", "compute.load_fixed": "10 us", "compute.load_rate": "8 GB/s",
 		"compute.threads": "4", "compute.gpu_sync": "50 us", "flash.read_ahead_async": "128 KiB",
 		"compute.cores": "8", "compute.background": "0.5", "compute.parallel": "0.9", "compute.predict_cost": "20 us", "flash.read_cpu": "10 us", "flash.copy_rate": "5 GB/s",
 		"flash.lanes": "4", "flash.latency": "100 us", "flash.page_size": "16 KiB", "flash.read_ahead": "128 KiB", "flash.fault_cost": "2 us", "flash.thermal_floor": "0.7", "flash.thermal_bytes": "8 GiB",
@@ -58,6 +58,8 @@ compute:
   background: %s
   parallel: %s
   predict_cost: %s
+  pass_scale:
+    "2": %s
 flash:
   lanes: %s
   latency: %s
@@ -74,7 +76,7 @@ flash:
   read_cpu: %s
   copy_rate: %s
 `, q("memory.ram"), q("memory.reserve"), q("memory.bandwidth"), q("memory.efficiency"), q("memory.app_limit"), q("memory.runtime"), q("memory.growth"),
-		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("compute.threads"), q("compute.gpu_sync"), q("compute.cores"), q("compute.background"), q("compute.parallel"), q("compute.predict_cost"), q("flash.lanes"), q("flash.latency"),
+		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("compute.threads"), q("compute.gpu_sync"), q("compute.cores"), q("compute.background"), q("compute.parallel"), q("compute.predict_cost"), q("pass.2"), q("flash.lanes"), q("flash.latency"),
 		v["single.read"], v["single.bandwidth"], v["agg.read"], v["agg.lanes"], v["agg.bandwidth"],
 		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"), q("flash.read_ahead_async"), q("flash.thermal_floor"), q("flash.thermal_bytes"), q("flash.read_cpu"), q("flash.copy_rate"))
 }
@@ -114,6 +116,7 @@ var boundCases = map[string]struct {
 	"memory.ram":          {with: map[string]string{"memory.reserve": "0 B", "memory.app_limit": "64 MiB"}},
 	"memory.reserve":      {with: map[string]string{"memory.ram": "16 TiB"}},
 	"memory.app_limit":    {with: map[string]string{"memory.ram": "16 TiB"}},
+	"compute.pass_scale":  {keys: []string{"pass.2"}, paths: []string{"compute.pass_scale.2"}},
 	"flash.*[].read":      {keys: []string{"single.read", "agg.read"}, paths: []string{"flash.single_lane[0].read", "flash.aggregate[0].read"}, with: map[string]string{"flash.latency": "1 us"}},
 	"flash.*[].lanes":     {keys: []string{"agg.lanes"}, paths: []string{"flash.aggregate[0].lanes"}, with: map[string]string{"flash.latency": "1 us"}},
 	"flash.*[].bandwidth": {keys: []string{"single.bandwidth", "agg.bandwidth"}, paths: []string{"flash.single_lane[0].bandwidth", "flash.aggregate[0].bandwidth"}, with: map[string]string{"flash.latency": "1 us"}},
@@ -167,7 +170,7 @@ func TestProfileBounds(t *testing.T) {
 			}
 		}
 	}
-	if tested != 30 {
+	if tested != 31 {
 		t.Errorf("only %d profile bounds tested", tested)
 	}
 }

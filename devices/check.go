@@ -83,6 +83,7 @@ func (d *Device) Check() []error {
 	}
 	d.checkRelations(&ps)
 	d.checkFormatEfficiency(&ps)
+	d.checkPassScale(&ps)
 	checkAssumed(&ps, d.Assumed)
 	d.Flash.checkCurve(&ps, "flash.single_lane", d.Flash.SingleLane)
 	d.Flash.checkCurve(&ps, "flash.aggregate", d.Flash.Aggregate)
@@ -109,7 +110,7 @@ func assumedNames() []string {
 func checkAssumed(ps *problems, assumed []string) {
 	valid := assumedNames()
 	for i, a := range assumed {
-		if !slices.Contains(valid, a) && !isFormatEfficiencyName(a) {
+		if !slices.Contains(valid, a) && !isFormatEfficiencyName(a) && !isPassScaleName(a) {
 			ps.add(fmt.Sprintf("assumed[%d]", i), "unknown field %q (valid: %s)", a, strings.Join(valid, ", "))
 		}
 	}

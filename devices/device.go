@@ -35,7 +35,10 @@ type Device struct {
 	// it states none.
 	FormatEfficiency map[QuantType]float64 `json:"format_efficiency,omitempty"`
 	ComputeFLOPS     float64               `json:"compute_flops"` // sustained matmul throughput, FLOP/s
-	LayerOverhead    int64                 `json:"layer_overhead_ns"`
+	// PassScaleByTokens is the per-token FLOP cost of an n-token pass
+	// relative to one token's, by n (see PassScale); nil when not stated.
+	PassScaleByTokens map[int]float64 `json:"pass_scale,omitempty"`
+	LayerOverhead     int64           `json:"layer_overhead_ns"`
 
 	// LoadFixedNS and LoadRate are what loading one expert costs the compute
 	// thread besides the flash read (allocating and committing memory,

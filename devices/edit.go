@@ -16,6 +16,7 @@ func (p *Profile) Clone() *Profile {
 	c.Flash.SingleLane = slices.Clone(p.Flash.SingleLane)
 	c.Flash.Aggregate = slices.Clone(p.Flash.Aggregate)
 	c.Memory.FormatEfficiency = maps.Clone(p.Memory.FormatEfficiency)
+	c.Compute.PassScale = maps.Clone(p.Compute.PassScale)
 	return &c
 }
 

@@ -76,6 +76,10 @@ type ComputeSection struct {
 	Background  Quantity `yaml:"background,omitempty"` // runnable threads of other work on the cores
 	Parallel    Quantity `yaml:"parallel,omitempty"`
 	PredictCost Quantity `yaml:"predict_cost,omitempty"`
+	// PassScale (optional) is, by tokens per pass ("2", "4", "8"), what one
+	// token of a pass that long costs in FLOP time relative to a one-token
+	// pass (calibrate measures it: a speculative verify pass).
+	PassScale map[string]Quantity `yaml:"pass_scale,omitempty"`
 }
 
 // FlashSection is the storage part of a profile.

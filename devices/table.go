@@ -32,6 +32,12 @@ func (p *Profile) Rows() []Row {
 				rows = append(rows, Row{formatEfficiencyPath + "." + k, q.Value, q.Source})
 			}
 		}
+		if f.path == "compute.flops" {
+			for _, k := range slices.SortedFunc(maps.Keys(p.Compute.PassScale), byNumber) {
+				q := p.Compute.PassScale[k]
+				rows = append(rows, Row{passScalePath + "." + k, q.Value, q.Source})
+			}
+		}
 	}
 	for _, c := range []struct {
 		path string

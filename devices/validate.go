@@ -165,6 +165,7 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.MemEfficiency = vals["memory.efficiency"]
 	d.FormatEfficiency = ps.formatEfficiency(p, &d.Assumed)
 	d.ComputeFLOPS = vals["compute.flops"]
+	d.PassScaleByTokens = ps.passScale(p, &d.Assumed)
 	d.LayerOverhead = int64(math.Round(vals["compute.layer_overhead"]))
 	d.LoadFixedNS = int64(math.Round(vals["compute.load_fixed"]))
 	d.LoadRate = vals["compute.load_rate"]

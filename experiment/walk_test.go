@@ -75,13 +75,17 @@ func mutate(l leaf) {
 		v.SetBool(!v.Bool())
 	case reflect.Slice: // []string
 		v.Set(reflect.Append(v, reflect.ValueOf("x")))
-	case reflect.Map: // string-keyed numbers (a profile's format_efficiency)
+	case reflect.Map: // keyed numbers (a profile's format_efficiency, pass_scale)
 		m := reflect.MakeMap(v.Type())
 		for _, k := range v.MapKeys() {
 			m.SetMapIndex(k, v.MapIndex(k))
 		}
 		k, e := reflect.New(v.Type().Key()).Elem(), reflect.New(v.Type().Elem()).Elem()
-		k.SetString("x")
+		if k.Kind() == reflect.Int {
+			k.SetInt(3)
+		} else {
+			k.SetString("x")
+		}
 		e.SetFloat(0.25)
 		m.SetMapIndex(k, e)
 		v.Set(m)

@@ -219,3 +219,35 @@ func TestCoresBarrier(t *testing.T) {
 		t.Errorf("token 1 with 0.5 threads of other work: %d ns, want 3,000,000", got)
 	}
 }
+
+// TestPassScale: a verify pass of 2 tokens that both use expert 0 (2 GFLOP
+// per token at 1 TFLOP/s, compute-bound) computes 4 ms without
+// compute.pass_scale; with a scale of 1.5 at 2 tokens, 2 × 2 ms × 1.5 =
+// 6 ms, and the run is longer by exactly the difference. One-token passes
+// are not scaled. (The policy never prefetches.)
+func TestPassScale(t *testing.T) {
+	cfg, steps := coresSetup()
+	steps[1].Pass = 0
+	cfg.SpecFromTrace = true
+	base := coresRun(t, cfg, steps, &wasteful{passes: -1 << 30})
+	d := *cfg.Device
+	d.PassScaleByTokens = map[int]float64{2: 1.5}
+	cfg.Device = &d
+	scaled := coresRun(t, cfg, steps, &wasteful{passes: -1 << 30})
+	if base.ComputeNS != 4_000_000 || scaled.ComputeNS != 6_000_000 {
+		t.Errorf("compute %d and %d ns, want 4,000,000 and 6,000,000", base.ComputeNS, scaled.ComputeNS)
+	}
+	if got := scaled.TimeNS - base.TimeNS; got != 2_000_000 {
+		t.Errorf("scaled run longer by %d ns, want 2,000,000", got)
+	}
+	steps[1].Layers[0].Experts = []int32{1} // two experts of one token each: scaled too
+	if r := coresRun(t, cfg, steps, &wasteful{passes: -1 << 30}); r.ComputeNS != 6_000_000 {
+		t.Errorf("two experts of one token each computed %d ns, want 6,000,000", r.ComputeNS)
+	}
+	cfg.SpecFromTrace = false
+	steps[1].Pass = 1
+	one := coresRun(t, cfg, steps, &wasteful{passes: -1 << 30})
+	if one.ComputeNS != 4_000_000 {
+		t.Errorf("one-token passes computed %d ns, want 2 × 2,000,000", one.ComputeNS)
+	}
+}

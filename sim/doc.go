@@ -91,7 +91,8 @@
 // A pass is one forward pass: a prompt's prefill tokens (by the trace's Pass
 // field), one decode token, or with SpecBlock B > 1 a verify block of up to B
 // decode tokens of one sequence. Each layer needs the union of the pass's
-// experts. A pass emits 1 + (leading accepted drafts) tokens, each draft
+// experts. Its parts' FLOPs are charged per token times Device.PassScale of
+// the pass's tokens (compute.pass_scale; 1 for a one-token pass). A pass emits 1 + (leading accepted drafts) tokens, each draft
 // accepted with probability SpecAccept; the next pass starts after the last
 // accepted token. Throughput counts accepted tokens only.
 //

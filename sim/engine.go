@@ -64,6 +64,9 @@ type engine struct {
 	// (long): past maxTime or negative, the pass is refused (see pass).
 	hi    Time
 	phase traces.Phase // of the current pass, for the tap
+	// scale is the current pass's Device.PassScale, for scaleN tokens.
+	scale  float64
+	scaleN int
 
 	pend []int32 // scratch: union indices not yet computed
 	la   Lookahead
@@ -151,6 +154,8 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 		keyReqs:    make([][3]int32, n),
 		perExpert:  cfg.Layout == LayoutPerExpert,
 		ggufMmap:   cfg.Layout == LayoutGGUFMmap,
+		scale:      1,
+		scaleN:     1,
 	}
 	e.bk.init(m, cfg.CacheBytes, pol, e)
 	if tap != nil {

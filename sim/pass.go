@@ -55,6 +55,7 @@ const maxTime Time = 1 << 62
 // passBody is pass without the overflow check.
 func (e *engine) passBody(steps []*traces.Step, first int) error {
 	tokens := len(steps)
+	e.setPassScale(tokens)
 	e.phase = steps[0].Phase
 	e.bk.BeginPass(int64(first), tokens)
 	if e.cfg.ContextCost {
@@ -197,7 +198,7 @@ func (e *engine) computeExperts(l int) error {
 	// experts does not change when the thread idles. When each expert is
 	// used by one token (a one-token pass), a round's experts take one
 	// table time each, so the round counts them and computes once.
-	once := e.bk.once()
+	once := e.bk.once() && e.scale == 1
 	e.fl.advance(e.now)
 	// NB: a pending expert becomes resident only by a load landing
 	// (Books.landed counts them), so a round that none landed before finds

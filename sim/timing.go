@@ -63,9 +63,11 @@ func (c computeModel) load(bytes int64) Time {
 }
 
 // part is the time of reading bytes (bytes at the memory efficiency, see
-// weightBytes) once and doing flopsPerToken for tokens tokens.
-func (c computeModel) part(bytes float64, flopsPerToken int64, tokens int) Time {
-	return max(durationNS(bytes, c.memRate), durationNS(float64(flopsPerToken)*float64(tokens), c.flops))
+// weightBytes) once and doing flopsPerToken for tokens tokens: a count of
+// tokens times the pass's scale (engine.tokens), whole when the profile
+// states no compute.pass_scale.
+func (c computeModel) part(bytes float64, flopsPerToken int64, tokens float64) Time {
+	return max(durationNS(bytes, c.memRate), durationNS(float64(flopsPerToken)*tokens, c.flops))
 }
 
 // timeTable caches one-token part times per layer (the common decode case),
@@ -88,6 +90,20 @@ func newTimeTable(e *engine, d *devices.Device) timeTable {
 	return t
 }
 
+// setPassScale sets the scale of the FLOPs of a pass of n tokens
+// (Device.PassScale; 1 with none stated), kept across passes of one length.
+func (e *engine) setPassScale(n int) {
+	if n != e.scaleN {
+		e.scaleN, e.scale = n, e.cfg.Device.PassScale(n)
+	}
+}
+
+// tokens is n tokens of the current pass in one-token FLOP time: n × the
+// pass's scale (exactly n when it is 1).
+func (e *engine) tokens(n int) float64 {
+	return float64(n) * e.scale
+}
+
 // denseTime is layer l's dense part for a pass of n tokens.
 func (e *engine) denseTime(l, n int) Time {
 	if n == 1 {
@@ -102,12 +118,12 @@ func (e *engine) denseTime(l, n int) Time {
 //go:noinline
 func (e *engine) denseTimeN(l, n int) Time {
 	ls := &e.m.Layers[l]
-	return e.long(e.cm.part(e.times.w.dense[l], ls.DenseFLOPsPerToken, n) + e.cm.over)
+	return e.long(e.cm.part(e.times.w.dense[l], ls.DenseFLOPsPerToken, e.tokens(n)) + e.cm.over)
 }
 
 // expertTime is one routed expert of layer l used by n tokens of the pass.
 func (e *engine) expertTime(l, n int) Time {
-	if n == 1 {
+	if n == 1 && e.scale == 1 {
 		return e.times.expert[l]
 	}
 	return e.expertTimeN(l, n)
@@ -119,7 +135,7 @@ func (e *engine) expertTime(l, n int) Time {
 //go:noinline
 func (e *engine) expertTimeN(l, n int) Time {
 	ls := &e.m.Layers[l]
-	return e.long(e.cm.part(e.times.w.expert[l], ls.ExpertFLOPsPerToken, n))
+	return e.long(e.cm.part(e.times.w.expert[l], ls.ExpertFLOPsPerToken, e.tokens(n)))
 }
 
 // headTime is the output head for a pass of n tokens.
@@ -127,7 +143,7 @@ func (e *engine) headTime(n int) Time {
 	if n == 1 {
 		return e.times.head
 	}
-	return e.long(e.cm.part(e.times.w.head, e.m.HeadFLOPsPerToken, n))
+	return e.long(e.cm.part(e.times.w.head, e.m.HeadFLOPsPerToken, e.tokens(n)))
 }
 
 // long returns d, a time about to be added to now that may be large (a

@@ -4,7 +4,6 @@ package calibrate
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -12,10 +11,7 @@ import (
 	"slices"
 	"strings"
 
-	"gonum.org/v1/gonum/mat"
-
 	"github.com/lessim/lessim/devices"
-	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/runtime/llama"
 )
@@ -283,58 +279,4 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// fit solves for the per-layer overhead and the byte rate, and the FLOP rate.
-func (c *Compute) fit(why string) error {
-	u := c.Points[0]
-	if len(c.Points) >= 2 {
-		a := mat.NewDense(len(c.Points), 2, nil)
-		b := mat.NewVecDense(len(c.Points), nil)
-		for i, p := range c.Points {
-			a.Set(i, 0, float64(p.Layers))
-			a.Set(i, 1, p.Bytes)
-			b.SetVec(i, p.TokenNS.Median)
-		}
-		var x mat.VecDense
-		err := x.SolveVec(a, b)
-		switch {
-		case err == nil && x.AtVec(0) >= 0 && x.AtVec(1) > 0:
-			c.LayerOverheadNS, c.BytesPerSec, c.OverheadFitted = x.AtVec(0), 1e9/x.AtVec(1), true
-		default:
-			// The constraint overhead >= 0 binds: fit time = bytes ÷ rate alone
-			// (least squares through the origin) and report a zero overhead.
-			var sxy, sxx float64
-			for _, p := range c.Points {
-				sxy += p.Bytes * p.TokenNS.Median
-				sxx += p.Bytes * p.Bytes
-			}
-			if sxy > 0 {
-				c.LayerOverheadNS, c.BytesPerSec, c.OverheadFitted, c.Clamped = 0, 1e9*sxx/sxy, true, true
-			} else {
-				why = fmt.Sprintf("the least-squares fit over %d shapes gave no positive rate", len(c.Points))
-			}
-		}
-	}
-	if !c.OverheadFitted {
-		c.Why = why
-		c.LayerOverheadNS = 0
-		c.BytesPerSec = u.Bytes / (u.TokenNS.Median / 1e9)
-	}
-	var xs, ys []float64
-	for _, n := range batchSizes {
-		if s, ok := u.BatchNS[n]; ok {
-			xs, ys = append(xs, float64(n)), append(ys, s.Median)
-		}
-	}
-	slope := u.TokenNS.Median
-	if line, err := fit.FitLine(xs, ys); err == nil && line.Slope > 0 {
-		slope = min(line.Slope, slope)
-	}
-	c.BatchSlopeNS = slope
-	c.FLOPS = u.ModelFLOPsTok / (slope / 1e9)
-	if c.BytesPerSec <= 0 || c.FLOPS <= 0 {
-		return errors.New("calibrate: decode timing gave no positive rate")
-	}
-	return nil
 }

@@ -1,6 +1,13 @@
 package calibrate
 
-import "github.com/lessim/lessim/devices"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/fit"
+	"gonum.org/v1/gonum/mat"
+)
 
 // ShapePoint is one model decoded with every weight in RAM: its shape and the
 // work the simulator charges per token (sim's compute model: Σ over layers of
@@ -49,10 +56,88 @@ type Compute struct {
 	Why             string // why not, when !OverheadFitted
 	FLOPS           float64
 	BatchSlopeNS    float64
-	Threads         int
+	// PassScale is compute.pass_scale by tokens per pass: (pass time −
+	// layers × overhead) ÷ (tokens × BatchSlopeNS); nil without passes.
+	PassScale map[int]float64
+	Threads   int
 	// Formats are the per-format rates (memory.format_efficiency), by type.
 	Formats []FormatPoint
 }
 
 // batchSizes are the pass sizes timed for the FLOP rate.
 var batchSizes = []int{1, 2, 4, 8}
+
+// fit solves for the per-layer overhead and the byte rate, and the FLOP rate.
+func (c *Compute) fit(why string) error {
+	u := c.Points[0]
+	if len(c.Points) >= 2 {
+		a := mat.NewDense(len(c.Points), 2, nil)
+		b := mat.NewVecDense(len(c.Points), nil)
+		for i, p := range c.Points {
+			a.Set(i, 0, float64(p.Layers))
+			a.Set(i, 1, p.Bytes)
+			b.SetVec(i, p.TokenNS.Median)
+		}
+		var x mat.VecDense
+		err := x.SolveVec(a, b)
+		switch {
+		case err == nil && x.AtVec(0) >= 0 && x.AtVec(1) > 0:
+			c.LayerOverheadNS, c.BytesPerSec, c.OverheadFitted = x.AtVec(0), 1e9/x.AtVec(1), true
+		default:
+			// The constraint overhead >= 0 binds: fit time = bytes ÷ rate alone
+			// (least squares through the origin) and report a zero overhead.
+			var sxy, sxx float64
+			for _, p := range c.Points {
+				sxy += p.Bytes * p.TokenNS.Median
+				sxx += p.Bytes * p.Bytes
+			}
+			if sxy > 0 {
+				c.LayerOverheadNS, c.BytesPerSec, c.OverheadFitted, c.Clamped = 0, 1e9*sxx/sxy, true, true
+			} else {
+				why = fmt.Sprintf("the least-squares fit over %d shapes gave no positive rate", len(c.Points))
+			}
+		}
+	}
+	if !c.OverheadFitted {
+		c.Why = why
+		c.LayerOverheadNS = 0
+		c.BytesPerSec = u.Bytes / (u.TokenNS.Median / 1e9)
+	}
+	var xs, ys []float64
+	for _, n := range batchSizes {
+		if s, ok := u.BatchNS[n]; ok {
+			xs, ys = append(xs, float64(n)), append(ys, s.Median)
+		}
+	}
+	// One token's work past the per-layer overhead caps the slope: the
+	// simulator charges the overhead besides the FLOPs, and a one-token pass
+	// must cost what it measured. What each pass measured beyond (or short
+	// of) the line is its pass scale, so the simulator's passes of 2, 4 and
+	// 8 tokens cost what they measured too.
+	lo := c.LayerOverheadNS * float64(u.Layers)
+	one := u.TokenNS.Median - lo
+	if one <= 0 {
+		one = u.TokenNS.Median
+		lo = 0
+	}
+	slope := one
+	line, err := fit.FitLine(xs, ys)
+	if err == nil && line.Slope > 0 {
+		slope = min(line.Slope, slope)
+	}
+	c.BatchSlopeNS = slope
+	c.FLOPS = u.ModelFLOPsTok / (slope / 1e9)
+	c.PassScale = nil
+	if err == nil {
+		c.PassScale = map[int]float64{}
+		for _, n := range batchSizes[1:] {
+			if s, ok := u.BatchNS[n]; ok {
+				c.PassScale[n] = min(max((s.Median-lo)/(float64(n)*slope), 0.05), 5) // devices' bound
+			}
+		}
+	}
+	if c.BytesPerSec <= 0 || c.FLOPS <= 0 {
+		return errors.New("calibrate: decode timing gave no positive rate")
+	}
+	return nil
+}

@@ -5,7 +5,9 @@ package calibrate
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -150,8 +152,15 @@ func (r *Result) compute(pw *profileWriter) {
 			batch = append(batch, fmt.Sprintf("%d: %s%s", n, s.describe(ms), rel))
 		}
 	}
-	kv("  ", "flops", gflops(c.FLOPS), m+fmt.Sprintf("%.0f FLOPs per token ÷ %s, the time one more token adds to a pass (least-squares slope of pass time against tokens per pass, every row an output as in a speculative verify pass; by tokens: %s)",
+	kv("  ", "flops", gflops(c.FLOPS), m+fmt.Sprintf("%.0f FLOPs per token ÷ %s, the time one more token adds to a pass (least-squares slope of pass time against tokens per pass, every row an output as in a speculative verify pass, at most one token's time less the layers' overhead; by tokens: %s)",
 		u.ModelFLOPsTok, ms(c.BatchSlopeNS), strings.Join(batch, "; ")))
+	if len(c.PassScale) > 0 {
+		pw.w("  pass_scale:\n")
+		for _, n := range slices.Sorted(maps.Keys(c.PassScale)) {
+			kv("    ", strconv.Quote(strconv.Itoa(n)), fmt.Sprintf("%.3f", c.PassScale[n]), m+fmt.Sprintf("a pass of %d tokens, %s, less %d layers × %s of overhead, ÷ (%d × %s per token): what the pass cost beyond (or short of) flops' line",
+				n, u.BatchNS[n].describe(ms), u.Layers, us(c.LayerOverheadNS), n, ms(c.BatchSlopeNS)))
+		}
+	}
 	if c.OverheadFitted {
 		var shapes []string
 		for _, p := range c.Points {

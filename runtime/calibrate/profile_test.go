@@ -3,6 +3,7 @@
 package calibrate
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -140,5 +141,66 @@ func TestLiveLayerOverhead(t *testing.T) {
 		if d.LayerOverhead != tc.want {
 			t.Errorf("intercept %.0f ns: layer overhead %d ns, want %d", tc.intercept, d.LayerOverhead, tc.want)
 		}
+	}
+}
+
+// TestPassScaleFit: passes that grow faster than one token's time past the
+// layers' overhead give compute.flops from that time and a pass scale per
+// token count, (pass − overhead) ÷ (tokens × one token's), computed here by
+// hand from an exact shape fit (0.5 ms per layer, 5 GB/s); passes on a line
+// less steep give its slope, and each pass its ratio to the line's
+// tokens × slope (no intercept: the simulator charges none).
+func TestPassScaleFit(t *testing.T) {
+	one := 264e6 / 5e9 * 1e9 // ns past the 16 layers' 8 ms
+	pt := func(layers int, bytes float64, batch map[int]float64) ShapePoint {
+		p := ShapePoint{Name: "m", Layers: layers, TopK: 8, Bytes: bytes, ModelFLOPsTok: 1e9,
+			TokenNS: Summary{N: 3, Median: 0.5e6*float64(layers) + bytes/5e9*1e9}, BatchNS: map[int]Summary{}}
+		for n, v := range batch {
+			p.BatchNS[n] = Summary{N: 3, Median: v}
+		}
+		return p
+	}
+	want := map[int]float64{2: 1.1, 4: 1.3, 8: 1.25}
+	batch := map[int]float64{1: 8e6 + one}
+	for n, s := range want {
+		batch[n] = 8e6 + float64(n)*one*s
+	}
+	c := &Compute{Points: []ShapePoint{pt(16, 264e6, batch), pt(2, 10e6, nil)}}
+	if err := c.fit(""); err != nil {
+		t.Fatal(err)
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
+	if !near(c.LayerOverheadNS, 0.5e6) || !near(c.FLOPS, 1e9/(one/1e9)) || len(c.PassScale) != 3 {
+		t.Fatalf("overhead %v ns, flops %v, scale %v", c.LayerOverheadNS, c.FLOPS, c.PassScale)
+	}
+	for n, s := range want {
+		if !near(c.PassScale[n], s) {
+			t.Errorf("pass scale at %d tokens %v, want %v", n, c.PassScale[n], s)
+		}
+	}
+	r := measuredResult()
+	r.Compute = c
+	y, err := r.profile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := devices.ParseProfile(y, "host.yaml")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, y)
+	}
+	d, err := p.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.PassScale(4) != 1.3 || !near(d.PassScale(3), 1.2) {
+		t.Errorf("the profile's pass scale at 4 and 3 tokens: %v, %v", d.PassScale(4), d.PassScale(3))
+	}
+	slow := map[int]float64{1: 8e6 + one, 2: 8e6 + 1.5*one, 4: 8e6 + 2.5*one, 8: 8e6 + 4.5*one}
+	c = &Compute{Points: []ShapePoint{pt(16, 264e6, slow), pt(2, 10e6, nil)}}
+	if err := c.fit(""); err != nil {
+		t.Fatal(err)
+	}
+	if !near(c.BatchSlopeNS, one/2) || !near(c.PassScale[2], 1.5) || !near(c.PassScale[4], 1.25) || !near(c.PassScale[8], 1.125) {
+		t.Errorf("passes on a line of slope %v ns: slope %v ns, scale %v, want 1.5, 1.25, 1.125 (each pass ÷ tokens × slope)", one/2, c.BatchSlopeNS, c.PassScale)
 	}
 }
