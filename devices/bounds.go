@@ -143,6 +143,8 @@ var boundTable = []Bound{
 		Reason: "a read request costs microseconds of CPU (system call, submission, completion; with a buffered read, page-cache allocation); 10 ms would be slower than the read itself"},
 	{Field: "flash.copy_rate", Kind: Rate, Min: "100 MB/s", Max: "1 TB/s",
 		Reason: "a copy from a read buffer into the cache runs at memory-copy speed, 1-50 GB/s on phones and laptops; below 100 MB/s it would be slower than flash"},
+	{Field: "flash.transfer_cpu", Kind: Dimensionless, Min: "0.01", Max: "1", Unit: "of a core",
+		Reason: "a transfer in flight keeps at most one core busy (polling, or a virtual machine's I/O emulation); below 1% it should be left out"},
 	{Field: "flash.thermal_bytes", Kind: Size, Min: "1 MiB", Max: "16 TiB",
 		Reason: "how many bytes read heat the flash: phones heat over seconds to minutes of sustained reads (gigabytes); 16 TiB is effectively never"},
 	{Field: "flash.*[].read", Kind: Size, Min: "512 B", Max: "1 GiB",

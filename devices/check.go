@@ -57,6 +57,7 @@ func (d *Device) numbers() []deviceNumber {
 		integer("flash.thermal_bytes", "flash.thermal_bytes", f.ThermalBytes, true),
 		integer("flash.read_cpu_ns", "flash.read_cpu", f.ReadCPUNS, true),
 		number("flash.copy_rate", "flash.copy_rate", f.CopyRate, true),
+		number("flash.transfer_cpu", "flash.transfer_cpu", f.TransferCPU, true),
 	}
 }
 
@@ -133,6 +134,9 @@ func (d *Device) checkRelations(ps *problems) {
 	}
 	if d.Background != 0 && d.Cores == 0 {
 		ps.add("background", "shares cores: give cores too (or neither)")
+	}
+	if d.Flash.TransferCPU != 0 && d.Cores == 0 {
+		ps.add("flash.transfer_cpu", "shares cores: give cores too (or neither)")
 	}
 	switch d.Backend {
 	case "":

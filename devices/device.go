@@ -131,6 +131,10 @@ type Flash struct {
 	// reads cost no CPU (not stated).
 	ReadCPUNS int64   `json:"read_cpu_ns,omitempty"`
 	CopyRate  float64 `json:"copy_rate,omitempty"`
+	// TransferCPU is the share of a core a read keeps busy during its
+	// transfer (interrupts, the block layer; in a virtual machine the
+	// host's I/O emulation on the cores its vCPUs run on). Zero: none.
+	TransferCPU float64 `json:"transfer_cpu,omitempty"`
 }
 
 // CurvePoint is one (read size, bytes/s) sample; curves interpolate linearly in

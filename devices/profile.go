@@ -111,6 +111,9 @@ type FlashSection struct {
 	// placed directly, no copy).
 	ReadCPU  Quantity `yaml:"read_cpu,omitempty"`
 	CopyRate Quantity `yaml:"copy_rate,omitempty"`
+	// TransferCPU (optional, with compute.cores) is the share of a core a
+	// read keeps busy while it transfers.
+	TransferCPU Quantity `yaml:"transfer_cpu,omitempty"`
 }
 
 // Quantity is one profile number: its value as written (a number, or a number

@@ -48,6 +48,7 @@ func (p *Profile) fields() []field {
 		{"flash.thermal_bytes", Size, &f.ThermalBytes, true},
 		{"flash.read_cpu", Duration, &f.ReadCPU, true},
 		{"flash.copy_rate", Rate, &f.CopyRate, true},
+		{"flash.transfer_cpu", Dimensionless, &f.TransferCPU, true},
 	}
 }
 
@@ -185,6 +186,10 @@ func (p *Profile) resolve() (*Device, problems) {
 	d.PredictNS = int64(math.Round(vals["compute.predict_cost"]))
 	d.Flash.ReadCPUNS = int64(math.Round(vals["flash.read_cpu"]))
 	d.Flash.CopyRate = vals["flash.copy_rate"]
+	d.Flash.TransferCPU = vals["flash.transfer_cpu"]
+	if p.Flash.TransferCPU.set && !p.Compute.Cores.set {
+		ps.add("flash.transfer_cpu", "shares compute.cores: give compute.cores too (or neither)")
+	}
 	d.Flash.ReadAheadAsyncBytes = int64(math.Round(vals["flash.read_ahead_async"]))
 	d.Backend = ps.backend(p, &d.Assumed)
 	d.Flash.ThermalFloor = vals["flash.thermal_floor"]

@@ -21,6 +21,13 @@ const (
 	// ParamBackground is fitted only when the base profile states
 	// compute.cores (the contention model, docs/model.md).
 	ParamBackground = "compute.background"
+	// ParamCopyRate is fitted only when the base profile states
+	// compute.cores and flash.copy_rate: what a read costs the cores per
+	// byte, seen where compute threads and lanes share them.
+	ParamCopyRate = "flash.copy_rate"
+	// ParamTransferCPU is fitted only when the base profile states
+	// compute.cores: the share of a core a read keeps while it transfers.
+	ParamTransferCPU = "flash.transfer_cpu"
 )
 
 // RunFit is what FromRun found.
@@ -194,7 +201,7 @@ func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 		{ParamEfficiency, f.baseValue(devices.Dimensionless, f.base.Memory.Efficiency.Value), f.formats.effLo, f.formats.effHi},
 		{ParamFlashScale, 1, 0.05, 8},
 	}
-	f.lrIdx, f.bgIdx = -1, -1
+	f.lrIdx, f.bgIdx, f.crIdx, f.tcIdx = -1, -1, -1, -1
 	if fitLoadRate {
 		f.lrIdx = len(params)
 		params = append(params, Param{ParamLoadRate, 8e9, 1e8, 1e12})
@@ -202,6 +209,12 @@ func (f *fromRun) params(fitLoadRate bool) ([]Param, error) {
 	if f.base.Compute.Cores.Value != "" {
 		f.bgIdx = len(params)
 		params = append(params, Param{ParamBackground, 0.5, 0.01, 8})
+		if cr := f.base.Flash.CopyRate.Value; cr != "" {
+			f.crIdx = len(params)
+			params = append(params, Param{ParamCopyRate, f.baseRate(cr), 1e8, 1e12})
+		}
+		f.tcIdx = len(params)
+		params = append(params, Param{ParamTransferCPU, 0.5, 0.01, 1})
 	}
 	lo, hi, err := f.validScales(starts(params), params[1].Min, params[1].Max)
 	if err != nil {
@@ -318,10 +331,11 @@ type fromRun struct {
 	label    string
 	n        int     // tokens over all parts
 	loadRate float64 // from the management column; 0 = fitted
-	// lrIdx and bgIdx are the indices of ParamLoadRate and ParamBackground
-	// among the fitted values, -1 when not fitted.
-	lrIdx, bgIdx int
-	formats      formats // the stated formats the runs read, scaled with memory.efficiency
+	// lrIdx, bgIdx, crIdx and tcIdx are the indices of ParamLoadRate,
+	// ParamBackground, ParamCopyRate and ParamTransferCPU among the fitted
+	// values, -1 when not fitted.
+	lrIdx, bgIdx, crIdx, tcIdx int
+	formats             formats // the stated formats the runs read, scaled with memory.efficiency
 }
 
 // part is one measured run and its replay.
@@ -330,6 +344,16 @@ type part struct {
 	run  *runs.Run
 	n    int
 	last *sim.Result // the latest prediction
+}
+
+// baseRate parses a profile rate (B/s), falling back to 1 GB/s when it
+// does not parse.
+func (f *fromRun) baseRate(s string) float64 {
+	v, err := devices.ParseQuantity(s, devices.Rate)
+	if err != nil || v <= 0 {
+		return 1e9
+	}
+	return v
 }
 
 // baseValue parses a profile number, falling back to 0.5 (the middle of the
@@ -370,6 +394,12 @@ func (f *fromRun) candidate(p []float64, src func(name string) string) *devices.
 	if f.bgIdx >= 0 {
 		c.Compute.Background.Set(fmt.Sprintf("%.4g", p[f.bgIdx]), src(ParamBackground))
 	}
+	if f.crIdx >= 0 {
+		c.Flash.CopyRate.Set(fmt.Sprintf("%.4g MB/s", p[f.crIdx]/1e6), src(ParamCopyRate))
+	}
+	if f.tcIdx >= 0 {
+		c.Flash.TransferCPU.Set(fmt.Sprintf("%.4g", p[f.tcIdx]), src(ParamTransferCPU))
+	}
 	return c
 }
 
@@ -384,7 +414,7 @@ func (f *fromRun) predict(p []float64) ([]float64, error) {
 	out := make([]float64, 0, f.n)
 	for i := range f.parts {
 		pt := &f.parts[i]
-		res, err := pt.plan.RunOn(d)
+		res, err := pt.plan.RunOn(onHost(d, pt.plan.Config.Device))
 		if err != nil {
 			return nil, err
 		}
@@ -397,6 +427,19 @@ func (f *fromRun) predict(p []float64) ([]float64, error) {
 		}
 	}
 	return out, nil
+}
+
+// onHost is candidate d with the I/O lanes and compute threads of the
+// device a run's plan was resolved with: a grid's runs each ran with their
+// own (validate --grid-lanes, --grid-threads), and the fit must replay each
+// so.
+func onHost(d, planned *devices.Device) *devices.Device {
+	if planned == nil || planned.Flash.Lanes == d.Flash.Lanes && planned.ComputeThreads == d.ComputeThreads {
+		return d
+	}
+	c := *d
+	c.Flash.Lanes, c.ComputeThreads = planned.Flash.Lanes, planned.ComputeThreads
+	return &c
 }
 
 // bytesMatched counts, over every part, the tokens whose simulated flash
@@ -464,6 +507,12 @@ func (f *fromRun) profile(vals []float64, o *Outcome, out *RunFit) (*devices.Pro
 	}
 	if bg, ok := byName[ParamBackground]; ok && !bg.Identified {
 		c.Compute.Background = f.base.Clone().Compute.Background // not identified: stays as it was (absent = none)
+	}
+	if cr, ok := byName[ParamCopyRate]; ok && !cr.Identified {
+		c.Flash.CopyRate = f.base.Clone().Flash.CopyRate // not identified: stays as measured
+	}
+	if tc, ok := byName[ParamTransferCPU]; ok && !tc.Identified {
+		c.Flash.TransferCPU = f.base.Clone().Flash.TransferCPU // not identified: stays as it was (absent = none)
 	}
 	c.Name = f.base.Name + "-fitted"
 	c.SetFile("") // messages name it by its Name: it is not the base's file

@@ -265,3 +265,49 @@ func q(v string) devices.Quantity {
 	x.Set(v, "test")
 	return x
 }
+
+// TestFromRunsHostThreads: on a profile with the contention model (2
+// cores, reads that cost the cores per byte), runs at 1 and 2 compute
+// threads (a grid's points) whose reads copy at 1 GB/s are fitted, from a
+// base that states 5 GB/s and 1 thread, with flash.copy_rate a parameter,
+// each replayed with its own threads: both runs are reproduced within 1% at
+// p90 (replayed at the base's one thread, 3%). The copy rate trades off
+// with the flash scale and the load rate here, so its value is not
+// asserted. Without flash.copy_rate in the base it is not a parameter.
+func TestFromRunsHostThreads(t *testing.T) {
+	p, err := devices.LoadProfile("ufs4-phone-12gb")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Compute.Cores.Set("2", "test")
+	p.Compute.Background.Set("0.5", "test")
+	p.Flash.ReadCPU.Set("20 us", "test")
+	base := p.Clone()
+	base.Flash.CopyRate.Set("5 GB/s", "test")
+	var ms []Measured
+	for _, threads := range []string{"1", "2"} {
+		truthP := p.Clone()
+		truthP.Flash.CopyRate.Set("1 GB/s", "test")
+		truthP.Compute.Threads.Set(threads, "test")
+		truth, err := truthP.Device()
+		if err != nil {
+			t.Fatal(err)
+		}
+		rp := synthReplay(t, sim.LayoutPerExpert, truth)
+		ms = append(ms, Measured{Plan: rp, Run: measure(t, rp, truth)})
+	}
+	got, err := FromRuns(base, ms, "synth.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(got.Params, func(f Fitted) bool { return f.Name == ParamCopyRate }) || got.Errors.P90Abs > 0.01 {
+		t.Fatalf("params %+v, |error| p90 %.4f, want %s fitted and both runs reproduced", got.Params, got.Errors.P90Abs, ParamCopyRate)
+	}
+	got, err = FromRuns(p, ms, "synth.csv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.ContainsFunc(got.Params, func(f Fitted) bool { return f.Name == ParamCopyRate }) {
+		t.Errorf("a base without flash.copy_rate fitted it: %+v", got.Params)
+	}
+}

@@ -12,8 +12,10 @@ import (
 // Device.Flash.ReadCPUNS per request plus its bytes at CopyRate (the copy
 // into the cache), the lane held meanwhile (flash.cpuWork). With
 // Device.Cores stated, the T compute threads (Device.Threads), the n lanes
-// in that CPU phase and B threads of other work (Device.Background) are
-// the runnable threads; when they outnumber the C cores they share them:
+// in that CPU phase (plus Device.Flash.TransferCPU for each read
+// transferring: the share of a core a transfer keeps busy) and B threads
+// of other work (Device.Background) are the runnable threads; when they
+// outnumber the C cores they share them:
 //
 //	lane CPU phase progresses at  min(1, C / (n + T·busy + B))
 //	compute progresses at         1 / f / base · dram
@@ -43,6 +45,7 @@ import (
 // contention is the flash's share of the core model: set by newEngine.
 type contention struct {
 	cpuFixed    float64 // ns of CPU per read request (ReadCPUNS)
+	xferCPU     float64 // share of a core each transfer in flight keeps busy (TransferCPU)
 	copyPerByte float64 // ns of CPU per byte copied (1e9/CopyRate), 0: no copy
 	cores       float64 // 0: unlimited (no contention)
 	threads     float64
@@ -57,6 +60,7 @@ type contention struct {
 // reads have a CPU phase at all.
 func newContention(d *devices.Device) (c contention, cpuPhase bool) {
 	c.cpuFixed = float64(d.Flash.ReadCPUNS)
+	c.xferCPU = d.Flash.TransferCPU
 	if d.Flash.CopyRate > 0 {
 		c.copyPerByte = 1e9 / d.Flash.CopyRate
 	}
@@ -76,16 +80,23 @@ func (c *contention) cpuWork(bytes int64) float64 {
 	return c.cpuFixed + float64(bytes)*c.copyPerByte
 }
 
-// ioShare is the core share of a lane in its CPU phase.
-func (c *contention) ioShare() float64 {
+// ioShare is the core share of a lane in its CPU phase, with xfers reads
+// transferring.
+func (c *contention) ioShare(xfers int) float64 {
 	if c.cores == 0 {
 		return 1
 	}
-	run := float64(c.ncpu) + c.background
+	run := c.io(xfers) + c.background
 	if c.busy {
 		run += c.threads
 	}
 	return min(1, c.cores/run)
+}
+
+// io is the runnable threads the reads make: the lanes in their CPU phase
+// and each transfer's share of a core.
+func (c *contention) io(xfers int) float64 {
+	return float64(c.ncpu) + c.xferCPU*float64(xfers) // NB: exactly ncpu without transfer CPU
 }
 
 // stretch is f above: how much longer compute takes with n lanes and b
@@ -106,7 +117,7 @@ func (c *contention) stretch(n, b float64) float64 {
 // share over base, times the DRAM bandwidth the I/O leaves it.
 func (f *flash) computeRate() float64 {
 	c := &f.cont
-	r := 1 / c.stretch(float64(c.ncpu), c.background) / c.base
+	r := 1 / c.stretch(c.io(f.xfers), c.background) / c.base
 	if c.copyPerByte == 0 || c.memBW <= 0 {
 		return r // NB: DRAM shared only with copies stated (see above)
 	}
@@ -130,7 +141,7 @@ func (f *flash) setBusy(b bool) {
 		return
 	}
 	f.cont.busy = b
-	if f.cont.ncpu > 0 {
+	if f.cont.ncpu > 0 { // NB: only lanes in their CPU phase change speed
 		f.rerate()
 	}
 }

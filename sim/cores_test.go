@@ -220,6 +220,29 @@ func TestCoresBarrier(t *testing.T) {
 	}
 }
 
+// TestTransferCPU: with flash.transfer_cpu 1 and no CPU phase (read_cpu
+// 0), a transfer keeps a core busy while it runs. Two threads on two cores
+// meet at barriers, so token 1's compute runs at half speed while the
+// wasteful prefetch transfers: 1,000 ns of latency at full speed, the
+// 1,048,576 ns transfer at half (524,288 ns of work), the remaining
+// 1,474,712 ns at full speed: 2,524,288 ns. With one thread a core is free
+// and the token takes its 2,000,000 ns.
+func TestTransferCPU(t *testing.T) {
+	cfg, steps := coresSetup()
+	d := *cfg.Device
+	d.Cores, d.ComputeThreads, d.Flash.ReadCPUNS, d.Flash.TransferCPU = 2, 2, 0, 1
+	cfg.Device = &d
+	if got := coresRun(t, cfg, steps, &wasteful{}).Series[1].TimeNS; got != 2_524_288 {
+		t.Errorf("token 1 with a transfer keeping a core: %d ns, want 2,524,288", got)
+	}
+	one := d
+	one.ComputeThreads = 1
+	cfg.Device = &one
+	if got := coresRun(t, cfg, steps, &wasteful{}).Series[1].TimeNS; got != 2_000_000 {
+		t.Errorf("one thread, a core free: %d ns, want 2,000,000", got)
+	}
+}
+
 // TestPassScale: a verify pass of 2 tokens that both use expert 0 (2 GFLOP
 // per token at 1 TFLOP/s, compute-bound) computes 4 ms without
 // compute.pass_scale; with a scale of 1.5 at 2 tokens, 2 × 2 ms × 1.5 =

@@ -306,7 +306,7 @@ func (f *flash) rerate() {
 			a.eta = now + Time(math.Ceil(float64(a.remaining/a.rate)))
 		} else if a.inCPU {
 			a.remaining -= float64(a.rate * elapsed)
-			a.rate = f.cont.ioShare()
+			a.rate = f.cont.ioShare(f.xfers)
 			a.eta = now + Time(math.Ceil(float64(a.remaining/a.rate)))
 		}
 		if t := a.eta; t < best || t == best && a.seq < bestSeq {
