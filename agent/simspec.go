@@ -58,24 +58,14 @@ func decodeSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*exp
 // agentSpec parses raw as experiment.Parse does, except that an absent
 // model is the loaded model and an absent device the agent's.
 func agentSpec(raw json.RawMessage, device, model string) (experiment.Spec, error) {
-	s, err := experiment.Parse(raw)
+	s, named, err := experiment.ParseNamed(raw)
 	if err != nil {
 		return s, err
 	}
-	var top map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &top); err != nil {
-		return s, err
-	}
-	if inner, ok := top["spec"]; ok {
-		top = nil
-		if err := json.Unmarshal(inner, &top); err != nil {
-			return s, err
-		}
-	}
-	if _, ok := top["device"]; !ok {
+	if !named("device") {
 		s.Device = experiment.Device{Name: device}
 	}
-	if _, ok := top["model"]; !ok && s.Trace.Path == "" {
+	if !named("model") && s.Trace.Path == "" {
 		if model == "" {
 			return s, errors.New("no model: name one in the spec or load one first")
 		}

@@ -91,6 +91,11 @@ func (p *Plan) TraceSteps() int64 {
 // Run resolves s with fresh Inputs and runs it.
 func Run(s Spec) (*Outcome, error) {
 	var in Inputs
+	return in.Run(s)
+}
+
+// Run resolves s with in (sharing what in has loaded) and runs it.
+func (in *Inputs) Run(s Spec) (*Outcome, error) {
 	p, err := in.Resolve(s)
 	if err != nil {
 		return nil, err

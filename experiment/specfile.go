@@ -1,6 +1,7 @@
 package experiment
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,11 +22,20 @@ func ReadSpec(file string, stdin io.Reader, anyOutput bool) (s Spec, named func(
 			data = top["spec"]
 		}
 	}
-	if s, err = Parse(data); err != nil {
+	if s, named, err = ParseNamed(data); err != nil {
 		return s, nil, fmt.Errorf("%s: %w", file, err)
 	}
+	return s, named, nil
+}
+
+// ParseNamed is Parse, also reporting which of the spec's groups data
+// states itself (Parse fills the others with defaults).
+func ParseNamed(data []byte) (s Spec, named func(group string) bool, err error) {
+	if s, err = Parse(data); err != nil {
+		return s, nil, err
+	}
 	var top map[string]json.RawMessage
-	if json.Unmarshal(data, &top) == nil {
+	if json.Unmarshal(bytes.TrimPrefix(data, []byte("\ufeff")), &top) == nil {
 		if inner, ok := top["spec"]; ok { // a result's JSON
 			top = nil
 			_ = json.Unmarshal(inner, &top)

@@ -1,11 +1,16 @@
 package validation
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
 
 	"github.com/lessim/lessim/experiment"
+	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/reports"
 	"github.com/lessim/lessim/sim"
 	"github.com/lessim/lessim/sweep"
@@ -36,4 +41,70 @@ func Rows(points []reports.VsPoint, specs []experiment.Spec, version string) ([]
 		}
 	}
 	return rows, id, nil
+}
+
+// Write prints the report to w (where and how it measured, the fit, the
+// table), writes the table, the results rows and the plot into the
+// report's stage and moves every file into o.Out (Stage.Commit); until
+// then Out is as it was.
+func (rep *Report) Write(w io.Writer, o *Options) error {
+	var table bytes.Buffer
+	if err := reports.WriteComparison(&table, rep.Summary); err != nil {
+		return err
+	}
+	if rep.Facts != nil {
+		fmt.Fprintf(w, "measured on %s\n", DescribeFacts(*rep.Facts, rep.Target))
+		fmt.Fprintf(w, "trace %s (recorded by the agent), %d decode tokens, %d run(s) per point on the agent\n", rep.Trace, o.Tokens, o.Repeats)
+	} else {
+		threads := "1 compute thread"
+		if len(o.Grid) > 0 {
+			threads = "lanes (L) and compute threads (T) per point"
+		}
+		fmt.Fprintf(w, "trace %s, %d decode tokens, %d live repeat(s) per point, %s\n", rep.Trace, o.Tokens, o.Repeats, threads)
+	}
+	if ft := rep.Fit; ft != nil {
+		ft.write(w)
+	}
+	if _, err := w.Write(table.Bytes()); err != nil {
+		return err
+	}
+	st := rep.Stage
+	if err := atomicfile.WriteFile(filepath.Join(st.Dir(), TableFile), table.Bytes()); err != nil {
+		return err
+	}
+	rows, id, err := Rows(rep.Points, rep.Specs, o.Version)
+	if err != nil {
+		return err
+	}
+	if err := sweep.WriteRows(filepath.Join(st.Dir(), ResultsFile), id, rows); err != nil {
+		return err
+	}
+	staged, err := reports.WriteComparisonPlot(rep.Summary, filepath.Join(st.Dir(), PlotPrefix))
+	if err != nil {
+		return err
+	}
+	if err := st.Commit(); err != nil {
+		return err
+	}
+	var files []string
+	for _, f := range staged {
+		files = append(files, st.Target(f))
+	}
+	fmt.Fprintf(w, "wrote %s (%d rows), %s, %s\n", filepath.Join(o.Out, ResultsFile), len(rows), filepath.Join(o.Out, TableFile), strings.Join(files, ", "))
+	return nil
+}
+
+// write says what the profile was fitted to and how well.
+func (f *FitInfo) write(w io.Writer) {
+	r := f.Fit
+	var ps []string
+	for _, p := range r.Params {
+		v := fmt.Sprintf("%s %.4g ± %.2g", p.Name, p.Value, p.SE)
+		if !p.Identified {
+			v = fmt.Sprintf("%s %.4g (not identified by this run: kept)", p.Name, p.Value)
+		}
+		ps = append(ps, v)
+	}
+	fmt.Fprintf(w, "profile %s fitted to separate live runs of %s (%d tokens): %s; on those runs per-token |error| p50 %.1f%%, p90 %.1f%%\n",
+		f.Profile, strings.Join(f.names(), " and "), r.Tokens, strings.Join(ps, ", "), 100*r.Errors.P50Abs, 100*r.Errors.P90Abs)
 }

@@ -323,7 +323,7 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 		if s.Device, err = hostDevice(so.DeviceFile, Host{p.Lanes, p.Threads}); err != nil {
 			return nil, fmt.Errorf("validate: %w", err)
 		}
-		out, err := simulate(&in, s)
+		out, err := in.Run(s)
 		if err != nil {
 			return nil, fmt.Errorf("validate: simulate %s at %s: %w", p.Policy, p.Cache, err)
 		}
@@ -342,8 +342,7 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 // checkTokens refuses a trace whose decode tokens are not the live runs'
 // (simulating its first point with the given profile, before any live run).
 func checkTokens(o Options, trace string) error {
-	var in experiment.Inputs
-	out, err := simulate(&in, o.Spec(trace, o.Policies[0], o.Caches[0]))
+	out, err := experiment.Run(o.Spec(trace, o.Policies[0], o.Caches[0]))
 	if err != nil {
 		return fmt.Errorf("simulate %s at %s: %w", o.Policies[0], o.Caches[0], err)
 	}
@@ -352,13 +351,4 @@ func checkTokens(o Options, trace string) error {
 			trace, out.Result.Tokens, o.Tokens)
 	}
 	return nil
-}
-
-// simulate resolves and runs one spec.
-func simulate(in *experiment.Inputs, s experiment.Spec) (*experiment.Outcome, error) {
-	plan, err := in.Resolve(s)
-	if err != nil {
-		return nil, err
-	}
-	return plan.Run()
 }

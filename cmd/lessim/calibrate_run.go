@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -82,7 +81,9 @@ func calibrateFromRun(cmd *cobra.Command, f *fromRunFlags) error {
 	if err != nil {
 		return err
 	}
-	rp, err := replayPlan(f, run, base)
+	s := experiment.Spec{Version: experiment.Version, Trace: experiment.Trace{Path: f.trace}, Policy: experiment.Policy{Name: f.policy},
+		Cache: experiment.Cache{Size: f.cache}, Layout: f.layout, CachedFirst: f.cachedFirst && !f.barrier, Barrier: f.barrier, Prefill: f.prefill}
+	rp, err := fit.ReplayPlan(s, run, base)
 	if err != nil {
 		return err
 	}
@@ -151,41 +152,4 @@ func baseProfile(name, file string) (*devices.Profile, error) {
 		return devices.LoadProfile(name)
 	}
 	return nil, fmt.Errorf("calibrate --from-run needs the profile to start from: --device NAME or --device-file FILE")
-}
-
-// replayPlan is the plan of the run's replay: its trace, the profile to
-// start from, and the flags' policy, cache, layout, order and prefill.
-func replayPlan(f *fromRunFlags, run *runs.Run, base *devices.Profile) (*experiment.Plan, error) {
-	d, err := base.Device()
-	if err != nil {
-		return nil, err
-	}
-	cache, err := runCache(f.cache, run)
-	if err != nil {
-		return nil, err
-	}
-	var in experiment.Inputs
-	return in.Resolve(experiment.Spec{Version: experiment.Version, Trace: experiment.Trace{Path: f.trace}, Device: experiment.Device{Profile: d},
-		Policy: experiment.Policy{Name: f.policy}, Cache: cache, Layout: f.layout,
-		CachedFirst: f.cachedFirst && !f.barrier, Barrier: f.barrier, Prefill: f.prefill})
-}
-
-// runCache is --cache (a size, or a percentage of the expert bytes), or the
-// run summary's cache budget.
-func runCache(flag string, run *runs.Run) (experiment.Cache, error) {
-	if flag != "" {
-		return experiment.Cache{Size: flag}, nil
-	}
-	v, ok := run.Summary["cache_budget_MiB"]
-	switch {
-	case run.Format == "lessim-live-series":
-		return experiment.Cache{}, errors.New("--cache: a lessim live series does not record the run's cache: pass --cache, as the live run was given it (a size such as 512MiB, or a percentage of the expert bytes)")
-	case !ok:
-		return experiment.Cache{}, errors.New("--cache: the run's summary line gives no cache budget (cache_budget_MiB): pass --cache, the run's cache size")
-	}
-	mib, err := strconv.ParseFloat(v, 64)
-	if err != nil || !(mib > 0 && mib < 1<<24) {
-		return experiment.Cache{}, fmt.Errorf("--cache: the run's summary cache_budget_MiB=%q is not a size; give --cache", v)
-	}
-	return experiment.Cache{Bytes: int64(mib * (1 << 20))}, nil
 }

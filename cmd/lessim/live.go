@@ -344,57 +344,23 @@ func checkStockFlags(cmd *cobra.Command, stock bool) error {
 	return nil
 }
 
-// printLive prints the run: its one spec and result as JSON, or simulate's
-// text result under a header saying where and how it ran.
+// printLive prints the run: its one spec and result as JSON, or its text
+// result (reports.WriteLive).
 func printLive(cmd *cobra.Command, f *liveFlags, eng agent.Engine, s experiment.Spec, res *sim.Result) error {
-	out := cmd.OutOrStdout()
-	stock := s.Layout == string(sim.LayoutGGUFMmap)
 	facts := eng.Facts()
 	o := liveOutput{Spec: s, Result: res}
 	if f.target != "" {
 		o.Target, o.Device, o.Spec.Device = f.target, &facts, experiment.Device{Name: facts.Model}
 	}
 	if f.format == "json" {
-		return printJSON(out, o)
+		return printJSON(cmd.OutOrStdout(), o)
 	}
-	tokens := s.Trace.Synthetic.Tokens
+	var info agent.ModelInfo
 	if h := s.Host; h != nil {
-		info, err := eng.LoadModel(cmd.Context(), filepath.Base(h.ModelFile))
-		if err != nil {
+		var err error
+		if info, err = eng.LoadModel(cmd.Context(), filepath.Base(h.ModelFile)); err != nil {
 			return err
 		}
-		mode := fmt.Sprintf("pread on %d I/O lane(s), %d compute thread(s)", h.Lanes, h.Threads)
-		if stock {
-			mode = fmt.Sprintf("stock mmap (page faults), %d compute thread(s)", h.Threads)
-		}
-		prompt := h.Prompt
-		if prompt == "" {
-			prompt = live.DefaultPrompt
-		}
-		return reports.WriteResult(out, reports.Header{
-			{"model", fmt.Sprintf("%s (%d MoE layers × %d experts, top-%d)", info.Name, info.Layers, info.Experts, info.TopK)},
-			{"device", res.Device},
-			{"policy", s.Policy.Name},
-			{"cache", fmt.Sprintf("%s (%.0f%% of expert bytes)", sim.FormatBytes(res.CacheBytes), 100*float64(res.CacheBytes)/float64(info.TotalExpertBytes))},
-			{"layout", mode},
-			{"prompt", fmt.Sprintf("%q, then %d decode tokens (greedy)", prompt, tokens)},
-		}, res)
 	}
-	mode, desc := "pread (per-expert)", fmt.Sprintf("%d decode tokens (greedy, the agent's prompt)", tokens)
-	if stock {
-		mode = "stock mmap (page faults)"
-	}
-	if facts.Kind == agent.KindSimulated {
-		mode, desc = s.Layout, fmt.Sprintf("%d decode tokens of a synthetic trace (seed %d)", tokens, s.Trace.Synthetic.Seed)
-	}
-	return reports.WriteResult(out, reports.Header{
-		{"target", f.target},
-		{"device", fmt.Sprintf("%s %s (%s; %s; %s RAM)", facts.Kind, facts.Model, facts.OS, facts.CPU, sim.FormatBytes(facts.RAMBytes))},
-		{"engine", facts.Engine + " " + facts.EngineVersion},
-		{"model", res.Model},
-		{"policy", res.Policy},
-		{"cache", fmt.Sprintf("%s (%s)", s.Cache.Size, sim.FormatBytes(res.CacheBytes))},
-		{"layout", mode},
-		{"tokens", desc},
-	}, res)
+	return reports.WriteLive(cmd.OutOrStdout(), f.target, facts, &info, s, res)
 }

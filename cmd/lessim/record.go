@@ -144,16 +144,13 @@ func refuseGreedy(cmd *cobra.Command, temperature float32) error {
 // progressFunc adapts a progress.Bar on w to record.Options.Progress (tokens
 // done, total); done < 0 finishes the bar.
 func progressFunc(w io.Writer, quiet bool) func(done, total int) {
-	var bar *progress.Bar
+	set, finish := progress.Lazy(w, "recording", progress.Options{Quiet: quiet, Unit: "tok"})
 	return func(done, total int) {
 		if done < 0 {
-			bar.Finish()
+			finish()
 			return
 		}
-		if bar == nil {
-			bar = progress.New(w, int64(total), "recording", progress.Options{Quiet: quiet, Unit: "tok"})
-		}
-		bar.Set(int64(done))
+		set(int64(done), int64(total))
 	}
 }
 

@@ -140,15 +140,10 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 func runWithProgress(w io.Writer, spec experiment.Spec, keepSeries, quiet bool) (*experiment.Outcome, error) {
 	opt := progress.Options{Quiet: quiet, Unit: "steps"}
 	var in experiment.Inputs
-	var first *progress.Bar
-	in.FirstPass = func(done, total int64) {
-		if first == nil {
-			first = progress.New(w, total, "first pass", opt)
-		}
-		first.Set(done)
-	}
+	var finish func()
+	in.FirstPass, finish = progress.Lazy(w, "first pass", opt)
 	plan, err := in.Resolve(spec)
-	first.Finish()
+	finish()
 	if err != nil {
 		return nil, err
 	}
@@ -165,12 +160,11 @@ func runWithProgress(w io.Writer, spec experiment.Spec, keepSeries, quiet bool) 
 
 // simulateSpec is the experiment: from --spec, or from the options the user set.
 func simulateSpec(cmd *cobra.Command, file string) (experiment.Spec, error) {
-	values := map[string]string{}
+	var names []string
 	for _, o := range experiment.Options() {
-		if fl := cmd.Flags().Lookup(o.Name); fl.Changed {
-			values[o.Name] = fl.Value.String()
-		}
+		names = append(names, o.Name)
 	}
+	values := flagValues(cmd, names...)
 	if file == "" {
 		return experiment.FromOptions(values)
 	}

@@ -83,19 +83,14 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 	if err != nil {
 		return err
 	}
-	var bar *progress.Bar
+	set, finish := progress.Lazy(cmd.ErrOrStderr(), "sweep", progress.Options{Quiet: f.quiet, Unit: "points"})
 	opt := sweep.Options{Out: f.out, Shard: shard, Shards: shards, Workers: f.workers, PartRows: f.partRows,
 		KeepSeries: f.keepSeries,
 		Version:    version, Config: cfg, ConfigPath: f.config}
-	opt.Progress = func(done, total int) {
-		if bar == nil {
-			bar = progress.New(cmd.ErrOrStderr(), int64(total), "sweep", progress.Options{Quiet: f.quiet, Unit: "points"})
-		}
-		bar.Set(int64(done))
-	}
+	opt.Progress = func(done, total int) { set(int64(done), int64(total)) }
 	start := time.Now()
 	sum, err := sweep.Run(context.Background(), filepath.Base(f.config), points, opt)
-	bar.Finish()
+	finish()
 	if err != nil {
 		return err
 	}

@@ -1,20 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/lessim/lessim/agent"
 	"github.com/lessim/lessim/internal/atomicfile"
-	"github.com/lessim/lessim/reports"
-	"github.com/lessim/lessim/sweep"
 	"github.com/lessim/lessim/validation"
 )
 
@@ -86,7 +81,7 @@ func newValidateCmd() *cobra.Command {
 				return err
 			}
 			defer rep.Stage.Abort()
-			return writeValidation(cmd, &o, rep)
+			return rep.Write(cmd.OutOrStdout(), &o)
 		},
 	}
 	f := cmd.Flags()
@@ -135,57 +130,6 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 	return validation.RunRemote(ctx, *o)
 }
 
-// writeValidation prints the report, writes the table, the results rows
-// and the plot into the report's stage and moves every file into --out
-// (rep.Stage.Commit); until then --out is as it was.
-func writeValidation(cmd *cobra.Command, o *validation.Options, rep *validation.Report) error {
-	var table bytes.Buffer
-	if err := reports.WriteComparison(&table, rep.Summary); err != nil {
-		return err
-	}
-	out := cmd.OutOrStdout()
-	if rep.Facts != nil {
-		fmt.Fprintf(out, "measured on %s\n", validation.DescribeFacts(*rep.Facts, rep.Target))
-		fmt.Fprintf(out, "trace %s (recorded by the agent), %d decode tokens, %d run(s) per point on the agent\n", rep.Trace, o.Tokens, o.Repeats)
-	} else {
-		threads := "1 compute thread"
-		if len(o.Grid) > 0 {
-			threads = "lanes (L) and compute threads (T) per point"
-		}
-		fmt.Fprintf(out, "trace %s, %d decode tokens, %d live repeat(s) per point, %s\n", rep.Trace, o.Tokens, o.Repeats, threads)
-	}
-	if ft := rep.Fit; ft != nil {
-		printValidateFit(out, ft)
-	}
-	if _, err := out.Write(table.Bytes()); err != nil {
-		return err
-	}
-	st := rep.Stage
-	if err := atomicfile.WriteFile(filepath.Join(st.Dir(), validation.TableFile), table.Bytes()); err != nil {
-		return err
-	}
-	rows, id, err := validation.Rows(rep.Points, rep.Specs, version)
-	if err != nil {
-		return err
-	}
-	if err := sweep.WriteRows(filepath.Join(st.Dir(), validation.ResultsFile), id, rows); err != nil {
-		return err
-	}
-	staged, err := reports.WriteComparisonPlot(rep.Summary, filepath.Join(st.Dir(), validation.PlotPrefix))
-	if err != nil {
-		return err
-	}
-	if err := st.Commit(); err != nil {
-		return err
-	}
-	var files []string
-	for _, f := range staged {
-		files = append(files, st.Target(f))
-	}
-	fmt.Fprintf(out, "wrote %s (%d rows), %s, %s\n", filepath.Join(o.Out, validation.ResultsFile), len(rows), filepath.Join(o.Out, validation.TableFile), strings.Join(files, ", "))
-	return nil
-}
-
 // splitList splits comma-separated flag --name, trimming blanks; an empty
 // item ("50%,", "a,,b") is refused rather than dropped.
 func splitList(name, s string) ([]string, error) {
@@ -200,23 +144,4 @@ func splitList(name, s string) ([]string, error) {
 		out = append(out, v)
 	}
 	return out, nil
-}
-
-// printValidateFit says what the profile was fitted to and how well.
-func printValidateFit(w io.Writer, ft *validation.FitInfo) {
-	r := ft.Fit
-	var ps []string
-	for _, p := range r.Params {
-		v := fmt.Sprintf("%s %.4g ± %.2g", p.Name, p.Value, p.SE)
-		if !p.Identified {
-			v = fmt.Sprintf("%s %.4g (not identified by this run: kept)", p.Name, p.Value)
-		}
-		ps = append(ps, v)
-	}
-	var pts []string
-	for _, p := range ft.Points {
-		pts = append(pts, p.String())
-	}
-	fmt.Fprintf(w, "profile %s fitted to separate live runs of %s (%d tokens): %s; on those runs per-token |error| p50 %.1f%%, p90 %.1f%%\n",
-		ft.Profile, strings.Join(pts, " and "), r.Tokens, strings.Join(ps, ", "), 100*r.Errors.P50Abs, 100*r.Errors.P90Abs)
 }

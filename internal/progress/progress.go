@@ -78,6 +78,19 @@ func New(w io.Writer, total int64, label string, o Options) *Bar {
 	return b
 }
 
+// Lazy is a Bar for a callback that learns the total with the progress:
+// set opens the Bar of total units at its first call and records done;
+// finish finishes it (Bar.Finish).
+func Lazy(w io.Writer, label string, o Options) (set func(done, total int64), finish func()) {
+	var b *Bar
+	return func(done, total int64) {
+		if b == nil {
+			b = New(w, total, label, o)
+		}
+		b.Set(done)
+	}, func() { b.Finish() }
+}
+
 // IsTerminal reports whether w is a terminal (a file descriptor x/term
 // recognises as one).
 func IsTerminal(w io.Writer) bool {

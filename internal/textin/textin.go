@@ -46,11 +46,7 @@ func ReadFile(path, kind string, limit int64, stdin io.Reader) ([]byte, error) {
 
 // ReadAll reads r to its end, refusing more than limit bytes (see ReadFile).
 func ReadAll(r io.Reader, name, kind string, limit int64) ([]byte, error) {
-	data, err := io.ReadAll(Limit(r, name, kind, limit))
-	if err != nil {
-		return nil, err
-	}
-	return data, nil
+	return io.ReadAll(Limit(r, name, kind, limit))
 }
 
 // Limit is r failing with a *TooLargeError once more than limit bytes are
