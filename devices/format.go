@@ -2,7 +2,6 @@ package devices
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 )
@@ -91,18 +90,12 @@ func (ps *problems) formatEfficiency(p *Profile, assumed *[]string) map[QuantTyp
 // checkFormatEfficiency checks a resolved device's per-format table as
 // Profile.Device does.
 func (d *Device) checkFormatEfficiency(ps *problems) {
-	b := bound("memory.efficiency")
-	for _, k := range slices.Sorted(maps.Keys(d.FormatEfficiency)) {
-		path := "format_efficiency." + string(k)
+	checkTable(ps, "format_efficiency", d.FormatEfficiency, bound("memory.efficiency"), func(k QuantType) string {
 		if _, ok := quantBlocks[k]; !ok {
-			ps.add(path, "unknown quant type %q (valid: %s)", string(k), joinNames(QuantTypes()))
-			continue
+			return fmt.Sprintf("unknown quant type %q (valid: %s)", string(k), joinNames(QuantTypes()))
 		}
-		v := d.FormatEfficiency[k]
-		if msg := b.check(v, fmt.Sprint(v)); msg != "" {
-			ps.add(path, "%s", msg)
-		}
-	}
+		return ""
+	})
 }
 
 // isFormatEfficiencyName reports whether an Assumed name is one format's

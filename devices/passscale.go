@@ -1,6 +1,7 @@
 package devices
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -71,15 +72,24 @@ const maxPassTokens = 1 << 16
 
 // checkPassScale checks a resolved device's table as Profile.Device does.
 func (d *Device) checkPassScale(ps *problems) {
-	b := bound(passScalePath)
-	for _, n := range slices.Sorted(maps.Keys(d.PassScaleByTokens)) {
-		path := fmt.Sprintf("pass_scale.%d", n)
+	checkTable(ps, "pass_scale", d.PassScaleByTokens, bound(passScalePath), func(n int) string {
 		if n < 2 || n > maxPassTokens {
-			ps.add(path, "the key must be a whole number of tokens per pass from 2 to %d", maxPassTokens)
+			return fmt.Sprintf("the key must be a whole number of tokens per pass from 2 to %d", maxPassTokens)
+		}
+		return ""
+	})
+}
+
+// checkTable checks a resolved device's keyed table at name: each key by
+// badKey (a reason, or "" when it is fine), each value by b.
+func checkTable[K cmp.Ordered](ps *problems, name string, m map[K]float64, b Bound, badKey func(K) string) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		path := fmt.Sprintf("%s.%v", name, k)
+		if why := badKey(k); why != "" {
+			ps.add(path, "%s", why)
 			continue
 		}
-		v := d.PassScaleByTokens[n]
-		if msg := b.check(v, fmt.Sprint(v)); msg != "" {
+		if msg := b.check(m[k], fmt.Sprint(m[k])); msg != "" {
 			ps.add(path, "%s", msg)
 		}
 	}

@@ -40,10 +40,10 @@ func measuredResult() *Result {
 	return r
 }
 
-// TestProfileRenders renders a calibration's profile and reads it back as
-// lessim reads any profile: every measured value arrives, with a source.
-func TestProfileRenders(t *testing.T) {
-	r := measuredResult()
+// rendered renders r's profile and reads it back as lessim reads any
+// profile.
+func rendered(t *testing.T, r *Result) ([]byte, *devices.Device) {
+	t.Helper()
 	y, err := r.profile()
 	if err != nil {
 		t.Fatal(err)
@@ -56,6 +56,14 @@ func TestProfileRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return y, d
+}
+
+// TestProfileRenders renders a calibration's profile and reads it back as
+// lessim reads any profile: every measured value arrives, with a source.
+func TestProfileRenders(t *testing.T) {
+	r := measuredResult()
+	y, d := rendered(t, r)
 	if d.Name != "calibrated-box" || d.RAMBytes != 8<<30 || d.Flash.Lanes != 4 || d.Flash.LatencyNS != 80e3 {
 		t.Errorf("device %q: ram %d, lanes %d, latency %d ns; want calibrated-box, 8 GiB, 4, 80000", d.Name, d.RAMBytes, d.Flash.Lanes, d.Flash.LatencyNS)
 	}
@@ -75,10 +83,7 @@ func TestProfileRenders(t *testing.T) {
 		t.Errorf("every value was measured, yet the profile assumes one:\n%s", y)
 	}
 	r.Compute.OverheadFitted, r.Compute.Why, r.LiveLoad, r.LatencyOK = false, "one shape", nil, false
-	y, err = r.profile()
-	if err != nil {
-		t.Fatal(err)
-	}
+	y, _ = rendered(t, r)
 	if n := strings.Count(string(y), `source: "assumed:`); n != 3 {
 		t.Errorf("layer overhead, load cost and latency unmeasured: %d values assumed, want 3:\n%s", n, y)
 	}
@@ -97,18 +102,7 @@ func TestProfileFormats(t *testing.T) {
 		{Type: "Q3_K", Why: "the shape cannot hold its blocks"},
 		{Type: "Q8_0", Point: pt, BytesPerSec: 11e6}, // 0.001: below the bounds
 	}
-	y, err := r.profile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := devices.ParseProfile(y, "host.yaml")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, y)
-	}
-	d, err := p.Device()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := rendered(t, r)
 	want := map[devices.QuantType]float64{"Q4_K": 0.5, "MXFP4": 1}
 	if len(d.FormatEfficiency) != len(want) || d.FormatEfficiency["Q4_K"] != 0.5 || d.FormatEfficiency["MXFP4"] != 1 {
 		t.Errorf("format efficiency %v, want %v", d.FormatEfficiency, want)
@@ -126,18 +120,7 @@ func TestLiveLayerOverhead(t *testing.T) {
 		want      int64
 	}{{u.TokenNS.Median + 40*10e3, 50e3}, {u.TokenNS.Median - 1e6, 40e3}} {
 		r.LiveLoad.InterceptNS = tc.intercept
-		y, err := r.profile()
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := devices.ParseProfile(y, "host.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		d, err := p.Device()
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, d := rendered(t, r)
 		if d.LayerOverhead != tc.want {
 			t.Errorf("intercept %.0f ns: layer overhead %d ns, want %d", tc.intercept, d.LayerOverhead, tc.want)
 		}
@@ -180,18 +163,7 @@ func TestPassScaleFit(t *testing.T) {
 	}
 	r := measuredResult()
 	r.Compute = c
-	y, err := r.profile()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := devices.ParseProfile(y, "host.yaml")
-	if err != nil {
-		t.Fatalf("%v\n%s", err, y)
-	}
-	d, err := p.Device()
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, d := rendered(t, r)
 	if d.PassScale(4) != 1.3 || !near(d.PassScale(3), 1.2) {
 		t.Errorf("the profile's pass scale at 4 and 3 tokens: %v, %v", d.PassScale(4), d.PassScale(3))
 	}
