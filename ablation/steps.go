@@ -112,10 +112,10 @@ func (s *Settings) validate() error {
 	switch {
 	case s.DrafterBytes < 0 || s.DrafterFLOPs < 0 || s.DrafterBytes > experiment.MaxDraftBytes || s.DrafterFLOPs > experiment.MaxDraftFLOPs:
 		errs = append(errs, fmt.Errorf("--drafter-bytes %d, --drafter-flops %d: must be in [0, %s] and [0, %.0e] per draft token", s.DrafterBytes, s.DrafterFLOPs, experiment.MaxDraftBytesText, float64(experiment.MaxDraftFLOPs)))
-	case s.Drafter == experiment.DrafterExplicit && s.DrafterBytes == 0 && s.DrafterFLOPs == 0:
-		errs = append(errs, errors.New("--drafter explicit: state its cost per draft token with --drafter-bytes and/or --drafter-flops"))
-	case s.Drafter != experiment.DrafterExplicit && (s.DrafterBytes != 0 || s.DrafterFLOPs != 0):
-		errs = append(errs, fmt.Errorf("--drafter-bytes and --drafter-flops state an explicit drafter's cost; drafter %s's follows from its kind", s.Drafter))
+	case experiment.CostStated(s.Drafter) && s.DrafterBytes == 0 && s.DrafterFLOPs == 0:
+		errs = append(errs, fmt.Errorf("--drafter %s: state its cost per draft token with --drafter-bytes and/or --drafter-flops", s.Drafter))
+	case !experiment.CostStated(s.Drafter) && (s.DrafterBytes != 0 || s.DrafterFLOPs != 0):
+		errs = append(errs, fmt.Errorf("--drafter-bytes and --drafter-flops state an explicit or model drafter's cost; drafter %s's follows from its kind", s.Drafter))
 	}
 	if len(errs) == 0 {
 		// NB: the speculative step's options as experiment reads them, so a

@@ -169,13 +169,15 @@ func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, e
 	refuse(s.Trace.Path != "" || s.Device.File != "", errNoFiles.Error())
 	refuse(s.Device.Profile != nil || s.Device.Name != e.facts.Model, "device: a live engine measures this machine ("+e.facts.Model+"); name it or leave device out")
 	refuse(s.Model != nil && (s.Model.Name != e.model.Name || s.Model.Variant != "" && s.Model.Variant != e.model.Variant), "model: this agent serves "+e.model.Name)
+	draft := ""
 	if h := s.Host; h != nil {
+		draft = h.DraftModel
 		refuse(!e.Local, "host: an agent runs its own model, prompt, lanes and threads (leave the host group out)")
 		refuse(h.ModelFile != e.path, "host.model_file "+h.ModelFile+": this engine runs "+e.path)
 		o.Prompt, o.Lanes, o.Threads = cmp.Or(h.Prompt, o.Prompt), cmp.Or(h.Lanes, o.Lanes), cmp.Or(h.Threads, o.Threads)
 	}
 	o.EnsureDefaults()
-	warn := applySpec(&o, &s, e.model, refuse)
+	warn := applySpec(&o, &s, e.model, draft, refuse)
 	refuse(o.Tokens > MaxLiveTokens && !e.Local, fmt.Sprintf("tokens %d: a live agent runs at most %d", o.Tokens, MaxLiveTokens))
 	if len(bad) > 0 {
 		return o, nil, errors.New(strings.Join(bad, "; "))

@@ -20,8 +20,10 @@ import (
 // synthetic trace's skew, reuse, ...) do not apply, because the model
 // routes (the caller says so: RoutingNote). Each refusal goes to refuse
 // (when cond holds, what says why). The caller checks what is its own to
-// check (a trace file, the device, the model's name).
-func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, refuse func(cond bool, what string)) (warnings []string) {
+// check (a trace file, the device, the model's name). draft is the host
+// group's draft model ("" for none: an agent never opens a client's path),
+// which a model drafter runs.
+func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, draft string, refuse func(cond bool, what string)) (warnings []string) {
 	refuse(s.Predictor != nil, "predictor: the live engine routes with the model's own routers")
 	refuse(s.SpecFromTrace, "spec_from_trace: the live engine decodes its own passes")
 	if sp := s.Speculative; sp != nil {
@@ -30,8 +32,13 @@ func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, refuse
 			kind = sp.Drafter.Kind
 		}
 		refuse(sp.AcceptFromTrace, "speculative.accept_from_trace: the live engine's acceptance follows from its drafter")
-		refuse(kind != record.DrafterControlled && kind != record.DrafterNgram, "speculative.drafter "+cmp.Or(kind, "missing")+": the live engine runs the controlled and ngram drafters")
+		refuse(kind != record.DrafterControlled && kind != record.DrafterNgram && kind != record.DrafterModel, "speculative.drafter "+cmp.Or(kind, "missing")+": the live engine runs the controlled, ngram and model drafters")
+		refuse(kind == record.DrafterModel && draft == "", "speculative.drafter model: no draft model (host.draft_model, lessim live --draft-model on this machine)")
 		o.Spec = &record.Speculative{Block: sp.Block, Drafter: kind, Accept: sp.Accept, Seed: sp.AcceptSeed}
+		if kind == record.DrafterModel {
+			o.Spec.DraftModel = draft
+		}
+		refuse(kind != record.DrafterModel && draft != "", "host.draft_model: a draft model runs with the model drafter only")
 		if kind == record.DrafterNgram {
 			o.Spec.Accept = 0
 			warnings = append(warnings, "speculative.accept: the ngram drafter's acceptance is the text's; the spec's is the simulator's assumption")

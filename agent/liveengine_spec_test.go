@@ -28,14 +28,14 @@ func TestApplySpecRefusesSimulatorOnly(t *testing.T) {
 	s.Cache.Size = "1GiB"
 	s.ExpertQuant, s.ContextCost = "Q3_K", true
 	o := live.DefaultOptions()
-	applySpec(&o, &s, m, refuse)
+	applySpec(&o, &s, m, "", refuse)
 	if len(bad) != 2 {
 		t.Errorf("refused %q, want expert_quant and context_cost", bad)
 	}
 	errgolden.Check(t, "simulator only", errors.New(strings.Join(bad, "; ")))
 	bad = nil
 	s.ExpertQuant, s.ContextCost = "", false
-	if applySpec(&o, &s, m, refuse); len(bad) > 0 || o.Cache != 1<<30 {
+	if applySpec(&o, &s, m, "", refuse); len(bad) > 0 || o.Cache != 1<<30 {
 		t.Errorf("without them: refused %v, cache %d", bad, o.Cache)
 	}
 }

@@ -542,8 +542,8 @@ func explicitDrafterOnly(s *Spec, set func(string) bool) string {
 	if why := speculativeOnly(s, set); why != "" {
 		return why
 	}
-	if d := s.Speculative.Drafter; d == nil || d.Kind != DrafterExplicit {
-		return "it states an explicit drafter's cost (--drafter explicit); other drafters' cost follows from their kind"
+	if d := s.Speculative.Drafter; d == nil || !CostStated(d.Kind) {
+		return "it states an explicit or model drafter's cost (--drafter explicit, model); other drafters' cost follows from their kind"
 	}
 	return ""
 }

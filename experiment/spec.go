@@ -91,13 +91,17 @@ type Spec struct {
 // Host is how the live engine on this machine runs a measured spec: the
 // GGUF model it decodes (the model routes: a synthetic trace group gives
 // only the decode tokens), the prompt it prefills, its I/O lanes and
-// compute threads. Zero Prompt, Lanes and Threads are the live engine's
+// compute threads, and the draft model of a model drafter. Zero Prompt,
+// Lanes and Threads are the live engine's
 // defaults (a fixed sentence, 2 lanes, 1 thread).
 type Host struct {
 	ModelFile string `json:"model_file"`
 	Prompt    string `json:"prompt,omitempty"`
 	Lanes     int    `json:"lanes,omitempty"`
 	Threads   int    `json:"threads,omitempty"`
+	// DraftModel is the GGUF the model drafter runs (speculative.drafter
+	// kind model); "" for none.
+	DraftModel string `json:"draft_model,omitempty"`
 }
 
 // PageCacheFreeRAM is Spec.PageCache for the kernel's page cache sized by free RAM.
@@ -255,11 +259,23 @@ const (
 	// otherwise (runtime/record). It reads no weights; its lookup is not
 	// charged. Simulated, it is the acceptance model at Accept.
 	DrafterControlled = "controlled"
+	// DrafterModel is the live engine's draft model (live --draft-model): a
+	// small GGUF with the target's vocabulary decoding greedily. Its cost
+	// per draft token is stated in Bytes and FLOPs, as for explicit; live
+	// states its every weight but the token embedding and 2 FLOPs each.
+	DrafterModel = "model"
 )
 
 // DrafterKinds lists the drafter kinds.
 func DrafterKinds() []string {
-	return []string{DrafterFree, DrafterMTP, DrafterNgram, DrafterExplicit, DrafterControlled}
+	return []string{DrafterFree, DrafterMTP, DrafterNgram, DrafterExplicit, DrafterControlled, DrafterModel}
+}
+
+// CostStated reports whether a drafter of kind states its cost per draft
+// token in bytes and FLOPs (explicit, model); other kinds' cost follows
+// from the kind.
+func CostStated(kind string) bool {
+	return kind == DrafterExplicit || kind == DrafterModel
 }
 
 // Drafter is what proposes speculative drafts and what one draft token costs
@@ -279,7 +295,7 @@ func (d *Drafter) Cost(m *devices.ModelSpec) (bytes, flops int64) {
 		l := &m.Layers[len(m.Layers)-1]
 		k := int64(m.TopK)
 		return l.DenseBytes + k*l.ExpertBytes + m.HeadBytes, l.DenseFLOPsPerToken + k*l.ExpertFLOPsPerToken + m.HeadFLOPsPerToken
-	case DrafterExplicit:
+	case DrafterExplicit, DrafterModel:
 		return d.Bytes, d.FLOPs
 	}
 	return 0, 0

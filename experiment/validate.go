@@ -128,9 +128,9 @@ func validateDrafter(ps *problems, d *Drafter) {
 		ps.add("speculative.drafter.kind", "unknown drafter %q (valid: %s)", d.Kind, strings.Join(DrafterKinds(), ", "))
 		return
 	}
-	if d.Kind != DrafterExplicit {
+	if !CostStated(d.Kind) {
 		if d.Bytes != 0 || d.FLOPs != 0 {
-			ps.add("speculative.drafter", "bytes and flops apply to an explicit drafter only; a %s drafter's cost follows from its kind", d.Kind)
+			ps.add("speculative.drafter", "bytes and flops apply to an explicit or model drafter only; a %s drafter's cost follows from its kind", d.Kind)
 		}
 		return
 	}
@@ -141,7 +141,7 @@ func validateDrafter(ps *problems, d *Drafter) {
 		ps.add("speculative.drafter.flops", "must be in [0, %.0e] per draft token (got %d)", float64(MaxDraftFLOPs), d.FLOPs)
 	}
 	if d.Bytes == 0 && d.FLOPs == 0 {
-		ps.add("speculative.drafter", "an explicit drafter needs bytes or flops per draft token > 0 (a drafter that costs nothing is kind free)")
+		ps.add("speculative.drafter", "an %s drafter needs bytes or flops per draft token > 0 (a drafter that costs nothing is kind free)", d.Kind)
 	}
 }
 

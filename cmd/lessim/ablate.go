@@ -167,7 +167,7 @@ func drafterCost(cmd *cobra.Command, f *ablateFlags) error {
 	if err != nil {
 		return err
 	}
-	if d := s.Speculative.Drafter; d.Kind == experiment.DrafterExplicit {
+	if d := s.Speculative.Drafter; experiment.CostStated(d.Kind) {
 		f.set.DrafterBytes, f.set.DrafterFLOPs = d.Bytes, d.FLOPs
 	}
 	return nil

@@ -38,14 +38,14 @@ type liveFlags struct {
 	tokens, lanes, threads, depth                      int
 	noPrefetch, stock                                  bool
 	specBlock                                          int
-	drafter                                            string
+	drafter, draftModel                                string
 	specAccept                                         float64
 	acceptSeed                                         uint64
 }
 
 // liveLocalOnly are flags of the host group (and the series file, written
 // from it): an agent decides them (agent.CapHost).
-var liveLocalOnly = []string{"model", "prompt", "lanes", "threads", "series"}
+var liveLocalOnly = []string{"model", "prompt", "lanes", "threads", "series", "draft-model"}
 
 // liveSpecFlags are the flags a --spec file replaces.
 var liveSpecFlags = []string{"policy", "cache", "tokens", "depth", "no-prefetch", "stock", "spec-block", "drafter", "spec-accept", "accept-seed"}
@@ -90,9 +90,10 @@ func newLiveCmd() *cobra.Command {
 	fl.BoolVar(&f.noPrefetch, "no-prefetch", false, "les: turn prefetch off (behaves as ondemand)")
 	fl.BoolVar(&f.stock, "stock", false, "stock baseline: plain mmap page faults, no pread, no prefetch (policy ondemand)")
 	intVar(fl, &f.specBlock, "spec-block", 0, "speculative decoding: tokens per greedy verify pass, >= 2 (with --drafter)")
-	fl.StringVar(&f.drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept) or ngram (prompt lookup)")
+	fl.StringVar(&f.drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept), ngram (prompt lookup) or model (--draft-model)")
 	floatVar(fl, &f.specAccept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
 	uint64Var(fl, &f.acceptSeed, "accept-seed", 1, "controlled drafter: seed of its draws")
+	fl.StringVar(&f.draftModel, "draft-model", "", "model drafter: a small GGUF with the target's vocabulary")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
 	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin; a result's JSON or a bare spec, as simulate takes; live's own JSON reruns its run): its policy, cache, layout, decode tokens and host group; --policy, --cache, --tokens, --depth, --no-prefetch and --stock may not be given with it")
@@ -135,9 +136,7 @@ func runLive(cmd *cobra.Command, f *liveFlags) error {
 	if err := checkStockFlags(cmd, s.Layout == string(sim.LayoutGGUFMmap)); err != nil {
 		return err
 	}
-	wire := s
-	wire.Host = nil
-	raw, err := json.Marshal(wire)
+	raw, err := json.Marshal(s) // NB: with its host group: the local engine runs it (an agent has none)
 	if err != nil {
 		return err
 	}
@@ -257,6 +256,9 @@ func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, []string, erro
 		if changed("threads") || h.Threads == 0 {
 			h.Threads = f.threads
 		}
+		if changed("draft-model") {
+			h.DraftModel = f.draftModel
+		}
 		s.Host = &h
 	}
 	return s, notes, nil
@@ -283,6 +285,16 @@ func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 	changed := cmd.Flags().Changed
 	if changed("spec-block") || changed("drafter") || changed("spec-accept") || changed("accept-seed") {
 		s.Speculative = &experiment.Speculative{Block: f.specBlock, Accept: f.specAccept, AcceptSeed: f.acceptSeed, Drafter: &experiment.Drafter{Kind: f.drafter}}
+		if f.drafter == experiment.DrafterModel {
+			if f.draftModel == "" {
+				return experiment.Spec{}, errors.New("--drafter model: give the draft model with --draft-model FILE (a run on this machine)")
+			}
+			d := s.Speculative.Drafter
+			var err error
+			if d.Bytes, d.FLOPs, err = record.DraftCost(f.draftModel); err != nil {
+				return experiment.Spec{}, err
+			}
+		}
 	}
 	if changed("depth") || f.noPrefetch {
 		if err := checkLiveDepth(changed("depth"), f); err != nil {

@@ -69,6 +69,29 @@ func TestLiveEndToEnd(t *testing.T) {
 	if again.Spec.Hash() != got.Spec.Hash() {
 		t.Errorf("live --spec of its own output printed another spec:\n%+v\n%+v", again.Spec, got.Spec)
 	}
+	// The host group reaches the engine: another prompt routes otherwise
+	// (live once ran every local run with the default prompt, lanes and
+	// threads).
+	var other liveOutput
+	if err := json.Unmarshal([]byte(runCLI(t, dir, "live", "--model", "tiny.gguf", "--policy", "ondemand", "--cache", "40%", "--tokens", "8",
+		"--prompt", "Rivers carve canyons over millions of years", "--format", "json")), &other); err != nil {
+		t.Fatal(err)
+	}
+	if r, o := got.Result, other.Result; o == nil || o.Misses == r.Misses && o.FlashBytes == r.FlashBytes && o.Hits == r.Hits {
+		t.Errorf("live --prompt: the same books as the default prompt's (%+v): the prompt did not reach the engine", o)
+	}
+	// The model drafter, the target its own draft model: greedy drafts
+	// the target confirms (all but near ties), and the spec states the
+	// draft's cost and file.
+	var spec liveOutput
+	if err := json.Unmarshal([]byte(runCLI(t, dir, "live", "--model", "tiny.gguf", "--policy", "ondemand", "--cache", "40%", "--tokens", "8",
+		"--spec-block", "4", "--drafter", "model", "--draft-model", "tiny.gguf", "--format", "json")), &spec); err != nil {
+		t.Fatal(err)
+	}
+	if r, d := spec.Result, spec.Spec.Speculative; r == nil || r.Tokens != 8 || r.AcceptedPerPass < 2 || r.DraftNS <= 0 ||
+		d == nil || d.Drafter.Kind != "model" || d.Drafter.Bytes <= 0 || d.Drafter.FLOPs <= 0 || spec.Spec.Host.DraftModel != "tiny.gguf" {
+		t.Errorf("live --drafter model: result %+v, spec %+v", spec.Result, spec.Spec)
+	}
 	stock := runCLI(t, dir, "live", "--model", "tiny.gguf", "--policy", "ondemand", "--cache", "40%", "--tokens", "4", "--stock")
 	if !strings.Contains(stock, "stock mmap") || !strings.Contains(stock, "4 tokens in 4 passes") {
 		t.Fatalf("live --stock:\n%s", stock)
@@ -94,6 +117,8 @@ func TestLiveEndToEnd(t *testing.T) {
 		{"--stock --policy ondemand --lanes 4", "--lanes does not apply to the stock baseline"},
 		{"--prompt=", "--prompt is empty"},
 		{"--cache 0", "write e.g. 256MiB or 25%"},
+		{"--spec-block 2 --drafter model", "--drafter model: give the draft model with --draft-model FILE"},
+		{"--spec-block 2 --drafter ngram --draft-model tiny.gguf", "host.draft_model: a draft model runs with the model drafter only"},
 	} {
 		args := append([]string{"live", "--model", "tiny.gguf", "--tokens", "2"}, strings.Fields(tc.args)...)
 		if out := runCLI(t, dir, args...); !strings.Contains(out, tc.want) {

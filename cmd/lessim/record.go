@@ -59,13 +59,13 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			case prompt != "":
 				o.Prompts, o.PromptSet = []string{prompt}, "inline"
 			}
-			if f := cmd.Flags(); f.Changed("spec-block") || f.Changed("drafter") || f.Changed("spec-accept") || f.Changed("accept-seed") {
+			if f := cmd.Flags(); f.Changed("spec-block") || f.Changed("drafter") || f.Changed("spec-accept") || f.Changed("accept-seed") || f.Changed("draft-model") {
 				o.Spec = &sp
 			}
 			if err := o.Validate(); err != nil {
 				return err
 			}
-			if err := checkOutput("out", o.Out, o.ModelPath, promptsFile); err != nil {
+			if err := checkOutput("out", o.Out, o.ModelPath, promptsFile, sp.DraftModel); err != nil {
 				return err
 			}
 			mc, err := record.CheckModel(o.ModelPath)
@@ -112,9 +112,10 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	intVar(fl, &o.TopK, "sample-top-k", o.TopK, "sampler top-k (0 = off)")
 	intVar(fl, &o.Threads, "threads", o.Threads, "compute threads, 1.."+strconv.Itoa(record.MaxThreads)+" (1 recommended on shared machines)")
 	intVar(fl, &sp.Block, "spec-block", 0, "speculative decoding (with --temperature 0): tokens per greedy verify pass, >= 2; every pass is recorded, its rejected drafts as rows of phase 2")
-	fl.StringVar(&sp.Drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept) or ngram (prompt lookup)")
+	fl.StringVar(&sp.Drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept), ngram (prompt lookup) or model (--draft-model)")
 	floatVar(fl, &sp.Accept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
 	uint64Var(fl, &sp.Seed, "accept-seed", 1, "controlled drafter: seed of its draws (prompt i uses seed+i)")
+	fl.StringVar(&sp.DraftModel, "draft-model", "", "model drafter: a small GGUF with the target's vocabulary")
 	fl.StringVar(&o.Out, "out", "", "output trace (Parquet)")
 	fl.BoolVar(&o.Verbose, "verbose", false, "show llama.cpp's log")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")

@@ -174,7 +174,7 @@ func TestSimulateRefusesOptionsThatDoNotApply(t *testing.T) {
 	cases = append(cases,
 		tc{[]string{"--policy", "lru2", "--top-n", "3"}, "--policy lru2: unknown policy (valid: belady, les, lfu, lru, ondemand, oracle, pinned-hot)"},
 		tc{[]string{"--layout", "bogus", "--page-cache", "free-ram"}, "--layout bogus: unknown layout (valid: gguf-mmap, per-expert)"},
-		tc{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit, controlled)"},
+		tc{[]string{"--drafter", "nope", "--drafter-bytes", "1MB"}, "--drafter nope: unknown drafter (valid: free, mtp, ngram, explicit, controlled, model)"},
 	)
 	for _, c := range cases {
 		got := runCLI(t, "", append([]string{"simulate"}, c.args...)...)

@@ -316,9 +316,10 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 	defer s.Close()
 	var dec *record.SpecDecoder
 	if sp := d.opt.Spec; sp != nil {
-		if dec, err = sp.NewDecoder(d.lctx, d.prompt, d.ref, d.model.Info().Vocab, sp.Seed); err != nil {
+		if dec, err = sp.NewDecoder(d.lctx, d.prompt, d.ref, d.model.Info().Vocab, sp.Seed, d.lctx.Size(), d.opt.Threads); err != nil {
 			return nil, nil, err
 		}
+		defer dec.Close()
 	}
 	m := d.mc.Spec
 	res := &sim.Result{Policy: d.pol.Name(), Model: m.Name, Device: "this machine (live)", Layout: "live-pread", CacheBytes: d.opt.Cache}
@@ -341,7 +342,10 @@ func (d *driver) run(ctx context.Context) (*sim.Result, []TokenSample, error) {
 		t0 := time.Now()
 		toks, draftNS := []int32{0}, int64(0)
 		if dec != nil {
-			toks, draftNS = dec.Next(d.opt.Tokens-i), dec.DraftNS()
+			if toks, err = dec.Next(d.opt.Tokens - i); err != nil {
+				return nil, nil, fmt.Errorf("draft at token %d: %w", i, err)
+			}
+			draftNS = dec.DraftNS()
 		} else {
 			toks[0] = s.Sample(d.lctx)
 		}

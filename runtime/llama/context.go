@@ -147,6 +147,9 @@ func (c *Context) Reset() {
 // Pos is the position the next decoded token gets.
 func (c *Context) Pos() int { return c.pos }
 
+// Size is the context length in tokens (ContextOptions.Ctx).
+func (c *Context) Size() int { return c.nCtx }
+
 // Truncate removes the KV cache entries of positions pos and after (a
 // speculative verify pass's rejected drafts), so the next decoded token
 // gets position pos.

@@ -27,20 +27,9 @@ type ModelCheck struct {
 // architecture the bundled llama.cpp supports, it has MoE layers, each with a
 // router tensor, and a top-k in 1..experts. Errors are one line.
 func CheckModel(path string) (*ModelCheck, error) {
-	st, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		return nil, fmt.Errorf("model %s: no such file", path)
-	case err != nil:
-		return nil, fmt.Errorf("model: %w", err)
-	case st.IsDir():
-		return nil, fmt.Errorf("model %s: is a directory, want a GGUF file", path)
-	case !st.Mode().IsRegular():
-		return nil, fmt.Errorf("model %s: is %s, not a regular file; want a GGUF file", path, atomicfile.Kind(st.Mode()))
-	}
-	f, err := gguf.Open(path)
+	f, err := openGGUF(path, "model")
 	if err != nil {
-		return nil, fmt.Errorf("model: %w", err)
+		return nil, err
 	}
 	mc, err := checkFile(f)
 	if err != nil {
@@ -48,6 +37,45 @@ func CheckModel(path string) (*ModelCheck, error) {
 		return nil, err
 	}
 	return mc, nil
+}
+
+// openGGUF opens the GGUF file at path (what names it in errors) once it is
+// a regular file that parses with every tensor inside it.
+func openGGUF(path, what string) (*gguf.File, error) {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("%s %s: no such file", what, path)
+	case err != nil:
+		return nil, fmt.Errorf("%s: %w", what, err)
+	case st.IsDir():
+		return nil, fmt.Errorf("%s %s: is a directory, want a GGUF file", what, path)
+	case !st.Mode().IsRegular():
+		return nil, fmt.Errorf("%s %s: is %s, not a regular file; want a GGUF file", what, path, atomicfile.Kind(st.Mode()))
+	}
+	f, err := gguf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	return f, nil
+}
+
+// DraftCost is what one token of the draft model at path reads and does:
+// every weight but the token embedding (a row lookup) once, 2 FLOPs each
+// (a dense draft; experts a MoE draft skips are charged too). It checks the
+// file as openGGUF does.
+func DraftCost(path string) (bytes, flops int64, err error) {
+	f, err := openGGUF(path, "draft model")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	for _, t := range f.Tensors {
+		if t.Name != "token_embd.weight" {
+			bytes, flops = bytes+t.Bytes, flops+2*t.Elements()
+		}
+	}
+	return bytes, flops, nil
 }
 
 func checkFile(f *gguf.File) (*ModelCheck, error) {

@@ -320,15 +320,19 @@ func (r *recorder) speculate(ctx context.Context, i int, gen *[]int32, total int
 	if err != nil {
 		return err
 	}
-	dec, err := r.opt.Spec.NewDecoder(r.lctx, r.toks[i], ref, r.model.Info().Vocab, r.opt.Spec.Seed+uint64(i))
+	dec, err := r.opt.Spec.NewDecoder(r.lctx, r.toks[i], ref, r.model.Info().Vocab, r.opt.Spec.Seed+uint64(i), r.lctx.Size(), r.opt.Threads)
 	if err != nil {
 		return err
 	}
+	defer dec.Close()
 	for len(*gen) < r.opt.Tokens {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		toks := dec.Next(r.opt.Tokens - len(*gen))
+		toks, err := dec.Next(r.opt.Tokens - len(*gen))
+		if err != nil {
+			return err
+		}
 		pos := r.lctx.Pos()
 		if err := r.lctx.DecodeAll(toks); err != nil {
 			return fmt.Errorf("decode pass at token %d: %w", len(*gen), err)

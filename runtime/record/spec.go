@@ -17,8 +17,11 @@ import (
 type Speculative struct {
 	// Block is the tokens verified per pass, 2..MaxBlock.
 	Block int
-	// Drafter is DrafterControlled or DrafterNgram.
+	// Drafter is DrafterControlled, DrafterNgram or DrafterModel.
 	Drafter string
+	// DraftModel is DrafterModel's GGUF: a smaller model with the
+	// target's vocabulary, decoding greedily on a context of its own.
+	DraftModel string
 	// Accept is the controlled drafter's α: each draft is the target's own
 	// next greedy token with probability Accept, another token otherwise.
 	Accept float64
@@ -38,6 +41,10 @@ const (
 	// latest earlier occurrence of the context's last 3 (else 2, else 1)
 	// tokens; no proposal (a one-token pass) when none occurred.
 	DrafterNgram = "ngram"
+	// DrafterModel is a draft model (Speculative.DraftModel): it decodes
+	// the sequence greedily and proposes its own next tokens; its cost is
+	// its decode, measured as any drafter's (SpecDecoder.DraftNS).
+	DrafterModel = "model"
 )
 
 // MaxBlock bounds Speculative.Block (experiment.MaxSpecBlock).
@@ -57,12 +64,15 @@ func (s *Speculative) Validate() error {
 		if !(s.Accept >= 0 && s.Accept <= 1) {
 			errs = append(errs, fmt.Errorf("controlled drafter: acceptance %g outside [0, 1]", s.Accept))
 		}
-	case DrafterNgram:
+	case DrafterNgram, DrafterModel:
 		if s.Accept != 0 {
-			errs = append(errs, errors.New("ngram drafter: an acceptance applies to the controlled drafter only (prompt lookup's follows from the text)"))
+			errs = append(errs, fmt.Errorf("%s drafter: an acceptance applies to the controlled drafter only (this one's follows from what it drafts)", s.Drafter))
 		}
 	default:
-		errs = append(errs, fmt.Errorf("drafter %q: the real engine runs %s or %s", s.Drafter, DrafterControlled, DrafterNgram))
+		errs = append(errs, fmt.Errorf("drafter %q: the real engine runs %s, %s or %s", s.Drafter, DrafterControlled, DrafterNgram, DrafterModel))
+	}
+	if (s.Drafter == DrafterModel) != (s.DraftModel != "") {
+		errs = append(errs, fmt.Errorf("drafter %q with draft model %q: a draft model goes with the %s drafter, and it needs one", s.Drafter, s.DraftModel, DrafterModel))
 	}
 	return errors.Join(errs...)
 }

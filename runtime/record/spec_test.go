@@ -83,12 +83,16 @@ func TestAccepted(t *testing.T) {
 
 func TestSpeculativeValidate(t *testing.T) {
 	for _, s := range []Speculative{{Block: 1, Drafter: DrafterNgram}, {Block: 4, Drafter: "mtp"},
-		{Block: 4, Drafter: DrafterControlled, Accept: 1.5}, {Block: 4, Drafter: DrafterNgram, Accept: 0.5}} {
+		{Block: 4, Drafter: DrafterControlled, Accept: 1.5}, {Block: 4, Drafter: DrafterNgram, Accept: 0.5},
+		{Block: 4, Drafter: DrafterModel}, {Block: 4, Drafter: DrafterNgram, DraftModel: "d.gguf"},
+		{Block: 4, Drafter: DrafterModel, DraftModel: "d.gguf", Accept: 0.5}} {
 		if s.Validate() == nil {
 			t.Errorf("%+v accepted", s)
 		}
 	}
-	if err := (&Speculative{Block: 4, Drafter: DrafterControlled, Accept: 0.7}).Validate(); err != nil {
-		t.Error(err)
+	for _, s := range []Speculative{{Block: 4, Drafter: DrafterControlled, Accept: 0.7}, {Block: 4, Drafter: DrafterModel, DraftModel: "d.gguf"}} {
+		if err := s.Validate(); err != nil {
+			t.Error(err)
+		}
 	}
 }

@@ -24,6 +24,7 @@ type drafter interface {
 // timing) and then calls Verify.
 type SpecDecoder struct {
 	lctx    *llama.Context
+	dm      *draftModel // the model drafter, nil for others
 	block   int
 	d       drafter
 	ctl     *controlled // the controlled drafter, nil for others
@@ -35,12 +36,21 @@ type SpecDecoder struct {
 
 // NewDecoder starts decoding after prompt, prefilled in lctx (its last row's
 // greedy token is the first decoded). The controlled drafter needs ref, the
-// GreedyReference of the tokens to decode; seed seeds its draws.
-func (s *Speculative) NewDecoder(lctx *llama.Context, prompt, ref []int32, vocab int, seed uint64) (*SpecDecoder, error) {
+// GreedyReference of the tokens to decode; seed seeds its draws. The model
+// drafter loads its model (vocab tokens, as the target's) on a context of
+// ctxLen tokens with threads compute threads. Close frees it.
+func (s *Speculative) NewDecoder(lctx *llama.Context, prompt, ref []int32, vocab int, seed uint64, ctxLen, threads int) (*SpecDecoder, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	d := &SpecDecoder{lctx: lctx, block: s.Block, d: ngram{}}
+	if s.Drafter == DrafterModel {
+		dm, err := openDraftModel(s.DraftModel, vocab, ctxLen, threads)
+		if err != nil {
+			return nil, err
+		}
+		d.dm, d.d = dm, dm
+	}
 	d.hist = append(append(make([]int32, 0, len(prompt)+len(ref)+1), prompt...), lctx.Argmax(-1))
 	if s.Drafter == DrafterControlled {
 		if len(ref) == 0 {
@@ -65,12 +75,22 @@ func (s *Speculative) Reference(model *llama.Model, prompt []int32, tokens, thre
 // Next drafts the next verify block of at most max tokens (max ≥ 1: the
 // tokens left to emit) and returns it: the next token, then the drafts.
 // The slice is valid until the next call.
-func (d *SpecDecoder) Next(max int) []int32 {
+func (d *SpecDecoder) Next(max int) ([]int32, error) {
 	t0 := time.Now()
 	d.toks = append(d.toks[:0], d.hist[len(d.hist)-1])
 	d.toks = d.d.draft(d.hist, min(d.block, max)-1, d.toks)
 	d.draftNS = time.Since(t0).Nanoseconds()
-	return d.toks
+	if d.dm != nil && d.dm.err != nil {
+		return nil, d.dm.err
+	}
+	return d.toks, nil
+}
+
+// Close frees the model drafter's model and context (nothing for others).
+func (d *SpecDecoder) Close() {
+	if d.dm != nil {
+		d.dm.close()
+	}
 }
 
 // DraftNS is the wall-clock time the last Next spent drafting.
@@ -128,4 +148,76 @@ func GreedyReference(model *llama.Model, prompt []int32, n, threads int) ([]int3
 		}
 	}
 	return ref, nil
+}
+
+// draftModel is DrafterModel: a draft model decoding the sequence greedily
+// on a context of its own. toks are the tokens in its KV cache; a draft
+// first rolls it back to the longest prefix it shares with the sequence
+// (the rejected drafts go) and decodes the rest.
+type draftModel struct {
+	m    *llama.Model
+	ctx  *llama.Context
+	toks []int32
+	err  error // the first decode error; Next reports it
+}
+
+func openDraftModel(path string, vocab, ctxLen, threads int) (*draftModel, error) {
+	f, err := openGGUF(path, "draft model")
+	if err != nil {
+		return nil, err
+	}
+	f.Close()
+	m, err := llama.Load(path, llama.ModelOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("draft model: %w", err)
+	}
+	if v := m.Info().Vocab; v != vocab {
+		m.Close()
+		return nil, fmt.Errorf("draft model %s: %d tokens in its vocabulary, the target's %d: a draft model must share the target's vocabulary", path, v, vocab)
+	}
+	ctx, err := m.NewContext(llama.ContextOptions{Threads: threads, Ctx: ctxLen, Batch: min(ctxLen, prefillChunk)})
+	if err != nil {
+		m.Close()
+		return nil, fmt.Errorf("draft model: %w", err)
+	}
+	return &draftModel{m: m, ctx: ctx}, nil
+}
+
+func (d *draftModel) draft(hist []int32, n int, dst []int32) []int32 {
+	if d.err != nil || n <= 0 {
+		return dst
+	}
+	keep := 0
+	for keep < min(len(d.toks), len(hist)-1) && d.toks[keep] == hist[keep] {
+		keep++
+	}
+	if keep < len(d.toks) {
+		if d.err = d.ctx.Truncate(keep); d.err != nil {
+			return dst
+		}
+		d.toks = d.toks[:keep]
+	}
+	for off := keep; off < len(hist); off += prefillChunk {
+		if d.err = d.ctx.Decode(hist[off:min(off+prefillChunk, len(hist))]); d.err != nil {
+			return dst
+		}
+	}
+	d.toks = append(d.toks, hist[keep:]...)
+	for j := range n {
+		t := d.ctx.Argmax(-1)
+		dst = append(dst, t)
+		if j == n-1 || d.ctx.Pos() >= d.ctx.Size() {
+			break
+		}
+		if d.err = d.ctx.Decode([]int32{t}); d.err != nil {
+			return dst
+		}
+		d.toks = append(d.toks, t)
+	}
+	return dst
+}
+
+func (d *draftModel) close() {
+	d.ctx.Close()
+	d.m.Close()
 }
