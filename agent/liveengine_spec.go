@@ -26,11 +26,12 @@ import (
 func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, draft string, refuse func(cond bool, what string)) (warnings []string) {
 	refuse(s.Predictor != nil, "predictor: the live engine routes with the model's own routers")
 	refuse(s.SpecFromTrace, "spec_from_trace: the live engine decodes its own passes")
+	kind := ""
+	if sp := s.Speculative; sp != nil && sp.Drafter != nil {
+		kind = sp.Drafter.Kind
+	}
+	refuse(kind != record.DrafterModel && draft != "", "host.draft_model: a draft model runs with the model drafter only")
 	if sp := s.Speculative; sp != nil {
-		kind := ""
-		if sp.Drafter != nil {
-			kind = sp.Drafter.Kind
-		}
 		refuse(sp.AcceptFromTrace, "speculative.accept_from_trace: the live engine's acceptance follows from its drafter")
 		refuse(kind != record.DrafterControlled && kind != record.DrafterNgram && kind != record.DrafterModel, "speculative.drafter "+cmp.Or(kind, "missing")+": the live engine runs the controlled, ngram and model drafters")
 		refuse(kind == record.DrafterModel && draft == "", "speculative.drafter model: no draft model (host.draft_model, lessim live --draft-model on this machine)")
@@ -38,7 +39,6 @@ func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, draft 
 		if kind == record.DrafterModel {
 			o.Spec.DraftModel = draft
 		}
-		refuse(kind != record.DrafterModel && draft != "", "host.draft_model: a draft model runs with the model drafter only")
 		if kind == record.DrafterNgram {
 			o.Spec.Accept = 0
 			warnings = append(warnings, "speculative.accept: the ngram drafter's acceptance is the text's; the spec's is the simulator's assumption")

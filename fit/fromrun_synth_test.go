@@ -272,10 +272,7 @@ func q(v string) devices.Quantity {
 // replayed with its own threads: both runs are reproduced within 1% at
 // p90. Replayed at the base's one thread (the bug this pins), they are not.
 func TestFromRunsHostThreads(t *testing.T) {
-	p, err := devices.LoadProfile("ufs4-phone-12gb")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, _ := phone(t)
 	p.Compute.Cores.Set("2", "test")
 	p.Compute.Background.Set("0.5", "test")
 	p.Flash.ReadCPU.Set("20 us", "test")

@@ -119,6 +119,7 @@ func TestLiveEndToEnd(t *testing.T) {
 		{"--cache 0", "write e.g. 256MiB or 25%"},
 		{"--spec-block 2 --drafter model", "--drafter model: give the draft model with --draft-model FILE"},
 		{"--spec-block 2 --drafter ngram --draft-model tiny.gguf", "host.draft_model: a draft model runs with the model drafter only"},
+		{"--draft-model tiny.gguf", "host.draft_model: a draft model runs with the model drafter only"},
 	} {
 		args := append([]string{"live", "--model", "tiny.gguf", "--tokens", "2"}, strings.Fields(tc.args)...)
 		if out := runCLI(t, dir, args...); !strings.Contains(out, tc.want) {
