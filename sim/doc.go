@@ -98,7 +98,8 @@
 //
 // Nothing is free: before a verify pass of n tokens the drafter's n-1 draft
 // steps run on the compute thread, each max(DraftBytes ÷ (MemBandwidth ×
-// MemEfficiency), DraftFLOPs ÷ ComputeFLOPS) (Result.DraftNS); and the
+// MemEfficiency), DraftFLOPs ÷ ComputeFLOPS), or a measured DraftNS
+// (Result.DraftNS); and the
 // rejected drafts are tokens of their own, not the trace's next tokens (which
 // would be a free, perfect prefetch of them): their routing is drawn from the
 // trace's per-layer statistics (draftRouter; DraftStats, handed in by

@@ -165,6 +165,9 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 	}
 	e.times = newTimeTable(e, cfg.Device)
 	e.draftTime = e.cm.part(float64(cfg.DraftBytes), cfg.DraftFLOPs, 1)
+	if cfg.DraftNS > 0 {
+		e.draftTime = Time(cfg.DraftNS)
+	}
 	e.mm = newMmapModel(&cfg, nL)
 	lr, ok := pol.(LookaheadRouter)
 	e.laScores = ok && lr.UsesLookahead()
