@@ -124,11 +124,13 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 		MmapNeighbours: r.MmapNeighbours, PageCacheFreeRAM: r.PageCache == PageCacheFreeRAM,
 	}
 	if sp := r.Speculative; sp != nil {
-		if err := resolveAcceptance(sp, p, passSizes); err != nil {
-			return nil, err
+		if !r.SpecFromTrace {
+			if err := resolveAcceptance(sp, p, passSizes); err != nil {
+				return nil, err
+			}
+			p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
+			p.Config.DraftStats = drafts // NB: nil for a trace in memory, which the run measures itself
 		}
-		p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
-		p.Config.DraftStats = drafts // NB: nil for a trace in memory, which the run measures itself
 		p.Config.Drafter = sp.Drafter.Kind
 		p.Config.DraftBytes, p.Config.DraftFLOPs = sp.Drafter.Cost(m)
 		p.Config.DraftNS = measuredDraft(sp.Drafter, dev, p)

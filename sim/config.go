@@ -83,9 +83,10 @@ type Config struct {
 	DraftStats *DraftStats
 	// SpecFromTrace takes speculative passes from the trace instead of the
 	// acceptance model: decode tokens sharing a Pass were emitted by one
-	// verify pass, all accepted (SpecBlock and SpecAccept are then unused).
-	// Tokens a recording engine verified and rejected are not in traces, so
-	// their experts are not loaded.
+	// verify pass, then come the drafts it rejected (Phase Draft), loaded as
+	// recorded; the drafter is charged for every token of a pass after its
+	// first (SpecBlock and SpecAccept are then unused). A trace recorded
+	// without a drafter holds no rejected drafts: none is loaded or charged.
 	SpecFromTrace bool
 
 	// Prefill simulates the trace's prefill passes first (they warm the cache);

@@ -105,8 +105,9 @@
 // trace's per-layer statistics (draftRouter; DraftStats, handed in by
 // Config.DraftStats when the trace streams), their experts are loaded, and
 // the next pass routes the real token again. With SpecFromTrace the passes
-// are the recorded ones, all accepted, with no drafter cost and no rejected
-// drafts (traces hold neither).
+// are the recorded ones: their accepted tokens, then the rejected drafts a
+// trace recorded with a drafter holds, with their recorded routing; the
+// drafter is charged for every token of a pass after its first.
 //
 // # Policies
 //

@@ -296,6 +296,12 @@ func TestRecordedDraftsReplayed(t *testing.T) {
 			t.Fatalf("pass %d used the draft's experts %d times, want %d", p, u, 4*len(m.Layers))
 		}
 	}
+	// The drafter is charged for each pass's draft (its second token).
+	cfg.Drafter, cfg.DraftNS = "model", 250_000
+	charged := run(t, cfg, steps, "lru", policies.DefaultParams(m))
+	if charged.DraftNS != n*250_000 || charged.TimeNS != res.TimeNS+charged.DraftNS || charged.Misses != res.Misses {
+		t.Fatalf("drafter charged %d ns (want %d), time %d (want %d + drafting)", charged.DraftNS, n*250_000, charged.TimeNS, res.TimeNS)
+	}
 	plain := run(t, baseConfig(40*mib), steps, "lru", policies.DefaultParams(m))
 	if plain.Tokens != n || plain.Passes != n || plain.RejectedDrafts != 0 || plain.Uses != int64(4*n*len(m.Layers)) {
 		t.Fatalf("plain replay: tokens %d passes %d rejected %d uses %d, want %d, %d, 0, %d", plain.Tokens, plain.Passes, plain.RejectedDrafts, plain.Uses, n, n, 4*n*len(m.Layers))
