@@ -33,6 +33,7 @@ func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, draft 
 	refuse(kind != record.DrafterModel && draft != "", "host.draft_model: a draft model runs with the model drafter only")
 	if sp := s.Speculative; sp != nil {
 		refuse(sp.AcceptFromTrace, "speculative.accept_from_trace: the live engine's acceptance follows from its drafter")
+		refuse(sp.DraftReuse != nil, "speculative.draft_reuse: the live engine's rejected drafts route as the model routes them")
 		refuse(kind != record.DrafterControlled && kind != record.DrafterNgram && kind != record.DrafterModel, "speculative.drafter "+cmp.Or(kind, "missing")+": the live engine runs the controlled, ngram and model drafters")
 		refuse(kind == record.DrafterModel && draft == "", "speculative.drafter model: no draft model (host.draft_model, lessim live --draft-model on this machine)")
 		o.Spec = &record.Speculative{Block: sp.Block, Drafter: kind, Accept: sp.Accept, Seed: sp.AcceptSeed}

@@ -38,4 +38,10 @@ func TestApplySpecRefusesSimulatorOnly(t *testing.T) {
 	if applySpec(&o, &s, m, "", refuse); len(bad) > 0 || o.Cache != 1<<30 {
 		t.Errorf("without them: refused %v, cache %d", bad, o.Cache)
 	}
+	// The drafts' routing is the model's on the engine: a stated reuse is refused.
+	r := 0.5
+	s.Speculative = &experiment.Speculative{Block: 2, Accept: 0.5, Drafter: &experiment.Drafter{Kind: experiment.DrafterControlled}, DraftReuse: &r}
+	if applySpec(&o, &s, m, "", refuse); len(bad) != 1 || !strings.HasPrefix(bad[0], "speculative.draft_reuse") {
+		t.Errorf("draft_reuse: refused %q", bad)
+	}
 }

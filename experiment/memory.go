@@ -183,7 +183,7 @@ func (in *Inputs) checkStreamMemory(path string, r *Spec) error {
 	}
 	window := 1
 	if sp := r.Speculative; sp != nil {
-		window = sp.Block
+		window = max(sp.Block, 1) // NB: 0 with the trace's passes
 	}
 	e := EstimateStreamMemory(m, steps, traceColumns(r), r.Policy.Name, estimateCands(r, &m.Model), window)
 	return in.checkMemory("trace "+path, r.Policy.Name, e)
