@@ -7,9 +7,7 @@ import (
 )
 
 // CheckDistinct returns an error if out names the same file as one of
-// inputs: the same cleaned absolute path, or, when both exist, the same file
-// (os.SameFile: hard links, symlinks, different spellings). Empty inputs are
-// skipped.
+// inputs (empty ones skipped): the same absolute path, or os.SameFile.
 func CheckDistinct(out string, inputs ...string) error {
 	ao, err := filepath.Abs(out)
 	if err != nil {
