@@ -49,8 +49,7 @@ type Client struct {
 	info   Info
 }
 
-// Dial connects to an agent at target (tcp://HOST:PORT or usb://UDID:PORT)
-// and asks for its Info with token, with the default Options.
+// Dial connects to the agent at target and asks for its Info with token.
 func Dial(ctx context.Context, target, token string) (*Client, error) {
 	return DialWith(ctx, target, token, Options{})
 }
@@ -83,8 +82,7 @@ func DialWith(ctx context.Context, target, token string, o Options) (*Client, er
 	return c, nil
 }
 
-// Ping asks for the agent's Info again (within the dial timeout): it
-// answers while a request runs.
+// Ping asks for the agent's Info again, within the dial timeout.
 func (c *Client) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.o.DialTimeout, fmt.Errorf("%w: %s did not answer within %v", ErrSilent, c.target, c.o.DialTimeout))
 	defer cancel()
@@ -119,19 +117,14 @@ func (c *Client) Capabilities() []string { return c.info.Capabilities }
 // Facts are the device facts the agent reported.
 func (c *Client) Facts() DeviceFacts { return c.info.Device }
 
-// Target is where the client is connected.
-func (c *Client) Target() Target { return c.target }
-
-// Close closes the client's idle connections (a request still running is
-// cancelled by its context, not by Close).
+// Close closes the client's idle connections (not a running request).
 func (c *Client) Close() error {
 	c.hc.CloseIdleConnections()
 	return nil
 }
 
-// send sends one request with auth as its Authorization header and body,
-// of which it announces size bytes (more than it has for a probe of the
-// agent's limit).
+// send sends one request with auth as its Authorization header, announcing
+// size bytes of body (more than it has, for a probe of the agent's limit).
 func (c *Client) send(ctx context.Context, method, path, auth string, body io.Reader, size int64) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
@@ -147,8 +140,7 @@ func (c *Client) send(ctx context.Context, method, path, auth string, body io.Re
 	return resp, nil
 }
 
-// transportErr names what failed: no connection, no answer in time, or a
-// peer that does not speak HTTP.
+// transportErr names what failed: no connection, silence, or not HTTP.
 func (c *Client) transportErr(ctx context.Context, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -165,10 +157,9 @@ func (c *Client) transportErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%s: %w", c.target, err)
 }
 
-// do sends one engine request and reads its answer's lines, passing token
-// lines to onToken, until the final line, which it returns. Cancelling ctx,
-// an error from onToken or silence for the silence limit closes the
-// request, which cancels it on the agent.
+// do sends one engine request and returns its final line, passing token
+// lines to onToken. Cancelling ctx, an error from onToken or silence
+// closes the request, which cancels it on the agent.
 func (c *Client) do(ctx context.Context, path string, req any, onToken func(TokenSample) error) (*Line, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -222,8 +213,7 @@ func (c *Client) LoadModel(ctx context.Context, model string) (ModelInfo, error)
 	return *l.Model, nil
 }
 
-// Calibrate asks the agent to measure its device and returns the profile
-// YAML. options is engine-defined JSON (nil for the defaults).
+// Calibrate asks the agent to measure its device and returns the profile YAML.
 func (c *Client) Calibrate(ctx context.Context, options json.RawMessage) ([]byte, error) {
 	l, err := c.do(ctx, PathCalibrate, Calibrate{Options: options}, nil)
 	if err != nil || l.Calibration == nil {
@@ -237,9 +227,8 @@ func (c *Client) missing(kind string) error {
 	return fmt.Errorf("%w: %s answered without a %s line", ErrBadAgent, c.target, kind)
 }
 
-// Run runs an experiment spec on the agent, passing each validated token
-// sample to emit (which may be nil) and returning the agent's Result. An
-// error from emit cancels the run and is returned.
+// Run runs an experiment spec on the agent, passing each validated sample
+// to emit (nil: none); an error from emit cancels the run.
 func (c *Client) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
 	return c.run(ctx, Run{Spec: spec}, emit)
 }

@@ -26,10 +26,8 @@ const MaxLiveTokens = 4096
 
 // LiveEngine is an Engine that runs llama.cpp on this machine (runtime/live)
 // with the GGUF model it was started with: a run decodes greedily while the
-// spec's policy manages an expert cache, and returns the measured Result.
-// It calibrates this machine as `lessim calibrate --model FILE` does
-// (runtime/calibrate) and records routing as `lessim record` does
-// (runtime/record, greedy, the runs' prompt).
+// spec's policy manages an expert cache. It calibrates and records as
+// lessim calibrate and record do.
 type LiveEngine struct {
 	path    string
 	model   *devices.ModelSpec
@@ -42,11 +40,9 @@ type LiveEngine struct {
 	// overrides them on a Local engine.
 	Threads, Lanes int
 	Prompt         string
-	// Local is set when the engine runs in its caller's process (lessim
-	// live and validate on this machine): a spec may then carry a host group
-	// (experiment.Host; its model file must be the engine's), a run is not
-	// bounded by MaxLiveTokens, and errors are the engine's own, not
-	// wrapped for an agent's client; calibrate options are not bounded.
+	// Local is set when the engine runs in its caller's process: a spec may
+	// then carry a host group (its model file the engine's), nothing is
+	// bounded for an agent's client, and errors are not wrapped for one.
 	Local bool
 	// Log, when set, is told how a calibration goes (runtime/calibrate's
 	// progress lines); Calibrated, when set, is handed its whole result.
@@ -56,9 +52,7 @@ type LiveEngine struct {
 
 var _ Engine = (*LiveEngine)(nil)
 
-// NewLiveEngine returns a live engine serving the GGUF at path (checked
-// now: a MoE model llama.cpp supports), reporting version as its engine
-// version.
+// NewLiveEngine returns a live engine serving the MoE GGUF at path.
 func NewLiveEngine(path, version string) (*LiveEngine, error) {
 	mc, err := record.CheckModel(path)
 	if err != nil {
@@ -80,14 +74,12 @@ func hostFacts(version string) DeviceFacts {
 	}
 }
 
-// Capabilities are the requests the live engine serves: all of them, and
-// per-token series (every sample carries runtime/live's TokenSample).
+// Capabilities are every request, and per-token series.
 func (e *LiveEngine) Capabilities() []string {
 	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel, CapRecord, CapSeries}
 }
 
-// Facts describes this machine, with the memory available and the
-// temperatures of now.
+// Facts describes this machine, with its memory available and temperatures now.
 func (e *LiveEngine) Facts() DeviceFacts {
 	f := e.facts
 	f.MemAvailableBytes, f.Thermal = calibrate.MemAvailable("/"), calibrate.Thermal("/")
@@ -112,11 +104,10 @@ func (e *LiveEngine) LoadModel(ctx context.Context, model string) (ModelInfo, er
 		TotalExpertBytes: m.TotalExpertBytes(), FileBytes: size}, nil
 }
 
-// Run decodes the spec's tokens (see liveOptions for what it reads), emits
-// one sample per decode token as it is measured (start_ns is the sum of the
-// tokens' times before it: the residency sweep between tokens is outside
-// them; every field of runtime/live's TokenSample, the series fields
-// included; in stock mode no reads) and returns the measured Result.
+// Run decodes the spec's tokens (liveOptions), emits one sample with every
+// series field per decode token (start_ns sums the tokens' times before it:
+// the residency sweep between tokens is outside them) and returns the
+// measured Result.
 func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
 	o, warn, err := e.liveOptions(spec)
 	if err != nil && !e.Local {
@@ -146,13 +137,8 @@ func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(To
 	return res, nil
 }
 
-// liveOptions reads an experiment.Spec for this engine: the policy (and
-// les's depth and no_prefetch), the cache (a size or a percentage), the
-// layout (gguf-mmap = stock llama.cpp page faults) and the synthetic
-// trace's decode tokens. The device must be this machine's and the model
-// the engine's; a setting the engine cannot honour is refused; settings of
-// the routing model (the synthetic trace's skew, reuse, ...) do not apply,
-// the model routes, and are reported as a warning.
+// liveOptions reads an experiment.Spec for this engine (applySpec): the
+// device must be this machine's and the model the engine's.
 func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, error) {
 	o := live.DefaultOptions()
 	o.Model, o.Threads, o.Lanes, o.Prompt = e.path, max(e.Threads, 1), max(e.Lanes, 0), e.Prompt

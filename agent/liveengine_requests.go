@@ -49,11 +49,8 @@ func (e *LiveEngine) calibrateOptions(raw json.RawMessage) (calibrate.Options, e
 	return o, nil
 }
 
-// Calibrate measures this machine with runtime/calibrate on the engine's
-// model (as `lessim calibrate --model FILE` does) and returns the profile.
-// The profile is written into a temporary folder that is removed before
-// returning, whatever happens; calibrate removes its own probes and
-// synthetic variants, and stops between measurements when ctx ends.
+// Calibrate measures this machine on the engine's model as lessim
+// calibrate --model does, in a temporary folder removed before returning.
 func (e *LiveEngine) Calibrate(ctx context.Context, options json.RawMessage) ([]byte, error) {
 	dir, err := os.MkdirTemp("", "lessim-agent-calibrate-")
 	if err != nil {
@@ -82,9 +79,8 @@ func (e *LiveEngine) Calibrate(ctx context.Context, options json.RawMessage) ([]
 }
 
 // Record records the routing of tokens greedy decode tokens after the
-// prompt the engine's runs use (Prompt, or live.DefaultPrompt), on the
-// engine's threads, with lookahead depth 1 and no logits, and returns the trace file's bytes. The file is
-// written into a temporary folder that is removed before returning.
+// runs' prompt, without logits, in a temporary folder removed before
+// returning, and returns the trace file's bytes.
 func (e *LiveEngine) Record(ctx context.Context, tokens int) ([]byte, error) {
 	if tokens < 1 || tokens > MaxLiveTokens {
 		return nil, fmt.Errorf("%w: tokens %d: want 1..%d", ErrInvalidSpec, tokens, MaxLiveTokens)

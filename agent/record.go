@@ -9,14 +9,11 @@ import (
 	"github.com/lessim/lessim/traces"
 )
 
-// RecordedTrace is the routing an agent recorded (the record request): a
-// lessim trace file, checked row by row, with its metadata.
+// RecordedTrace is a recorded trace file, checked row by row, with its
+// metadata (the agent's model spec and provenance) and steps by phase.
 type RecordedTrace struct {
-	// Parquet is the trace file as the agent sent it (docs/trace-format.md).
-	Parquet []byte
-	// Meta is the file's metadata: the agent's model spec and provenance.
-	Meta traces.Meta
-	// DecodeTokens and PrefillTokens count the trace's steps by phase.
+	Parquet                     []byte
+	Meta                        traces.Meta
 	DecodeTokens, PrefillTokens int
 }
 
@@ -46,9 +43,8 @@ func CheckTrace(b []byte, tokens int) (*RecordedTrace, error) {
 }
 
 // Record asks the agent to record the routing of tokens greedy decode
-// tokens (after the prompt its runs use) and returns the trace, checked:
-// a trace that does not read back or has another token count is the
-// agent breaking the protocol.
+// tokens and returns the trace, checked (CheckTrace: a failure is
+// ErrBadAgent).
 func (c *Client) Record(ctx context.Context, tokens int) (*RecordedTrace, error) {
 	req := Record{Tokens: tokens}
 	if err := req.Validate(); err != nil {

@@ -27,9 +27,7 @@ type Limits struct {
 	Heartbeat     time.Duration `json:"heartbeat_ns"`      // interval of heartbeat lines while a request runs
 }
 
-// DefaultLimits are the agent's defaults: 1 MiB bodies, 10 s for the
-// headers, the whole request and each line written, 2 min idle, a heartbeat
-// every 2 s.
+// DefaultLimits are the agent's defaults.
 func DefaultLimits() Limits {
 	return Limits{MaxBodyBytes: 1 << 20, HeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, Heartbeat: 2 * time.Second}
@@ -63,8 +61,7 @@ type Server struct {
 	stats   Stats
 }
 
-// Stats count what a server has done; Active and Running say what it is
-// doing now.
+// Stats count what a server has done and is doing.
 type Stats struct {
 	Connections int64 // accepted
 	Active      int   // open now
@@ -120,7 +117,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// connState counts connections.
 func (s *Server) connState(_ net.Conn, st http.ConnState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,8 +129,7 @@ func (s *Server) connState(_ net.Conn, st http.ConnState) {
 	}
 }
 
-// work is an engine request once its body is checked: it runs on the
-// engine, sending token lines for a run, and returns the final line.
+// work is a checked engine request: it returns the final line.
 type work func(ctx context.Context, send func(Line) error) (Line, error)
 
 // refusal is a request answered with an error before the engine runs.
@@ -163,8 +158,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// admit checks a request and, for an engine request, takes the engine and
-// returns its work; it answers the info itself.
+// admit checks a request and takes the engine for its work; it answers
+// the info itself.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) (work, *refusal) {
 	lim := s.limits()
 	if !authorized(r, s.Token) {
@@ -269,11 +264,10 @@ func (s *Server) parse(kind string, body []byte) (work, error) {
 	}, nil
 }
 
-// stream runs an engine request and writes its answer: heartbeat (and
-// token) lines while it runs, then its final line. The status is 200 once
-// a line is written; an error before any line gets its code's status. The
-// engine is released before the final line, so that a client may start the
-// next request at once.
+// stream runs an engine request and writes its lines: heartbeats (and
+// tokens), then the final line, after the engine is released so that a
+// client may start the next request at once. An error before any line
+// gets its code's status.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, run work) {
 	lim := s.limits()
 	rc := http.NewResponseController(w)
@@ -361,7 +355,6 @@ func (s *Server) release(err error) {
 	}
 }
 
-// logf writes one line to the log.
 func (s *Server) logf(format string, a ...any) {
 	if s.Log != nil {
 		fmt.Fprintf(s.Log, format+"\n", a...)

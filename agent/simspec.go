@@ -11,10 +11,6 @@ import (
 	"github.com/lessim/lessim/experiment"
 )
 
-// This file is SimEngine's reading of a run's spec: an experiment.Spec (the
-// spec `lessim simulate --spec` runs), resolved with experiment.Inputs under
-// the agent's rules.
-
 // MaxSimTokens bounds a SimEngine run's synthetic trace, decode and prompt
 // tokens over all sequences (memory grows with tokens × layers × experts).
 const MaxSimTokens = 4096
@@ -23,10 +19,9 @@ const MaxSimTokens = 4096
 // nothing but its engine, so it reads no trace or profile a client names.
 var errNoFiles = errors.New("an agent runs nothing but its engine: it reads no files a client names (use a synthetic trace and the agent's own device)")
 
-// decodeSimSpec reads raw as an experiment.Spec for a SimEngine simulating
-// dev with model as its loaded model ("" = none), and resolves it. A spec
-// without "model" runs the loaded model; one without "device" runs dev, and
-// one naming a device must name dev. Errors wrap ErrInvalidSpec.
+// decodeSimSpec resolves raw, an experiment.Spec, for a SimEngine
+// simulating dev with model loaded (agentSpec); a device the spec names
+// must be dev. Errors wrap ErrInvalidSpec.
 func decodeSimSpec(raw json.RawMessage, dev *devices.Device, model string) (*experiment.Plan, error) {
 	s, err := agentSpec(raw, dev.Name, model)
 	switch y, d := s.Trace.Synthetic, s.Device; {
