@@ -9,14 +9,9 @@ import (
 	"github.com/lessim/lessim/internal/numtext"
 )
 
-// Number flags. pflag's own report a malformed or out-of-range value with
-// strconv's message ("strconv.ParseFloat: parsing ...: value out of
-// range") and take NaN and Inf; these read every number flag of every
-// command as experiment options do (numtext: "is not a finite number"),
-// so one mistake has one wording. Their String and Type are pflag's, so
-// help text is unchanged.
-
-// numFlag is a number flag of type T, read by parse.
+// numFlag is a number flag of type T, read by parse (numtext, as
+// experiment options are: pflag's own take NaN and Inf and report with
+// strconv's words); its String and Type are pflag's.
 type numFlag[T float32 | float64 | int | uint64] struct {
 	p     *T
 	parse func(string) (T, error)
@@ -43,7 +38,6 @@ func (f numFlag[T]) String() string {
 	return fmt.Sprint(*f.p)
 }
 
-// numVar defines a number flag of type typ, read by parse.
 func numVar[T float32 | float64 | int | uint64](fl *pflag.FlagSet, p *T, name string, value T, usage, typ string, parse func(string) (T, error)) {
 	*p = value
 	fl.Var(numFlag[T]{p, parse, typ}, name, usage)

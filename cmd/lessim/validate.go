@@ -104,8 +104,6 @@ func newValidateCmd() *cobra.Command {
 	return cmd
 }
 
-// runValidate validates on the agent at --target, or here with the live
-// engine in this process (llama.cpp builds).
 func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options) (*validation.Report, error) {
 	if o.Target == "" {
 		if o.Token != "" {
@@ -130,8 +128,7 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 	return validation.RunRemote(ctx, *o)
 }
 
-// splitList splits comma-separated flag --name, trimming blanks; an empty
-// item ("50%,", "a,,b") is refused rather than dropped.
+// splitList splits comma-separated flag --name, refusing an empty item.
 func splitList(name, s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
