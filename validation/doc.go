@@ -5,7 +5,7 @@
 //
 // The package is pure Go. Run measures on an agent.Engine: the live engine
 // in this process (its caller builds it with llama.cpp) or a device agent's
-// client (RunRemote dials it); either records the trace and runs the
+// client; either records the trace and runs the
 // points, this side simulates. A point's measured run is one experiment
 // spec (MeasuredSpec), with a host group on this machine.
 //

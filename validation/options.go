@@ -57,13 +57,10 @@ type Options struct {
 	Out      string
 	Version  string            // lessim's version, written into the results rows
 	Progress func(step string) // when set, told what starts ("record", "live les 25% 1/2")
-	// Target, when set, is a device agent that records the trace and runs
-	// the points (RunRemote). Model, Prompt, Lanes and Grid are then the
-	// agent's own and must stay unset; DeviceFile is the agent's device
-	// (e.g. from lessim calibrate --target).
+	// Target, when set, is the device agent that open dials (Run): Model,
+	// Prompt, Lanes and Grid are then the agent's own and must stay unset;
+	// DeviceFile is the agent's device (e.g. from lessim calibrate --target).
 	Target string
-	Token  string        // the agent's token
-	Client agent.Options // timeouts and usbmuxd address for Target
 }
 
 // Files written into Options.Out.

@@ -63,7 +63,7 @@ func inStage(o Options, run func(so Options) (*Report, error)) (*Report, error) 
 }
 
 // Run checks the options, opens the engine that measures (the live engine
-// here, or an agent's client: RunRemote) and validates on it (runPoints),
+// here, or a client of the agent at Options.Target) and validates on it (runPoints),
 // into Report.Stage. With a target every measured result records the
 // device facts the agent reported (Result.Device), as the report does.
 func Run(ctx context.Context, o Options, open func() (agent.Engine, error)) (*Report, error) {
@@ -91,15 +91,6 @@ func Run(ctx context.Context, o Options, open func() (agent.Engine, error)) (*Re
 		}
 		return rep, err
 	})
-}
-
-// RunRemote is Run on the device agent at Options.Target, dialled with
-// Options.Token and Options.Client.
-func RunRemote(ctx context.Context, o Options) (*Report, error) {
-	if o.Target == "" {
-		return nil, fmt.Errorf("validate: no target")
-	}
-	return Run(ctx, o, func() (agent.Engine, error) { return agent.DialWith(ctx, o.Target, o.Token, o.Client) })
 }
 
 // runner records and runs the points on an engine.
