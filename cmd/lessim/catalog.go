@@ -25,13 +25,11 @@ func newDevicesCmd() *cobra.Command {
 	show := &cobra.Command{
 		Use: "show NAME|FILE.yaml", Short: "Show a profile's values with their sources", Args: oneArg,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			var p *devices.Profile
-			var err error
-			if strings.HasSuffix(args[0], ".yaml") || strings.HasSuffix(args[0], ".yml") {
-				p, err = devices.ParseProfileFile(args[0])
-			} else {
-				p, err = devices.LoadProfile(args[0])
+			name, file := args[0], ""
+			if strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml") {
+				name, file = "", name
 			}
+			p, err := loadProfile(name, file)
 			if err != nil {
 				return err
 			}
@@ -48,6 +46,14 @@ func newDevicesCmd() *cobra.Command {
 	show.Flags().BoolVar(&asYAML, "yaml", false, "print the profile as YAML (a starting point for --device-file)")
 	cmd.AddCommand(listCmd("List the embedded device profiles", reports.WriteProfileList), show, newDevicesUSBCmd(), newDevicesADBCmd())
 	return cmd
+}
+
+// loadProfile reads the profile file, else the embedded profile name.
+func loadProfile(name, file string) (*devices.Profile, error) {
+	if file != "" {
+		return devices.ParseProfileFile(file)
+	}
+	return devices.LoadProfile(name)
 }
 
 func newModelsCmd() *cobra.Command {

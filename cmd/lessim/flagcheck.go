@@ -1,14 +1,17 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/record"
-	"github.com/spf13/cobra"
 )
 
 // refuseFlags names every one of names the user set: they do not apply.
@@ -81,6 +84,42 @@ func checkOutput(flag, path string, inputs ...string) error {
 func checkThreads(n int) error {
 	if record.CheckThreads(n) != nil {
 		return fmt.Errorf("--threads %d: want 1..%d llama.cpp compute threads (each is an OS thread; more than the machine's cores only slows decoding)", n, record.MaxThreads)
+	}
+	return nil
+}
+
+// outputFormats are the values of every output --format flag.
+var outputFormats = []string{"json", "text"}
+
+// checkFormat refuses an output --format other than text or json.
+func checkFormat(format string) error {
+	if !slices.Contains(outputFormats, format) {
+		return fmt.Errorf("unknown format %q (valid: %s)", format, strings.Join(outputFormats, ", "))
+	}
+	return nil
+}
+
+// printJSON writes v to w as indented JSON, as every --format json does.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// noArgs refuses arguments (cobra's NoArgs calls a stray word, most often
+// a value that lacks its flag, an "unknown command").
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments (got %q): every input is a flag (see %s --help)", cmd.CommandPath(), args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+// oneArg requires exactly one argument, named as the Use line names it.
+func oneArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		_, name, _ := strings.Cut(cmd.Use, " ")
+		return fmt.Errorf("%s takes one argument, %s (got %d): see %s --help", cmd.CommandPath(), name, len(args), cmd.CommandPath())
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -35,10 +36,7 @@ type liveFlags struct {
 	model, policy, cache, prompt, format, series, spec string
 	tokens, lanes, threads, depth                      int
 	noPrefetch, stock                                  bool
-	specBlock                                          int
-	drafter, draftModel                                string
-	specAccept                                         float64
-	acceptSeed                                         uint64
+	sp                                                 record.Speculative
 }
 
 // liveLocalOnly are flags of the host group (and the series file): an
@@ -87,11 +85,7 @@ func newLiveCmd() *cobra.Command {
 	intVar(fl, &f.depth, "depth", 1, "les: layers of lookahead")
 	fl.BoolVar(&f.noPrefetch, "no-prefetch", false, "les: turn prefetch off (behaves as ondemand)")
 	fl.BoolVar(&f.stock, "stock", false, "stock baseline: plain mmap page faults, no pread, no prefetch (policy ondemand)")
-	intVar(fl, &f.specBlock, "spec-block", 0, "speculative decoding: tokens per greedy verify pass, >= 2 (with --drafter)")
-	fl.StringVar(&f.drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept), ngram (prompt lookup) or model (--draft-model)")
-	floatVar(fl, &f.specAccept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
-	uint64Var(fl, &f.acceptSeed, "accept-seed", 1, "controlled drafter: seed of its draws")
-	fl.StringVar(&f.draftModel, "draft-model", "", "model drafter: a small GGUF with the target's vocabulary")
+	specFlags(fl, &f.sp, "speculative decoding: tokens per greedy verify pass, >= 2 (with --drafter)", "controlled drafter: seed of its draws")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
 	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin; a result's JSON or a bare spec, as simulate takes; live's own JSON reruns its run): its policy, cache, layout, decode tokens and host group; --policy, --cache, --tokens, --depth, --no-prefetch and --stock may not be given with it")
@@ -250,7 +244,7 @@ func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, []string, erro
 			h.Threads = f.threads
 		}
 		if changed("draft-model") {
-			h.DraftModel = f.draftModel
+			h.DraftModel = f.sp.DraftModel
 		}
 		s.Host = &h
 	}
@@ -275,15 +269,15 @@ func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 		s.CachedFirst, s.Barrier = false, !f.stock
 	}
 	changed := cmd.Flags().Changed
-	if changed("spec-block") || changed("drafter") || changed("spec-accept") || changed("accept-seed") {
-		s.Speculative = &experiment.Speculative{Block: f.specBlock, Accept: f.specAccept, AcceptSeed: f.acceptSeed, Drafter: &experiment.Drafter{Kind: f.drafter}}
-		if f.drafter == experiment.DrafterModel {
-			if f.draftModel == "" {
+	if sp := f.sp; slices.ContainsFunc(specFlagNames[:4], changed) {
+		s.Speculative = &experiment.Speculative{Block: sp.Block, Accept: sp.Accept, AcceptSeed: sp.Seed, Drafter: &experiment.Drafter{Kind: sp.Drafter}}
+		if sp.Drafter == experiment.DrafterModel {
+			if sp.DraftModel == "" {
 				return experiment.Spec{}, errors.New("--drafter model: give the draft model with --draft-model FILE (a run on this machine)")
 			}
 			d := s.Speculative.Drafter
 			var err error
-			if d.Bytes, d.FLOPs, err = record.DraftCost(f.draftModel); err != nil {
+			if d.Bytes, d.FLOPs, err = record.DraftCost(sp.DraftModel); err != nil {
 				return experiment.Spec{}, err
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lessim/lessim/internal/atomicfile"
 )
 
@@ -44,3 +46,39 @@ func run(args []string, stdout, stderr io.Writer) error {
 // releaseSignals uninstalls main's signal handler, for a command that
 // shuts down by itself (the agent); a no-op outside main (tests).
 var releaseSignals = func() {}
+
+// version is lessim's version, recorded in trace metadata and results.
+const version = "0.1.0"
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lessim",
+		Short: "Simulate MoE decoding with experts streamed from flash",
+		Long: `lessim predicts tokens/s, latency, memory and flash traffic of a Mixture-of-Experts
+model whose expert weights live in flash on a memory-limited device, for a given
+cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(
+		newSimulateCmd(),
+		newAblateCmd(),
+		newTraceCmd(),
+		newDevicesCmd(),
+		newModelsCmd(),
+		newPoliciesCmd(),
+		newModelCmd(),
+		newRecordCmd(),
+		newAgentCmd(),
+		newSweepCmd(),
+		newReportCmd(),
+		newCalibrateCmd(),
+		newLiveCmd(),
+		newValidateCmd(),
+	)
+	return root
+}

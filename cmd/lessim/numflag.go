@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lessim/lessim/internal/numtext"
+	"github.com/lessim/lessim/runtime/record"
 )
 
 // numFlag is a number flag of type T, read by parse (numtext, as
@@ -54,6 +55,20 @@ func intVar(fl *pflag.FlagSet, p *int, name string, value int, usage string) {
 		v, err := numtext.Int(s, strconv.IntSize)
 		return int(v), err
 	})
+}
+
+// specFlagNames are speculative decoding's flags (specFlags); the last,
+// --draft-model, belongs to the host.
+var specFlagNames = []string{"spec-block", "drafter", "spec-accept", "accept-seed", "draft-model"}
+
+// specFlags defines speculative decoding's flags (live's and record's) into
+// sp, with the usage of --spec-block and --accept-seed.
+func specFlags(fl *pflag.FlagSet, sp *record.Speculative, blockUsage, seedUsage string) {
+	intVar(fl, &sp.Block, "spec-block", 0, blockUsage)
+	fl.StringVar(&sp.Drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept), ngram (prompt lookup) or model (--draft-model)")
+	floatVar(fl, &sp.Accept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
+	uint64Var(fl, &sp.Seed, "accept-seed", 1, seedUsage)
+	fl.StringVar(&sp.DraftModel, "draft-model", "", "model drafter: a small GGUF with the target's vocabulary")
 }
 
 // uint64Var defines a uint64 flag.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,7 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			case prompt != "":
 				o.Prompts, o.PromptSet = []string{prompt}, "inline"
 			}
-			if f := cmd.Flags(); f.Changed("spec-block") || f.Changed("drafter") || f.Changed("spec-accept") || f.Changed("accept-seed") || f.Changed("draft-model") {
+			if slices.ContainsFunc(specFlagNames, cmd.Flags().Changed) {
 				o.Spec = &sp
 			}
 			if err := o.Validate(); err != nil {
@@ -111,11 +112,8 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	float32Var(fl, &o.Temperature, "temperature", o.Temperature, "sampling temperature (0 = greedy)")
 	intVar(fl, &o.TopK, "sample-top-k", o.TopK, "sampler top-k (0 = off)")
 	intVar(fl, &o.Threads, "threads", o.Threads, "compute threads, 1.."+strconv.Itoa(record.MaxThreads)+" (1 recommended on shared machines)")
-	intVar(fl, &sp.Block, "spec-block", 0, "speculative decoding (with --temperature 0): tokens per greedy verify pass, >= 2; every pass is recorded, its rejected drafts as rows of phase 2")
-	fl.StringVar(&sp.Drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept), ngram (prompt lookup) or model (--draft-model)")
-	floatVar(fl, &sp.Accept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
-	uint64Var(fl, &sp.Seed, "accept-seed", 1, "controlled drafter: seed of its draws (prompt i uses seed+i)")
-	fl.StringVar(&sp.DraftModel, "draft-model", "", "model drafter: a small GGUF with the target's vocabulary")
+	specFlags(fl, &sp, "speculative decoding (with --temperature 0): tokens per greedy verify pass, >= 2; every pass is recorded, its rejected drafts as rows of phase 2",
+		"controlled drafter: seed of its draws (prompt i uses seed+i)")
 	fl.StringVar(&o.Out, "out", "", "output trace (Parquet)")
 	fl.BoolVar(&o.Verbose, "verbose", false, "show llama.cpp's log")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
