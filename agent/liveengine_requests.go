@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,6 +44,9 @@ func (e *LiveEngine) calibrateOptions(raw json.RawMessage) (calibrate.Options, e
 		len(o.Sizes) > 0 && slices.Max(o.Sizes) > maxCalReadSize) {
 		return o, fmt.Errorf("options out of range: samples 0..%d, reads 0..%d, tokens 0..%d, at most %d lanes and sizes, read sizes up to %d bytes, mem_bytes 0..%d",
 			maxCalSamples, maxCalReads, maxCalTokens, maxCalEntries, maxCalReadSize, maxCalMemBytes)
+	}
+	if !e.Local && o.DraftModel != "" {
+		return o, errors.New("draft_model: an agent opens no path a client sends")
 	}
 	o.Model = e.path
 	o.EnsureDefaults()

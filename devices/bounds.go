@@ -122,6 +122,10 @@ var boundTable = []Bound{
 		Reason: "the mean runnable threads of other work on the cores: a fraction of one on an idle phone, a few on a shared machine; with more than 8 the engine would barely run"},
 	{Field: "compute.parallel", Kind: Dimensionless, Min: "0.01", Max: "1", Unit: "of compute",
 		Reason: "a fraction of the compute that splits over threads: at most all of it; below 1% threads would not matter and the field should be left out"},
+	{Field: "compute.draft_token", Kind: Duration, Min: "1 us", Max: "10 s",
+		Reason: "one greedy token of a draft model: tens of microseconds for a tiny model on a GPU to a few hundred milliseconds for a billion parameters on one phone core; 10 s per draft token would make any drafter slower than the target"},
+	{Field: "compute.draft_bytes", Kind: Size, Min: "1 B", Max: "16 TiB",
+		Reason: "the draft model's weight bytes read per token, which identify the drafter the time was measured on: a drafter's weights fit in RAM, at most 16 TiB (the bound of memory.ram)"},
 	{Field: "compute.predict_cost", Kind: Duration, Min: "0 ns", Max: "10 ms",
 		Reason: "one lookahead router matmul (hidden × experts weights) per layer and token takes microseconds on a CPU; 10 ms would exceed a layer's decode"},
 	// Profile: flash.

@@ -47,6 +47,8 @@ func (d *Device) numbers() []deviceNumber {
 		number("background", "compute.background", d.Background, true),
 		number("parallel", "compute.parallel", d.Parallel, true),
 		integer("predict_ns", "compute.predict_cost", d.PredictNS, true),
+		integer("draft_token_ns", "compute.draft_token", d.DraftTokenNS, true),
+		integer("draft_bytes", "compute.draft_bytes", d.DraftBytes, true),
 		integer("flash.lanes", "flash.lanes", int64(f.Lanes), false),
 		integer("flash.latency_ns", "flash.latency", f.LatencyNS, false),
 		integer("flash.page_bytes", "flash.page_size", f.PageBytes, false),
@@ -148,6 +150,9 @@ func (d *Device) checkRelations(ps *problems) {
 	}
 	if f := &d.Flash; (f.ThermalFloor == 0) != (f.ThermalBytes == 0) {
 		ps.add("flash.thermal_floor", "give flash.thermal_floor and flash.thermal_bytes together (or neither)")
+	}
+	if (d.DraftTokenNS == 0) != (d.DraftBytes == 0) {
+		ps.add("draft_token_ns", "give draft_token_ns and draft_bytes together (or neither): the time is the draft model's of those bytes")
 	}
 }
 

@@ -77,6 +77,12 @@ type Device struct {
 	// lookahead router on the CPU backend (the next layer's router matmul).
 	// Zero means free (not stated).
 	PredictNS int64 `json:"predict_ns,omitempty"`
+	// DraftTokenNS is a draft model's measured time per draft token and
+	// DraftBytes the weight bytes that model reads per token (calibrate
+	// --draft-model); zero when not stated. A model drafter reading
+	// DraftBytes is charged DraftTokenNS per draft token.
+	DraftTokenNS int64 `json:"draft_token_ns,omitempty"`
+	DraftBytes   int64 `json:"draft_bytes,omitempty"`
 
 	Flash Flash `json:"flash"`
 

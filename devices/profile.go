@@ -76,6 +76,12 @@ type ComputeSection struct {
 	Background  Quantity `yaml:"background,omitempty"` // runnable threads of other work on the cores
 	Parallel    Quantity `yaml:"parallel,omitempty"`
 	PredictCost Quantity `yaml:"predict_cost,omitempty"`
+	// DraftToken and DraftBytes (optional, together) are a draft model's
+	// measured time per draft token and the weight bytes it reads per token
+	// (calibrate --draft-model): a model drafter of those bytes is charged
+	// the time instead of its weights' estimate.
+	DraftToken Quantity `yaml:"draft_token,omitempty"`
+	DraftBytes Quantity `yaml:"draft_bytes,omitempty"`
 	// PassScale (optional) is, by tokens per pass ("2", "4", "8"), what one
 	// token of a pass that long costs in FLOP time relative to a one-token
 	// pass (calibrate measures it: a speculative verify pass).

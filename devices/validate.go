@@ -38,6 +38,8 @@ func (p *Profile) fields() []field {
 		{"compute.background", Dimensionless, &c.Background, true},
 		{"compute.parallel", Dimensionless, &c.Parallel, true},
 		{"compute.predict_cost", Duration, &c.PredictCost, true},
+		{"compute.draft_token", Duration, &c.DraftToken, true},
+		{"compute.draft_bytes", Size, &c.DraftBytes, true},
 		{"flash.lanes", Dimensionless, &f.Lanes, false},
 		{"flash.latency", Duration, &f.Latency, false},
 		{"flash.page_size", Size, &f.PageSize, false},
@@ -183,6 +185,11 @@ func (p *Profile) resolve() (*Device, problems) {
 	}
 	d.Parallel = vals["compute.parallel"]
 	d.PredictNS = int64(math.Round(vals["compute.predict_cost"]))
+	d.DraftTokenNS = int64(math.Round(vals["compute.draft_token"]))
+	d.DraftBytes = int64(math.Round(vals["compute.draft_bytes"]))
+	if p.Compute.DraftToken.set != p.Compute.DraftBytes.set {
+		ps.add("compute.draft_token", "give compute.draft_token and compute.draft_bytes together (or neither): the time is the draft model's of those bytes")
+	}
 	d.Flash.ReadCPUNS = int64(math.Round(vals["flash.read_cpu"]))
 	d.Flash.CopyRate = vals["flash.copy_rate"]
 	d.Flash.ReadAheadAsyncBytes = int64(math.Round(vals["flash.read_ahead_async"]))

@@ -26,7 +26,7 @@ func (o *Outcome) Describe() [][2]string {
 		if sp.AcceptFromTrace {
 			acc = fmt.Sprintf("acceptance %.3f (estimated from the trace)", sp.Accept)
 		}
-		h = append(h, [2]string{"speculative", fmt.Sprintf("block %d, %s, drafter %s", sp.Block, acc, sp.Drafter.label(m))})
+		h = append(h, [2]string{"speculative", fmt.Sprintf("block %d, %s, drafter %s", sp.Block, acc, sp.Drafter.label(m, o.Device))})
 	} else if s.SpecFromTrace {
 		h = append(h, [2]string{"speculative", "passes from the trace"})
 	}
@@ -41,11 +41,14 @@ func (s *Spec) layoutLine() string {
 	return fmt.Sprintf("%s, cached-first %v", s.Layout, s.CachedFirst)
 }
 
-// label names a drafter and its cost per draft token.
-func (d *Drafter) label(m *devices.ModelSpec) string {
+// label names a drafter and its cost per draft token on dev.
+func (d *Drafter) label(m *devices.ModelSpec, dev *devices.Device) string {
 	b, f := d.Cost(m)
-	if b == 0 && f == 0 {
+	switch {
+	case b == 0 && f == 0:
 		return d.Kind
+	case d.Kind == DrafterModel && dev.DraftTokenNS > 0 && dev.DraftBytes == b:
+		return fmt.Sprintf("%s (%s, measured %.3g ms per draft token)", d.Kind, sim.FormatBytes(b), float64(dev.DraftTokenNS)/1e6)
 	}
 	return fmt.Sprintf("%s (%s, %.3g GFLOP per draft token)", d.Kind, sim.FormatBytes(b), float64(f)/1e9)
 }

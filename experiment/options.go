@@ -442,12 +442,15 @@ var options = []Option{
 			}
 			return ""
 		}},
-	{Name: "drafter", Kind: KindString, Usage: "what drafts, and so what drafting costs: " + strings.Join(DrafterKinds(), ", ") + " (required with --spec-block; see docs/model.md)",
+	{Name: "drafter", Kind: KindString, Usage: "what drafts, and so what drafting costs: " + strings.Join(DrafterKinds(), ", ") + " (required with --spec-block; with --spec-from-trace, charged for the recorded drafts; see docs/model.md)",
 		names: DrafterKinds,
 		apply: func(s *Spec, v any) error {
+			if s.Speculative == nil { // --spec-from-trace: the drafter of the recorded passes
+				s.Speculative = &Speculative{}
+			}
 			s.Speculative.Drafter = &Drafter{Kind: v.(string)}
 			return nil
-		}, applies: speculativeOnly},
+		}, applies: drafterOnly},
 	{Name: "drafter-bytes", Kind: KindSize, Default: "0", Usage: "explicit drafter: weight bytes read per draft token (e.g. 400MB)",
 		apply: func(s *Spec, v any) error {
 			if b := v.(int64); b > MaxDraftBytes {
@@ -537,9 +540,18 @@ func speculativeOnly(s *Spec, _ func(string) bool) string {
 	return ""
 }
 
+// drafterOnly applies with speculative decoding or the trace's passes (whose
+// drafts the drafter is charged for).
+func drafterOnly(s *Spec, set func(string) bool) string {
+	if s.SpecFromTrace {
+		return ""
+	}
+	return speculativeOnly(s, set)
+}
+
 // explicitDrafterOnly applies to a drafter of kind explicit.
 func explicitDrafterOnly(s *Spec, set func(string) bool) string {
-	if why := speculativeOnly(s, set); why != "" {
+	if why := drafterOnly(s, set); why != "" {
 		return why
 	}
 	if d := s.Speculative.Drafter; d == nil || !CostStated(d.Kind) {

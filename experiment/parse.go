@@ -117,6 +117,19 @@ func parseSpec(data []byte) (Spec, error) {
 	if s.Layout == "" {
 		s.Layout = def.Layout
 	}
+	if s.SpecFromTrace && s.Speculative != nil {
+		// NB: with the trace's passes only the drafter applies: the group
+		// takes no defaults, so a block or acceptance stated is refused.
+		var top struct {
+			Speculative json.RawMessage `json:"speculative"`
+		}
+		type plain Speculative
+		var q plain
+		if err := errors.Join(json.Unmarshal(data, &top), json.Unmarshal(top.Speculative, &q)); err != nil {
+			return Spec{}, fmt.Errorf("spec: %w", err)
+		}
+		*s.Speculative = Speculative(q)
+	}
 	return s, nil
 }
 

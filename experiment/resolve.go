@@ -124,13 +124,16 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 		MmapNeighbours: r.MmapNeighbours, PageCacheFreeRAM: r.PageCache == PageCacheFreeRAM,
 	}
 	if sp := r.Speculative; sp != nil {
-		if err := resolveAcceptance(sp, p, passSizes); err != nil {
-			return nil, err
+		if !r.SpecFromTrace {
+			if err := resolveAcceptance(sp, p, passSizes); err != nil {
+				return nil, err
+			}
+			p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
+			p.Config.DraftStats = drafts // NB: nil for a trace in memory, which the run measures itself
 		}
-		p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
-		p.Config.DraftStats = drafts // NB: nil for a trace in memory, which the run measures itself
 		p.Config.Drafter = sp.Drafter.Kind
 		p.Config.DraftBytes, p.Config.DraftFLOPs = sp.Drafter.Cost(m)
+		p.Config.DraftNS = measuredDraft(sp.Drafter, dev, p)
 	}
 	if err := p.Config.Validate(); err != nil {
 		return nil, err
@@ -456,4 +459,20 @@ func traceWarnings(r *Spec, sum *traceSummary) []string {
 		w = append(w, "spec-from-trace: no decode pass of the trace verified more than one token, so there is no speculative decoding to replay")
 	}
 	return w
+}
+
+// measuredDraft is the time per draft token dev measured for a model
+// drafter reading the same weight bytes (compute.draft_token), or 0: the
+// drafter is charged from its bytes and FLOPs, with a warning when the
+// profile measured another draft model.
+func measuredDraft(d *Drafter, dev *devices.Device, p *Plan) int64 {
+	if d.Kind != DrafterModel || dev.DraftTokenNS == 0 {
+		return 0
+	}
+	if d.Bytes != dev.DraftBytes {
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the device's measured draft token (compute.draft_token) is for a draft model of %s per token, this drafter reads %s: charged from its weights",
+			sim.FormatBytes(dev.DraftBytes), sim.FormatBytes(d.Bytes)))
+		return 0
+	}
+	return dev.DraftTokenNS
 }

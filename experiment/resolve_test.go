@@ -3,13 +3,15 @@ package experiment
 import (
 	"errors"
 	"fmt"
-	"github.com/lessim/lessim/internal/errgolden"
-	"github.com/lessim/lessim/traces"
 	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/lessim/lessim/internal/errgolden"
+	"github.com/lessim/lessim/traces"
 
 	"github.com/lessim/lessim/sim"
 )
@@ -235,6 +237,29 @@ func TestSpeculativeResolution(t *testing.T) {
 	if p.Config.Drafter != "mtp" || p.Config.DraftBytes != wantB || p.Config.DraftFLOPs != wantF || wantB <= m.HeadBytes {
 		t.Errorf("mtp drafter: %q %d B %d FLOP, want %d B %d FLOP", p.Config.Drafter, p.Config.DraftBytes, p.Config.DraftFLOPs, wantB, wantF)
 	}
+
+	// A model drafter of the bytes the device measured is charged its
+	// measured time per draft token; another is charged from its weights,
+	// with a warning.
+	dev, err := LoadDevice(DefaultDevice, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dev.DraftTokenNS, dev.DraftBytes = 7e6, 300<<20
+	named := s.Device
+	s.Device = Device{Profile: dev}
+	for _, b := range []int64{300 << 20, 100 << 20} {
+		s.Speculative.Drafter = &Drafter{Kind: DrafterModel, Bytes: b, FLOPs: 1e8}
+		p, err := new(Inputs).Resolve(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		warned := slices.ContainsFunc(p.Warnings, func(w string) bool { return strings.Contains(w, "compute.draft_token") })
+		if measured := b == dev.DraftBytes; measured != (p.Config.DraftNS == 7e6) || measured == warned || p.Config.DraftBytes != b {
+			t.Errorf("model drafter of %d B: draft %d ns, warned %v", b, p.Config.DraftNS, warned)
+		}
+	}
+	s.Device = named
 
 	s.Speculative.Drafter = nil
 	errgolden.Check(t, "missing drafter", errgolden.Err(new(Inputs).Resolve(s)))

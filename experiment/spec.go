@@ -200,9 +200,11 @@ type Cache struct {
 // (≥ 2), each draft accepted with probability Accept given the previous one
 // was, drawn from AcceptSeed. The Drafter proposes the Block-1 drafts of each
 // pass and says what they cost; it must be stated. Rejected drafts are
-// routed as tokens of their own (see sim's doc).
+// routed as tokens of their own (see sim's doc). With Spec.SpecFromTrace
+// only the Drafter applies (Block 0): it is charged for every recorded
+// pass's drafts.
 type Speculative struct {
-	Block      int     `json:"block"`
+	Block      int     `json:"block,omitempty"`
 	Accept     float64 `json:"accept"`
 	AcceptSeed uint64  `json:"accept_seed"`
 	// AcceptFromTrace estimates Accept from a trace file's recorded decode

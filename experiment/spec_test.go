@@ -120,6 +120,16 @@ func TestParseRoundTrip(t *testing.T) {
 	}
 	edited, _ := json.Marshal(map[string]any{"spec": DefaultSpec(), "spec_hash": s.Hash()})
 	errgolden.Check(t, "edited", errgolden.Err(Parse(edited)))
+	// Passes from the trace with a drafter: only the drafter is stated, and
+	// it reads back as written (no speculative defaults filled in).
+	r, err := FromOptions(map[string]string{"trace": "t.parquet", "spec-from-trace": "true", "drafter": "model", "drafter-bytes": "100MB"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ = json.Marshal(r)
+	if got, err = Parse(data); err != nil || !reflect.DeepEqual(got, r) || !reflect.DeepEqual(*got.Speculative, Speculative{Drafter: &Drafter{Kind: DrafterModel, Bytes: 100e6}}) {
+		t.Errorf("spec_from_trace with a drafter: %v\n%s\n%+v", err, data, got.Speculative)
+	}
 }
 
 func TestParseErrors(t *testing.T) {

@@ -75,16 +75,18 @@ func (s *Spec) Validate() error {
 		ps.add("barrier", "excludes cached_first: the layer's experts wait for all its loads, then compute")
 	}
 	s.validatePageCache(&ps)
-	if sp := s.Speculative; sp != nil {
+	if sp := s.Speculative; sp != nil && s.SpecFromTrace {
+		if sp.Block != 0 || sp.Accept != 0 || sp.AcceptSeed != 0 || sp.AcceptFromTrace {
+			ps.add("speculative", "only its drafter applies with spec_from_trace: the passes and their acceptance come from the trace")
+		}
+		validateDrafter(&ps, sp.Drafter)
+	} else if sp != nil {
 		if sp.Block < 2 {
 			ps.add("speculative.block", "must be >= 2 (got %d); omit the speculative group for no speculative decoding", sp.Block)
 		} else if sp.Block > MaxSpecBlock {
 			ps.add("speculative.block", "must be at most %d tokens per verify pass (got %d): drafters propose a few tokens per pass (MTP 1-3, EAGLE-2 trees about 60)", MaxSpecBlock, sp.Block)
 		}
 		ps.unit("speculative.accept", sp.Accept, 0, 1)
-		if s.SpecFromTrace {
-			ps.add("speculative", "does not apply with spec_from_trace: passes come from the trace, all accepted")
-		}
 		if sp.AcceptFromTrace && s.Trace.Path == "" {
 			ps.add("speculative.accept_from_trace", "needs a trace file with recorded decode passes: a synthetic trace has one token per pass")
 		}

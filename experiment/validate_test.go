@@ -41,6 +41,7 @@ func TestValidateSpecFiles(t *testing.T) {
 		{`{"layout":"gguf-mmap","page_cache":"kernel"}`},
 		{`{"speculative":{"accept":2}}`},
 		{`{"trace":{"path":"t"},"speculative":{},"spec_from_trace":true}`},
+		{`{"trace":{"path":"t"},"speculative":{"block":4,"accept":0.5,"drafter":{"kind":"ngram"}},"spec_from_trace":true}`},
 		{`{"spec_from_trace":true}`},
 		{`{"prefill":true}`},
 		{`{"device":{"name":"a","file":"b"}}`},

@@ -73,7 +73,9 @@ type Config struct {
 	// of a pass's drafts takes max(DraftBytes ÷ (MemBandwidth ×
 	// MemEfficiency), DraftFLOPs ÷ ComputeFLOPS) on the compute thread,
 	// sequentially, before the verify pass. Zero both for a free drafter.
-	DraftBytes, DraftFLOPs int64
+	// DraftNS, when positive, is a measured time per draft token
+	// (compute.draft_token) charged instead.
+	DraftBytes, DraftFLOPs, DraftNS int64
 	// DraftStats are the trace's statistics that rejected drafts are routed
 	// by (speculative decoding with the acceptance model). Nil: measured
 	// from the trace, which must then be in memory (Run, or RunSource over a
@@ -81,9 +83,10 @@ type Config struct {
 	DraftStats *DraftStats
 	// SpecFromTrace takes speculative passes from the trace instead of the
 	// acceptance model: decode tokens sharing a Pass were emitted by one
-	// verify pass, all accepted (SpecBlock and SpecAccept are then unused).
-	// Tokens a recording engine verified and rejected are not in traces, so
-	// their experts are not loaded.
+	// verify pass, then come the drafts it rejected (Phase Draft), loaded as
+	// recorded; the drafter is charged for every token of a pass after its
+	// first (SpecBlock and SpecAccept are then unused). A trace recorded
+	// without a drafter holds no rejected drafts: none is loaded or charged.
 	SpecFromTrace bool
 
 	// Prefill simulates the trace's prefill passes first (they warm the cache);
@@ -171,8 +174,8 @@ func (c *Config) Validate() error {
 	if c.ContextCost && c.Model != nil && !c.Model.HasContextShape() {
 		add("context cost: model %s does not state its layers' mixers (attention or recurrent) and their KV, attention and state sizes", c.Model.Name)
 	}
-	if c.DraftBytes < 0 || c.DraftFLOPs < 0 {
-		add("drafter: bytes and FLOPs per draft token must be >= 0 (got %d, %d)", c.DraftBytes, c.DraftFLOPs)
+	if c.DraftBytes < 0 || c.DraftFLOPs < 0 || c.DraftNS < 0 {
+		add("drafter: bytes, FLOPs and ns per draft token must be >= 0 (got %d, %d, %d)", c.DraftBytes, c.DraftFLOPs, c.DraftNS)
 	}
 	if c.ContextTokens < 0 {
 		add("context tokens: must be >= 0 (got %d)", c.ContextTokens)

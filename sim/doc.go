@@ -98,14 +98,16 @@
 //
 // Nothing is free: before a verify pass of n tokens the drafter's n-1 draft
 // steps run on the compute thread, each max(DraftBytes ÷ (MemBandwidth ×
-// MemEfficiency), DraftFLOPs ÷ ComputeFLOPS) (Result.DraftNS); and the
+// MemEfficiency), DraftFLOPs ÷ ComputeFLOPS), or a measured DraftNS
+// (Result.DraftNS); and the
 // rejected drafts are tokens of their own, not the trace's next tokens (which
 // would be a free, perfect prefetch of them): their routing is drawn from the
 // trace's per-layer statistics (draftRouter; DraftStats, handed in by
 // Config.DraftStats when the trace streams), their experts are loaded, and
 // the next pass routes the real token again. With SpecFromTrace the passes
-// are the recorded ones, all accepted, with no drafter cost and no rejected
-// drafts (traces hold neither).
+// are the recorded ones: their accepted tokens, then the rejected drafts a
+// trace recorded with a drafter holds, with their recorded routing; the
+// drafter is charged for every token of a pass after its first.
 //
 // # Policies
 //

@@ -165,6 +165,9 @@ func newEngine(cfg Config, pol Policy, tap func(UseRecord)) *engine {
 	}
 	e.times = newTimeTable(e, cfg.Device)
 	e.draftTime = e.cm.part(float64(cfg.DraftBytes), cfg.DraftFLOPs, 1)
+	if cfg.DraftNS > 0 {
+		e.draftTime = Time(cfg.DraftNS)
+	}
 	e.mm = newMmapModel(&cfg, nL)
 	lr, ok := pol.(LookaheadRouter)
 	e.laScores = ok && lr.UsesLookahead()
@@ -278,7 +281,9 @@ func (e *engine) run(w *window) error {
 		// recorded drafts are run as they were routed.
 		accepted, block := j-i-drafts, w.span(i, j)
 		e.res.RejectedDrafts += int64(drafts)
-		if !e.cfg.SpecFromTrace && j-i > 1 {
+		if e.cfg.SpecFromTrace {
+			e.draft(j - i - 1) // NB: the block's tokens after its first were drafted
+		} else if j-i > 1 {
 			accepted, block = e.speculate(block)
 		}
 		if err := e.pass(block, i); err != nil {

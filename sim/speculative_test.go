@@ -30,25 +30,27 @@ func TestDrafterCost(t *testing.T) {
 	steps := randomSteps(m, 400, 11)
 	p := policies.DefaultParams(m)
 	for _, tc := range []struct {
-		name         string
-		bytes, flops int64
-		accept       float64
-		drafts       int64
-		perDraft     int64
+		name                  string
+		bytes, flops, draftNS int64
+		accept                float64
+		drafts                int64
+		perDraft              int64
 	}{
 		// 1 MiB at 50e9 × 0.5 B/s = 41,943.04 ns, rounded up; FLOPs 1 MiB at 1e12 = 1,048.576 ns.
-		{"bytes-bound, all accepted", mib, mib, 1, 100 * 3, 41944},
+		{"bytes-bound, all accepted", mib, mib, 0, 1, 100 * 3, 41944},
 		// 2e9 FLOP at 1e12 FLOP/s = 2 ms, above 1 MiB's 41,944 ns.
-		{"flops-bound, all accepted", mib, 2e9, 1, 100 * 3, 2_000_000},
+		{"flops-bound, all accepted", mib, 2e9, 0, 1, 100 * 3, 2_000_000},
 		// Acceptance 0: 400 passes, blocks of min(4, 400-i) tokens: 397 × 3 + 2 + 1 + 0 drafts.
-		{"bytes-bound, none accepted", mib, 0, 0, 397*3 + 3, 41944},
+		{"bytes-bound, none accepted", mib, 0, 0, 0, 397*3 + 3, 41944},
+		// A measured time per draft token replaces the bytes' and FLOPs'.
+		{"measured", mib, 2e9, 123_457, 1, 100 * 3, 123_457},
 	} {
 		off := run(t, specConfig(tc.accept), steps, "lru", p)
 		if off.DraftNS != 0 {
 			t.Fatalf("%s: draft time %d with no drafter cost", tc.name, off.DraftNS)
 		}
 		on := specConfig(tc.accept)
-		on.Drafter, on.DraftBytes, on.DraftFLOPs = "explicit", tc.bytes, tc.flops
+		on.Drafter, on.DraftBytes, on.DraftFLOPs, on.DraftNS = "explicit", tc.bytes, tc.flops, tc.draftNS
 		res := run(t, on, steps, "lru", p)
 		if want := tc.drafts * tc.perDraft; res.DraftNS != want {
 			t.Errorf("%s: draft time %d ns, want %d drafts × %d ns = %d", tc.name, res.DraftNS, tc.drafts, tc.perDraft, want)
@@ -293,6 +295,12 @@ func TestRecordedDraftsReplayed(t *testing.T) {
 		if u != 4*len(m.Layers) {
 			t.Fatalf("pass %d used the draft's experts %d times, want %d", p, u, 4*len(m.Layers))
 		}
+	}
+	// The drafter is charged for each pass's draft (its second token).
+	cfg.Drafter, cfg.DraftNS = "model", 250_000
+	charged := run(t, cfg, steps, "lru", policies.DefaultParams(m))
+	if charged.DraftNS != n*250_000 || charged.TimeNS != res.TimeNS+charged.DraftNS || charged.Misses != res.Misses {
+		t.Fatalf("drafter charged %d ns (want %d), time %d (want %d + drafting)", charged.DraftNS, n*250_000, charged.TimeNS, res.TimeNS)
 	}
 	plain := run(t, baseConfig(40*mib), steps, "lru", policies.DefaultParams(m))
 	if plain.Tokens != n || plain.Passes != n || plain.RejectedDrafts != 0 || plain.Uses != int64(4*n*len(m.Layers)) {

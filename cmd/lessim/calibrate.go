@@ -15,6 +15,7 @@ import (
 // hostFlags are calibrate's command line for measuring this machine.
 type hostFlags struct {
 	model, lanes, sizes    string
+	draftModel             string
 	samples, reads, tokens int
 	quiet                  bool
 	// summary writes the in-process engine's calibration, once made.
@@ -22,7 +23,7 @@ type hostFlags struct {
 }
 
 // hostOnly are the flags that make sense only when measuring this machine.
-var hostOnly = []string{"model", "lanes", "sizes", "samples", "reads", "tokens", "quiet"}
+var hostOnly = []string{"model", "lanes", "sizes", "samples", "reads", "tokens", "quiet", "draft-model"}
 
 func newCalibrateCmd() *cobra.Command {
 	var f fromRunFlags
@@ -37,7 +38,8 @@ simulate --device-file, in one of three ways.
 With --model it measures this machine (needs the llama.cpp build): random O_DIRECT read
 throughput of the model's file system by read size and lanes, page size, read-ahead,
 page-fault cost, RAM, memory bandwidth, and llama.cpp decode time (1 thread, everything
-in RAM) on the model and synthetic variants of its shape. Every value's source gives its
+in RAM) on the model and synthetic variants of its shape, and with --draft-model a draft
+model's time per draft token. Every value's source gives its
 sample count, median and interquartile range; what cannot be measured says "assumed:".
 The model must be on a real file system: tmpfs refuses O_DIRECT.
 
@@ -64,7 +66,7 @@ device agent calibrates its own device; the profile it returns is checked and wr
 				return err
 			case r.target != "":
 				why := "with --target (the agent measures its own device with its own model)"
-				if err := refuseFlags(cmd, append([]string{"from-run", "model", "quiet"}, fromRunOnly...), why); err != nil {
+				if err := refuseFlags(cmd, append([]string{"from-run", "model", "quiet", "draft-model"}, fromRunOnly...), why); err != nil {
 					return err
 				}
 				return calibrateOn(cmd, &r, token, &h, f.out)
@@ -94,6 +96,7 @@ device agent calibrates its own device; the profile it returns is checked and wr
 	intVar(fl, &h.samples, "samples", 5, "samples per measured value, at least 1")
 	intVar(fl, &h.reads, "reads", 16, "reads per lane per flash sample, at least 1")
 	intVar(fl, &h.tokens, "tokens", 16, "decoded tokens per model shape, at least "+strconv.Itoa(calibrate.MinTokens))
+	fl.StringVar(&h.draftModel, "draft-model", "", "also time this draft model's decode (live --drafter model) for compute.draft_token")
 	fl.BoolVar(&h.quiet, "quiet", false, "no progress lines")
 	addFromRunFlags(cmd, &f)
 	r.add(fl, "calibrate a device agent instead: "+targetForms+" (the agent measures its device)")

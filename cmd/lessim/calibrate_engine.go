@@ -83,7 +83,7 @@ func calibrateEngine(ctx context.Context, cmd *cobra.Command, r *targetFlags, to
 		// NB: the flags' options checked as the engine will, before the
 		// model is opened: every problem at once.
 		o := calibrate.DefaultOptions()
-		o.Model, o.Out = h.model, out
+		o.Model, o.Out, o.DraftModel = h.model, out, h.draftModel
 		var err error
 		if o.Lanes, err = parseInts(h.lanes); err != nil {
 			return nil, fmt.Errorf("--lanes: %w", err)
@@ -122,7 +122,8 @@ func calibrateOptions(cmd *cobra.Command, h *hostFlags) (json.RawMessage, error)
 			return nil, fmt.Errorf("--sizes: %w", err)
 		}
 	}
-	set := changed("lanes") || changed("sizes")
+	o.DraftModel = h.draftModel
+	set := changed("lanes") || changed("sizes") || h.draftModel != ""
 	for _, f := range []struct {
 		name     string
 		src, dst *int

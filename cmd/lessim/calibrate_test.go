@@ -3,12 +3,15 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/lessim/lessim/devices"
+	"github.com/lessim/lessim/runtime/record"
 )
 
 // TestCalibrateEndToEnd calibrates on a small synthetic model (few samples) and
@@ -22,7 +25,7 @@ func TestCalibrateEndToEnd(t *testing.T) {
 	runCLI(t, dir, "model", "synth", "--layers", "4", "--experts", "16", "--top-k", "4", "--hidden", "256",
 		"--expert-ffn", "256", "--heads", "4", "--heads-kv", "2", "--head-dim", "64", "--quant", "q8_0", "--seed", "1", "--out", "small.gguf")
 	out := runCLI(t, dir, "calibrate", "--model", "small.gguf", "--out", "host.yaml", "--lanes", "1,2", "--sizes", "64KiB,256KiB",
-		"--samples", "3", "--reads", "4", "--tokens", "4", "--quiet")
+		"--samples", "3", "--reads", "4", "--tokens", "4", "--quiet", "--draft-model", "small.gguf")
 	for _, want := range []string{"wrote host.yaml: device calibrated-", "flash: ", "memory: ", "decode (all in RAM, 1 thread): "} {
 		if !strings.Contains(out, want) {
 			t.Fatalf("calibrate output lacks %q:\n%s", want, out)
@@ -61,6 +64,34 @@ func TestCalibrateEndToEnd(t *testing.T) {
 	if !strings.Contains(sim, "device  calibrated-") || strings.Contains(sim, "lessim: ") {
 		t.Errorf("simulate --device-file host.yaml:\n%s", sim)
 	}
+	// The draft model's time per draft token is measured, and a model
+	// drafter of its bytes is charged it.
+	d, err := p.Device()
+	if err != nil {
+		t.Fatal(err)
+	}
+	bytes, _, err := record.DraftCost(filepath.Join(dir, "small.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.DraftBytes != bytes || d.DraftTokenNS <= 0 || !strings.HasPrefix(p.Compute.DraftToken.Source, "measured by lessim calibrate on ") {
+		t.Fatalf("draft model: %d B (want %d), %d ns per draft token, source %q", d.DraftBytes, bytes, d.DraftTokenNS, p.Compute.DraftToken.Source)
+	}
+	spec := []string{"simulate", "--tokens", "40", "--device-file", "host.yaml", "--cache", "3GiB", "--spec-block", "2", "--drafter", "model", "--format", "json", "--drafter-bytes"}
+	draftNS := func(b int64) int64 {
+		var o struct {
+			Result struct {
+				DraftNS int64 `json:"draft_ns"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(runCLI(t, dir, append(spec, fmt.Sprint(b)+"B")...)), &o); err != nil || o.Result.DraftNS <= 0 {
+			t.Fatalf("simulate --drafter model --drafter-bytes %d: %v, draft %d ns", b, err, o.Result.DraftNS)
+		}
+		return o.Result.DraftNS
+	}
+	if m, o := draftNS(bytes), draftNS(bytes+1); m%d.DraftTokenNS != 0 || m == o {
+		t.Errorf("draft time %d ns with the measured drafter (%d ns per draft token), %d ns with another", m, d.DraftTokenNS, o)
+	}
 	es, _ := os.ReadDir(dir)
 	if len(es) != 2 {
 		t.Errorf("folder holds %d files, want the model and the profile", len(es))
@@ -76,6 +107,9 @@ func TestCalibrateBadInput(t *testing.T) {
 	out := runCLI(t, dir, "calibrate", "--model", "missing.gguf", "--out", "host.yaml")
 	if !strings.Contains(out, "lessim: ") || !strings.Contains(out, "missing.gguf") {
 		t.Errorf("missing model: %s", out)
+	}
+	if out := runCLI(t, dir, "calibrate", "--model", "missing.gguf", "--draft-model", "nodraft.gguf", "--out", "host.yaml"); !strings.Contains(out, "--draft-model: ") || !strings.Contains(out, "nodraft.gguf") {
+		t.Errorf("missing draft model: %s", out)
 	}
 	if es, _ := os.ReadDir(dir); len(es) != 0 {
 		t.Errorf("left behind: %v", es)

@@ -172,6 +172,7 @@ func TestCalibrateTarget(t *testing.T) {
 	}{
 		{[]string{"--target", target, "--token", token, "--model", "x.gguf"}, "model"},
 		{[]string{"--target", target, "--token", token, "--from-run", "x.csv"}, "from-run"},
+		{[]string{"--target", target, "--token", token, "--draft-model", "d.gguf"}, "draft-model"},
 		{[]string{"--token", token, "--model", "x.gguf"}, "token-alone"},
 		{[]string{"--target", target, "--token", strings.Repeat("0", 32)}, "wrong-token"},
 		{[]string{"--target", target, "--token", token, "--samples", "2", "--sizes", "5KiB"}, "measuring-on-simulator"},

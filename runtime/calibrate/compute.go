@@ -14,6 +14,7 @@ import (
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/runtime/gguf"
 	"github.com/lessim/lessim/runtime/llama"
+	"github.com/lessim/lessim/runtime/record"
 )
 
 // measureCompute times decode on the model and on synthetic variants of its
@@ -59,7 +60,40 @@ func measureCompute(ctx context.Context, o *Options, logf func(string, ...any)) 
 			return nil, err
 		}
 	}
+	if o.DraftModel != "" {
+		if c.Draft, err = timeDraft(o.DraftModel, o.Tokens); err != nil {
+			return nil, err
+		}
+		logf("compute: draft model %s: %.2f ms/token", c.Draft.Name, c.Draft.TokenNS.Median/1e6)
+	}
 	return c, nil
+}
+
+// timeDraft times a draft model's one-token greedy decode as the model
+// drafter runs it (1 thread, everything in RAM): tokens passes after two
+// warm-up passes. The model may be dense: only its weight bytes per token
+// (as live states them, record.DraftCost) are read from its file.
+func timeDraft(path string, tokens int) (*DraftPoint, error) {
+	b, _, err := record.DraftCost(path)
+	if err != nil {
+		return nil, err
+	}
+	d, err := openDecoder(path, 1)
+	if err != nil {
+		return nil, fmt.Errorf("draft model: %w", err)
+	}
+	defer d.close()
+	var per []float64
+	for i := range tokens + 2 {
+		ns, err := d.next()
+		if err != nil {
+			return nil, err
+		}
+		if i >= 2 {
+			per = append(per, ns)
+		}
+	}
+	return &DraftPoint{Name: filepath.Base(path), Bytes: b, TokenNS: Summarize(per)}, nil
 }
 
 // measureThreads times decode of the model at 2 threads (everything in

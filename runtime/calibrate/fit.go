@@ -62,6 +62,17 @@ type Compute struct {
 	Threads   int
 	// Formats are the per-format rates (memory.format_efficiency), by type.
 	Formats []FormatPoint
+	// Draft is the draft model's decode (compute.draft_token), nil without
+	// one.
+	Draft *DraftPoint
+}
+
+// DraftPoint is a draft model's one-token decode time and the weight bytes
+// it reads per token (compute.draft_token and compute.draft_bytes).
+type DraftPoint struct {
+	Name    string
+	Bytes   int64
+	TokenNS Summary
 }
 
 // batchSizes are the pass sizes timed for the FLOP rate.

@@ -34,6 +34,10 @@ type Options struct {
 	Tokens  int     `json:"tokens,omitempty"`      // decoded tokens per model for the compute fit (default 16)
 
 	MemBytes int64 `json:"mem_bytes,omitempty"` // buffer streamed for memory bandwidth (default 256 MiB)
+	// DraftModel, when set, is a draft model (live --draft-model) whose
+	// one-token decode is timed for compute.draft_token. A path: only an
+	// engine in its caller's process takes it.
+	DraftModel string `json:"draft_model,omitempty"`
 
 	Host string    `json:"-"` // host name in sources (default os.Hostname)
 	Now  time.Time `json:"-"` // time in sources (default now, UTC, to the second)
@@ -127,6 +131,11 @@ func (o *Options) Validate() error {
 		errs = append(errs, err)
 	} else {
 		mc.File.Close()
+	}
+	if o.DraftModel != "" {
+		if _, _, err := record.DraftCost(o.DraftModel); err != nil {
+			errs = append(errs, fmt.Errorf("--draft-model: %w", err))
+		}
 	}
 	if o.Out == "" {
 		bad("--out is required")

@@ -176,6 +176,11 @@ func (r *Result) compute(pw *profileWriter) {
 	} else {
 		kv("  ", "layer_overhead", "0 us", "assumed: not separable from the byte rate here ("+c.Why+"); the decode time is all charged to bytes")
 	}
+	if d := c.Draft; d != nil {
+		kv("  ", "draft_token", us(d.TokenNS.Median), m+fmt.Sprintf("one-token greedy decode of the draft model %s (1 thread, everything in RAM): %s, as the model drafter runs each draft (live --drafter model)",
+			d.Name, d.TokenNS.describe(ms)))
+		kv("  ", "draft_bytes", fmt.Sprintf("%d B", d.Bytes), m+fmt.Sprintf("the weight bytes per token of %s, every tensor but the token embedding (as live states the model drafter's cost): the drafter draft_token was measured on", d.Name))
+	}
 	loadCost(r, kv, m)
 	r.cores(kv, m)
 }

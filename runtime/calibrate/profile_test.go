@@ -176,3 +176,18 @@ func TestPassScaleFit(t *testing.T) {
 		t.Errorf("passes on a line of slope %v ns: slope %v ns, scale %v, want 1.5, 1.25, 1.125 (each pass ÷ tokens × slope)", one/2, c.BatchSlopeNS, c.PassScale)
 	}
 }
+
+// TestDraftProfile: a timed draft model gives compute.draft_token (its
+// median) and compute.draft_bytes, read back as the device's.
+func TestDraftProfile(t *testing.T) {
+	r := measuredResult()
+	r.Compute.Draft = &DraftPoint{Name: "d.gguf", Bytes: 200 << 20, TokenNS: Summary{N: 8, Median: 6.25e6, Q1: 6e6, Q3: 6.5e6}}
+	_, d := rendered(t, r)
+	if d.DraftTokenNS != 6.25e6 || d.DraftBytes != 200<<20 {
+		t.Errorf("draft token %d ns, %d bytes; want 6250000 ns, %d bytes", d.DraftTokenNS, d.DraftBytes, 200<<20)
+	}
+	r.Compute.Draft = nil
+	if _, d := rendered(t, r); d.DraftTokenNS != 0 || d.DraftBytes != 0 {
+		t.Errorf("no draft model: %d ns, %d bytes", d.DraftTokenNS, d.DraftBytes)
+	}
+}
