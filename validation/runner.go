@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -141,9 +142,7 @@ func (r *runner) Live(ctx context.Context, p FitPoint, tokens int, series bool) 
 		return nil, nil, fmt.Errorf("the agent resolved cache %s to %s, the trace's model to %s: the trace is not of the agent's model",
 			p.Cache, sim.FormatBytes(res.CacheBytes), sim.FormatBytes(p.CacheBytes))
 	}
-	if res.Source == "" {
-		res.Source = sim.SourceMeasured
-	}
+	res.Source = cmp.Or(res.Source, sim.SourceMeasured)
 	if r.o.Target != "" {
 		res.Device = DescribeFacts(r.facts, r.o.Target)
 	}
