@@ -99,29 +99,27 @@ func synthSpaceFix(o traces.SynthOptions, lookTop int) string {
 	return "write " + strings.Join(ways[:len(ways)-1], ", ") + " or " + ways[len(ways)-1]
 }
 
-// writeTrace writes src to path atomically (traces.WriteFile), reporting
-// each step to bar, and returns the step count.
+// writeTrace writes src to path atomically (traces.Create), reporting each
+// step to bar, and returns the step count.
 func writeTrace(path string, meta traces.Meta, src traces.Source, bar *progress.Bar) (int, error) {
-	defer bar.Finish()
-	c := &counted{Source: src, bar: bar}
-	err := traces.WriteFile(path, meta, c)
-	return c.n, err
-}
-
-// counted is a source that counts its steps on bar.
-type counted struct {
-	traces.Source
-	bar *progress.Bar
-	n   int
-}
-
-func (c *counted) Next() bool {
-	ok := c.Source.Next()
-	if ok {
-		c.n++
-		c.bar.Add(1)
+	w, err := traces.Create(path, meta)
+	if err != nil {
+		return 0, err
 	}
-	return ok
+	defer bar.Finish()
+	n := 0
+	for ; src.Next(); n++ {
+		if err := w.Write(src.Step()); err != nil {
+			w.Abort()
+			return 0, err
+		}
+		bar.Add(1)
+	}
+	if err := src.Err(); err != nil {
+		w.Abort()
+		return 0, err
+	}
+	return n, w.Close()
 }
 
 func newTraceStatsCmd() *cobra.Command {
