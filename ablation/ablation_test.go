@@ -87,11 +87,11 @@ func checkNamedOnly(t *testing.T, a *Ablation) {
 func TestStepsDifferOnlyInNamedFields(t *testing.T) {
 	s := small(map[string]string{"device": "iphone-18-pro-max"})
 	a := mustRun(t, s)
-	if len(a.Rows) != 6 {
-		t.Fatalf("%d rows, want 5 steps and a reference", len(a.Rows))
+	if len(a.Rows) != 8 {
+		t.Fatalf("%d rows, want 5 steps, 2 draft reuse rows and a reference", len(a.Rows))
 	}
 	checkNamedOnly(t, a)
-	want := []string{"stock", "lookahead", "storage", "mixed", "speculative", "oracle"}
+	want := []string{"stock", "lookahead", "storage", "mixed", "speculative", "speculative-draft-reuse-0", "speculative-draft-reuse-1", "oracle"}
 	for i, r := range a.Rows {
 		if r.Step.Key != want[i] || r.Outcome == nil {
 			t.Fatalf("row %d: %s (skipped %q), want %s run", i, r.Step.Key, r.Skipped, want[i])
@@ -129,8 +129,20 @@ func TestStepsDifferOnlyInNamedFields(t *testing.T) {
 		t.Errorf("mixed spec: expert_quant %q, variant %q", s.ExpertQuant, s.Model.Variant)
 	}
 	if s := r[4].Outcome.Spec; s.Policy.Name != "les" || s.Layout != "per-expert" || !s.CachedFirst || s.ExpertQuant != MixedQuant ||
-		s.Speculative == nil || s.Speculative.Block != 4 || s.Speculative.Accept != 0.7 || s.Speculative.AcceptSeed != 1 || *s.Speculative.Drafter != (experiment.Drafter{Kind: DefaultDrafter}) {
+		s.Speculative == nil || s.Speculative.Block != 4 || s.Speculative.Accept != 0.7 || s.Speculative.AcceptSeed != 1 || *s.Speculative.Drafter != (experiment.Drafter{Kind: DefaultDrafter}) ||
+		s.Speculative.DraftReuse != nil {
 		t.Errorf("speculative spec: %+v", s)
+	}
+	// The draft reuse rows: the speculative step with the reuse set, built
+	// on step 4 like it; fully shared drafts load fewer experts.
+	for i, v := range DraftReuseBounds {
+		row := r[5+i]
+		if sp := row.Outcome.Spec.Speculative; sp == nil || sp.DraftReuse == nil || *sp.DraftReuse != v || row.Prev != 3 || row.Step.Of != "speculative" {
+			t.Errorf("draft reuse %v row: builds on %d, speculative %+v", v, row.Prev, sp)
+		}
+	}
+	if zero, one := r[5].Outcome.Result, r[6].Outcome.Result; zero.FlashBytes <= one.FlashBytes || zero.TokensPerSec >= one.TokensPerSec {
+		t.Errorf("draft reuse 0: %d flash bytes, %.3f tok/s; reuse 1: %d, %.3f", zero.FlashBytes, zero.TokensPerSec, one.FlashBytes, one.TokensPerSec)
 	}
 }
 
@@ -145,7 +157,7 @@ func TestSpeedupsAndBaseline(t *testing.T) {
 			t.Errorf("row %d: vs baseline %v, want %v", i, got, tps/base)
 		}
 		switch {
-		case i == 0 || r.Step.Reference:
+		case i == 0 || r.Step.Reference && r.Step.Of == "":
 			if r.VsPrevious != 0 {
 				t.Errorf("row %d: vs previous %v, want none", i, r.VsPrevious)
 			}
@@ -234,8 +246,8 @@ func writeVariantTrace(t *testing.T, variant string, tokens int) string {
 func TestTraceFileRequantizes(t *testing.T) {
 	path := writeTrace(t, 60)
 	a := mustRun(t, Settings{Base: map[string]string{"trace": path, "cache": "3GiB"}, Seed: 3, SpecBlock: 3, SpecAccept: 0.5, Drafter: "explicit", DrafterBytes: 300e6, DrafterFLOPs: 6e8, Reference: false})
-	if len(a.Rows) != 5 {
-		t.Fatalf("%d rows, want 5 (no reference)", len(a.Rows))
+	if len(a.Rows) != 7 {
+		t.Fatalf("%d rows, want 5 and 2 draft reuse rows (no reference)", len(a.Rows))
 	}
 	mixed := a.Rows[3]
 	if mixed.Outcome == nil || mixed.Prev != 2 {
@@ -296,10 +308,10 @@ func TestTraceFileCannotRequantize(t *testing.T) {
 	// the others' chains never re-quantize.
 	set.LeaveOneOut = true
 	a = mustRun(t, set)
-	if n := len(a.Rows); n != 8 || a.Rows[6].Step.Without != "lookahead" || a.Rows[7].Step.Without != "storage" {
-		t.Fatalf("%d rows, want 6 and w/o (2), w/o (3)", n)
+	if n := len(a.Rows); n != 10 || a.Rows[8].Step.Without != "lookahead" || a.Rows[9].Step.Without != "storage" {
+		t.Fatalf("%d rows, want 8 and w/o (2), w/o (3)", n)
 	}
-	for _, r := range a.Rows[6:] {
+	for _, r := range a.Rows[8:] {
 		if r.Outcome == nil || r.Outcome.Spec.ExpertQuant != "" {
 			t.Errorf("%s: skipped %q or re-quantized", r.Step.Key, r.Skipped)
 		}
@@ -451,7 +463,7 @@ func TestLeaveOneOut(t *testing.T) {
 	s := small(nil)
 	s.LeaveOneOut = true
 	a := mustRun(t, s)
-	want := []string{"stock", "lookahead", "storage", "mixed", "speculative", "oracle", "without-lookahead", "without-storage", "without-mixed"}
+	want := []string{"stock", "lookahead", "storage", "mixed", "speculative", "speculative-draft-reuse-0", "speculative-draft-reuse-1", "oracle", "without-lookahead", "without-storage", "without-mixed"}
 	if len(a.Rows) != len(want) {
 		t.Fatalf("%d rows, want %d", len(a.Rows), len(want))
 	}
@@ -460,11 +472,11 @@ func TestLeaveOneOut(t *testing.T) {
 		if r.Step.Key != want[i] || r.Outcome == nil {
 			t.Fatalf("row %d: %s (skipped %q), want %s run", i, r.Step.Key, r.Skipped, want[i])
 		}
-		if i < 6 {
+		if i < 8 {
 			continue
 		}
-		own := a.Rows[i-5].Changes // the left-out step's diff from the step before it
-		if r.Step.Without != a.Rows[i-5].Step.Key || r.Prev != 4 || !r.Step.Reference {
+		own := a.Rows[i-7].Changes // the left-out step's diff from the step before it
+		if r.Step.Without != a.Rows[i-7].Step.Key || r.Prev != 4 || !r.Step.Reference {
 			t.Errorf("row %d: without %q, builds on %d, reference %v", i, r.Step.Without, r.Prev, r.Step.Reference)
 		}
 		if len(r.Changes) != len(own) {

@@ -140,7 +140,7 @@ func compare(rows []Row, i int) error {
 	if r.Prev >= 0 {
 		p := &rows[r.Prev]
 		r.Changes = Diff(p.Leaves, r.Leaves)
-		if !r.Step.Reference || r.Step.Without != "" {
+		if !r.Step.Reference || r.Step.Without != "" || r.Step.Of != "" {
 			r.VsPrevious = ratio(tps, p.Outcome.Result.TokensPerSec)
 		}
 	}

@@ -38,9 +38,21 @@ type Step struct {
 	// Without, on a leave-one-out row (a reference row too), is the key of
 	// the step it leaves out; such a row is compared with the last step.
 	Without string `json:"without,omitempty"`
-	// omits is the left-out step's order (1-based), for labels.
+	// Of, on a sensitivity row (a reference row too), is the key of the
+	// step it runs with one assumption changed; such a row is compared
+	// with that step's previous step.
+	Of string `json:"of,omitempty"`
+	// omits is the left-out (or varied) step's order (1-based), for labels.
 	omits int
 }
+
+// DraftReuseBounds are the speculative step's sensitivity rows: the step
+// with each rejected draft's expert slots repeating an expert of the token
+// before it with these probabilities (experiment's --draft-reuse), from
+// independent of it to all shared, where the step itself uses each layer's
+// measured decode reuse. Traces without recorded drafts do not say how
+// rejected drafts route (docs/model.md), so the step's gain is a range.
+var DraftReuseBounds = []float64{0, 1}
 
 // Change is one named option value of a step and the spec field it sets.
 type Change struct {
@@ -241,6 +253,11 @@ func build(s Settings, check func(i int, b Built) (string, error)) ([]Built, err
 		if why == "" && !st.Reference {
 			prev, last = spec, len(out)-1
 		}
+		if why == "" && st.Key == "speculative" {
+			if out, err = draftReuseRows(out, check); err != nil {
+				return nil, err
+			}
+		}
 	}
 	if s.LeaveOneOut {
 		return leaveOneOut(out, base, last, check)
@@ -270,6 +287,31 @@ func leaveOneOut(out []Built, base experiment.Spec, last int, check func(i int, 
 		b := Built{Spec: spec, Prev: last, Step: Step{Key: "without-" + st.Key, Reference: true, Without: st.Key, omits: k + 1,
 			Label: "w/o " + strings.TrimPrefix(st.Label, "+ "),
 			About: fmt.Sprintf("step (%d)'s settings without step (%d)'s changes (every other step's applied in order): what the finished configuration owes to %s", last+1, k+1, strings.TrimPrefix(st.Label, "+ "))}}
+		if why == "" && check != nil {
+			var err error
+			if why, err = check(len(out), b); err != nil {
+				return nil, err
+			}
+		}
+		b.Skipped = why
+		out = append(out, b)
+	}
+	return out, nil
+}
+
+// draftReuseRows appends the sensitivity rows of the step last in out (the
+// speculative step), one per DraftReuseBounds value, built on its spec and
+// compared with its previous step.
+func draftReuseRows(out []Built, check func(i int, b Built) (string, error)) ([]Built, error) {
+	k := len(out) - 1
+	sp := out[k]
+	for _, r := range DraftReuseBounds {
+		v := strconv.FormatFloat(r, 'g', -1, 64)
+		c := Change{Option: "draft-reuse", Value: v, Field: "speculative"}
+		spec, why := apply(sp.Spec, []Change{c})
+		b := Built{Spec: spec, Prev: sp.Prev, Step: Step{Key: "speculative-draft-reuse-" + v, Label: "draft reuse " + v, Reference: true, Of: sp.Step.Key, omits: k + 1,
+			Changes: append(slices.Clone(sp.Step.Changes), c),
+			About: "rejected drafts' expert slots repeat an expert of the token before them with probability " + v + " on every layer, not each layer's measured decode reuse"}}
 		if why == "" && check != nil {
 			var err error
 			if why, err = check(len(out), b); err != nil {

@@ -16,6 +16,9 @@ func (r *Row) label() string {
 	if r.Step.Without != "" {
 		return fmt.Sprintf("w/o (%d) %s", r.Step.omits, strings.TrimPrefix(r.Step.Label, "w/o "))
 	}
+	if r.Step.Of != "" {
+		return fmt.Sprintf("(%d) %s", r.Step.omits, r.Step.Label)
+	}
 	if r.Step.Reference {
 		return "ref " + r.Step.Label
 	}
@@ -44,6 +47,7 @@ func WriteTable(w io.Writer, a *Ablation) error {
 	writeCells(w, cells)
 	var notes []string
 	without := -1 // the last step, when there are leave-one-out rows
+	reuse := -1   // the first sensitivity row
 	for i := range a.Rows {
 		r := &a.Rows[i]
 		switch {
@@ -51,9 +55,18 @@ func WriteTable(w io.Writer, a *Ablation) error {
 			notes = append(notes, fmt.Sprintf("%s skipped: %s", r.tag(), r.Skipped))
 		case r.Step.Without != "":
 			without = r.Prev
+		case r.Step.Of != "":
+			if reuse < 0 {
+				reuse = i
+			}
 		case r.Step.Reference:
 			notes = append(notes, fmt.Sprintf("ref: %s", r.Step.About))
 		}
+	}
+	if reuse >= 0 {
+		r := &a.Rows[reuse]
+		notes = append(notes, fmt.Sprintf("(%d) draft reuse R: step (%d) with each rejected draft's expert slots repeating an expert of the token before it with probability R on every layer (step (%d) itself: each layer's measured decode reuse); its vs prev is over %s: step (%d)'s gain from drafts routed independently of that token (0) to sharing its experts (1)",
+			r.Step.omits, r.Step.omits, r.Step.omits, a.Rows[r.Prev].tag(), r.Step.omits))
 	}
 	if without >= 0 {
 		notes = append(notes, fmt.Sprintf("w/o (k): step %s's settings without step k's changes, every other step's applied in order; its vs prev is over %s",

@@ -122,6 +122,8 @@ var boundTable = []Bound{
 		Reason: "the mean runnable threads of other work on the cores: a fraction of one on an idle phone, a few on a shared machine; with more than 8 the engine would barely run"},
 	{Field: "compute.parallel", Kind: Dimensionless, Min: "0.01", Max: "1", Unit: "of compute",
 		Reason: "a fraction of the compute that splits over threads: at most all of it; below 1% threads would not matter and the field should be left out"},
+	{Field: "compute.thread_overhead", Kind: Duration, Min: "0 ns", Max: "100 ms",
+		Reason: "waking and joining a compute thread at each split of a layer's graph costs microseconds; on cores shared with other runnable threads a spinning barrier can wait a scheduler slice (milliseconds); 100 ms per layer would be a stalled machine"},
 	{Field: "compute.draft_token", Kind: Duration, Min: "1 us", Max: "10 s",
 		Reason: "one greedy token of a draft model: tens of microseconds for a tiny model on a GPU to a few hundred milliseconds for a billion parameters on one phone core; 10 s per draft token would make any drafter slower than the target"},
 	{Field: "compute.draft_bytes", Kind: Size, Min: "1 B", Max: "16 TiB",

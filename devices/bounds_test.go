@@ -25,7 +25,7 @@ func boundsProfile(over map[string]string) []byte {
 		"memory.app_limit": "12 GiB", "memory.runtime": "200 MiB", "memory.growth": "1 MiB",
 		"compute.flops": "1 TFLOPS", "pass.2": "1.1", "compute.layer_overhead": "20 us", "compute.load_fixed": "10 us", "compute.load_rate": "8 GB/s",
 		"compute.threads": "4", "compute.gpu_sync": "50 us", "flash.read_ahead_async": "128 KiB",
-		"compute.cores": "8", "compute.background": "0.5", "compute.parallel": "0.9", "compute.predict_cost": "20 us", "compute.draft_token": "5 ms", "compute.draft_bytes": "400 MiB", "flash.read_cpu": "10 us", "flash.copy_rate": "5 GB/s",
+		"compute.cores": "8", "compute.background": "0.5", "compute.parallel": "0.9", "compute.predict_cost": "20 us", "compute.thread_overhead": "1 ms", "compute.draft_token": "5 ms", "compute.draft_bytes": "400 MiB", "flash.read_cpu": "10 us", "flash.copy_rate": "5 GB/s",
 		"flash.lanes": "4", "flash.latency": "100 us", "flash.page_size": "16 KiB", "flash.read_ahead": "128 KiB", "flash.fault_cost": "2 us", "flash.thermal_floor": "0.7", "flash.thermal_bytes": "8 GiB",
 		"single.read": "4 MiB", "single.bandwidth": "20 MB/s",
 		"agg.read": "4 MiB", "agg.lanes": "8", "agg.bandwidth": "100 MB/s",
@@ -58,6 +58,7 @@ compute:
   background: %s
   parallel: %s
   predict_cost: %s
+  thread_overhead: %s
   draft_token: %s
   draft_bytes: %s
   pass_scale:
@@ -78,7 +79,7 @@ flash:
   read_cpu: %s
   copy_rate: %s
 `, q("memory.ram"), q("memory.reserve"), q("memory.bandwidth"), q("memory.efficiency"), q("memory.app_limit"), q("memory.runtime"), q("memory.growth"),
-		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("compute.threads"), q("compute.gpu_sync"), q("compute.cores"), q("compute.background"), q("compute.parallel"), q("compute.predict_cost"), q("compute.draft_token"), q("compute.draft_bytes"), q("pass.2"), q("flash.lanes"), q("flash.latency"),
+		q("compute.flops"), q("compute.layer_overhead"), q("compute.load_fixed"), q("compute.load_rate"), q("compute.threads"), q("compute.gpu_sync"), q("compute.cores"), q("compute.background"), q("compute.parallel"), q("compute.predict_cost"), q("compute.thread_overhead"), q("compute.draft_token"), q("compute.draft_bytes"), q("pass.2"), q("flash.lanes"), q("flash.latency"),
 		v["single.read"], v["single.bandwidth"], v["agg.read"], v["agg.lanes"], v["agg.bandwidth"],
 		q("flash.page_size"), q("flash.read_ahead"), q("flash.fault_cost"), q("flash.read_ahead_async"), q("flash.thermal_floor"), q("flash.thermal_bytes"), q("flash.read_cpu"), q("flash.copy_rate"))
 }
@@ -172,7 +173,7 @@ func TestProfileBounds(t *testing.T) {
 			}
 		}
 	}
-	if tested != 33 {
+	if tested != 34 {
 		t.Errorf("only %d profile bounds tested", tested)
 	}
 }

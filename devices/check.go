@@ -47,6 +47,7 @@ func (d *Device) numbers() []deviceNumber {
 		number("background", "compute.background", d.Background, true),
 		number("parallel", "compute.parallel", d.Parallel, true),
 		integer("predict_ns", "compute.predict_cost", d.PredictNS, true),
+		integer("thread_overhead_ns", "compute.thread_overhead", d.ThreadOverheadNS, true),
 		integer("draft_token_ns", "compute.draft_token", d.DraftTokenNS, true),
 		integer("draft_bytes", "compute.draft_bytes", d.DraftBytes, true),
 		integer("flash.lanes", "flash.lanes", int64(f.Lanes), false),

@@ -77,6 +77,10 @@ type Device struct {
 	// lookahead router on the CPU backend (the next layer's router matmul).
 	// Zero means free (not stated).
 	PredictNS int64 `json:"predict_ns,omitempty"`
+	// ThreadOverheadNS is what each compute thread beyond the first adds
+	// to every layer of a token (LayerOverhead + (Threads − 1) ×
+	// ThreadOverheadNS per layer); zero when not stated.
+	ThreadOverheadNS int64 `json:"thread_overhead_ns,omitempty"`
 	// DraftTokenNS is a draft model's measured time per draft token and
 	// DraftBytes the weight bytes that model reads per token (calibrate
 	// --draft-model); zero when not stated. A model drafter reading

@@ -76,6 +76,10 @@ type ComputeSection struct {
 	Background  Quantity `yaml:"background,omitempty"` // runnable threads of other work on the cores
 	Parallel    Quantity `yaml:"parallel,omitempty"`
 	PredictCost Quantity `yaml:"predict_cost,omitempty"`
+	// ThreadOverhead (optional) is what each compute thread beyond the
+	// first adds to every layer of a token (the threads' synchronisation
+	// when the engine's hooks split the graph).
+	ThreadOverhead Quantity `yaml:"thread_overhead,omitempty"`
 	// DraftToken and DraftBytes (optional, together) are a draft model's
 	// measured time per draft token and the weight bytes it reads per token
 	// (calibrate --draft-model): a model drafter of those bytes is charged

@@ -38,6 +38,7 @@ func (p *Profile) fields() []field {
 		{"compute.background", Dimensionless, &c.Background, true},
 		{"compute.parallel", Dimensionless, &c.Parallel, true},
 		{"compute.predict_cost", Duration, &c.PredictCost, true},
+		{"compute.thread_overhead", Duration, &c.ThreadOverhead, true},
 		{"compute.draft_token", Duration, &c.DraftToken, true},
 		{"compute.draft_bytes", Size, &c.DraftBytes, true},
 		{"flash.lanes", Dimensionless, &f.Lanes, false},
@@ -185,6 +186,7 @@ func (p *Profile) resolve() (*Device, problems) {
 	}
 	d.Parallel = vals["compute.parallel"]
 	d.PredictNS = int64(math.Round(vals["compute.predict_cost"]))
+	d.ThreadOverheadNS = int64(math.Round(vals["compute.thread_overhead"]))
 	d.DraftTokenNS = int64(math.Round(vals["compute.draft_token"]))
 	d.DraftBytes = int64(math.Round(vals["compute.draft_bytes"]))
 	if p.Compute.DraftToken.set != p.Compute.DraftBytes.set {

@@ -517,6 +517,15 @@ var options = []Option{
 			}
 			return ""
 		}},
+	{Name: "draft-reuse", Kind: KindFloat, Usage: "probability each of a rejected draft's expert slots repeats an expert of the token before it, on every layer (default: each layer's measured decode reuse; see docs/model.md)",
+		apply: func(s *Spec, v any) error {
+			r := v.(float64)
+			if !(r >= 0 && r <= 1) {
+				return errors.New("must be a probability in [0, 1]")
+			}
+			s.Speculative.DraftReuse = &r
+			return nil
+		}, applies: speculativeOnly},
 	{Name: "accept-seed", Kind: KindUint, Default: "1", Usage: "seed of speculative acceptance",
 		apply: func(s *Spec, v any) error { s.Speculative.AcceptSeed = v.(uint64); return nil }, applies: speculativeOnly},
 }

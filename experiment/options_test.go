@@ -62,6 +62,7 @@ func TestEveryOptionChangesTheSpec(t *testing.T) {
 		"trace-seed":             {nil, "5"},
 		"predict-seed":           {pred, "5"},
 		"accept-seed":            {spec, "5"},
+		"draft-reuse":            {spec, "0.3"},
 	}
 	for _, o := range Options() {
 		tc, ok := cases[o.Name]
@@ -135,6 +136,8 @@ func TestOptionsThatDoNotApply(t *testing.T) {
 		{map[string]string{"depth": "0"}},
 		{map[string]string{"pin-fraction": "0", "policy": "pinned-hot"}},
 		{map[string]string{"spec-accept": "NaN", "spec-block": "2"}},
+		{map[string]string{"draft-reuse": "1.5", "spec-block": "2", "drafter": "mtp"}},
+		{map[string]string{"draft-reuse": "0.5", "trace": "t.parquet", "spec-from-trace": "true"}},
 		{map[string]string{"max-inflight": "lots"}},
 		{map[string]string{"drafter": "mtp"}},
 		{map[string]string{"spec-block": "3", "drafter": "eagle"}},

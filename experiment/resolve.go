@@ -128,7 +128,7 @@ func (in *Inputs) Resolve(s Spec) (*Plan, error) {
 			if err := resolveAcceptance(sp, p, passSizes); err != nil {
 				return nil, err
 			}
-			p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed = sp.Block, sp.Accept, sp.AcceptSeed
+			p.Config.SpecBlock, p.Config.SpecAccept, p.Config.Seed, p.Config.DraftReuse = sp.Block, sp.Accept, sp.AcceptSeed, sp.DraftReuse
 			p.Config.DraftStats = drafts // NB: nil for a trace in memory, which the run measures itself
 		}
 		p.Config.Drafter = sp.Drafter.Kind
@@ -177,6 +177,10 @@ func (s Spec) clone() Spec {
 		if sp.Drafter != nil {
 			d := *sp.Drafter
 			sp.Drafter = &d
+		}
+		if sp.DraftReuse != nil {
+			v := *sp.DraftReuse
+			sp.DraftReuse = &v
 		}
 		r.Speculative = &sp
 	}

@@ -212,6 +212,10 @@ type Speculative struct {
 	AcceptFromTrace bool `json:"accept_from_trace,omitempty"`
 	// Drafter is what proposes the drafts and its cost; required.
 	Drafter *Drafter `json:"drafter,omitempty"`
+	// DraftReuse, when set, is the probability each of a rejected draft's
+	// expert slots repeats an expert of the token before it (sim's
+	// Config.DraftReuse); unset, each layer's measured decode reuse.
+	DraftReuse *float64 `json:"draft_reuse,omitempty"`
 }
 
 // Bounds of the speculative settings. NB: like the device bounds, they also

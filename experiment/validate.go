@@ -76,7 +76,7 @@ func (s *Spec) Validate() error {
 	}
 	s.validatePageCache(&ps)
 	if sp := s.Speculative; sp != nil && s.SpecFromTrace {
-		if sp.Block != 0 || sp.Accept != 0 || sp.AcceptSeed != 0 || sp.AcceptFromTrace {
+		if sp.Block != 0 || sp.Accept != 0 || sp.AcceptSeed != 0 || sp.AcceptFromTrace || sp.DraftReuse != nil {
 			ps.add("speculative", "only its drafter applies with spec_from_trace: the passes and their acceptance come from the trace")
 		}
 		validateDrafter(&ps, sp.Drafter)
@@ -87,6 +87,9 @@ func (s *Spec) Validate() error {
 			ps.add("speculative.block", "must be at most %d tokens per verify pass (got %d): drafters propose a few tokens per pass (MTP 1-3, EAGLE-2 trees about 60)", MaxSpecBlock, sp.Block)
 		}
 		ps.unit("speculative.accept", sp.Accept, 0, 1)
+		if sp.DraftReuse != nil {
+			ps.unit("speculative.draft_reuse", *sp.DraftReuse, 0, 1)
+		}
 		if sp.AcceptFromTrace && s.Trace.Path == "" {
 			ps.add("speculative.accept_from_trace", "needs a trace file with recorded decode passes: a synthetic trace has one token per pass")
 		}

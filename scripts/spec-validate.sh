@@ -23,7 +23,12 @@
 # against measured in the same rounds: free of the drift between the fit's
 # runs and the rounds). Raw numbers go to
 # OUT/points.tsv (`spec-validate.sh --summary OUT` prints the table again).
-# TOKENS (default 24) and REPEATS (default 2) size the run.
+# TOKENS (default 24) and REPEATS (default 2) size the run. With
+# DRAFT_MODEL=FILE the drafter is that draft model (--drafter model) instead
+# of the controlled one: the blocks are 2 and 4 (α is the model's, shown as
+# -), PROFILE must come from `calibrate --draft-model FILE` (its measured
+# compute.draft_token is what the replay charges), and the acceptance model
+# runs at the α the recorded passes give (--spec-accept-from-trace).
 set -euo pipefail
 
 # summarize POINTS.TSV prints the table and the verdicts.
@@ -78,12 +83,23 @@ fi
 lanes=$(awk '/^  lanes:/ { getline; gsub(/"/, "", $2); print $2; exit }' "$fitted")
 
 specs=("1 0")
-for b in 2 4; do for a in 0.5 0.9; do specs+=("$b $a"); done; done
+alphas="0.5 0.9"
+[ -n "${DRAFT_MODEL:-}" ] && alphas=-
+for b in 2 4; do for a in $alphas; do specs+=("$b $a"); done; done
+# drafter B A: the drafter's flags for block B at α A.
+drafter() {
+	if [ -n "${DRAFT_MODEL:-}" ]; then
+		echo --spec-block "$1" --drafter model --draft-model "$DRAFT_MODEL"
+	else
+		echo --spec-block "$1" --drafter controlled --spec-accept "$2" --accept-seed 1
+	fi
+}
 for s in "${specs[@]}"; do
 	read -r b a <<<"$s"
 	[ "$b" = 1 ] && continue
+	# shellcheck disable=SC2046 # the drafter's flags hold no spaces
 	"$L" record --model "$model" --prompt "$prompt" --tokens "$tokens" --temperature 0 --logits=false \
-		--spec-block "$b" --drafter controlled --spec-accept "$a" --accept-seed 1 --quiet --out "$out/spec-$b-$a.parquet" >/dev/null
+		$(drafter "$b" "$a") --quiet --out "$out/spec-$b-$a.parquet" >/dev/null
 done
 
 tsv=$out/points.tsv
@@ -93,7 +109,7 @@ for r in $(seq "$repeats"); do
 	for pol in ondemand les; do for cache in 15% 40%; do for s in "${specs[@]}"; do
 		read -r b a <<<"$s"
 		flags=()
-		[ "$b" != 1 ] && flags=(--spec-block "$b" --drafter controlled --spec-accept "$a" --accept-seed 1)
+		[ "$b" != 1 ] && read -ra flags <<<"$(drafter "$b" "$a")"
 		v=$("$L" live --model "$model" --policy "$pol" --cache "$cache" --tokens "$tokens" --lanes "$lanes" --prompt "$prompt" \
 			"${flags[@]}" --format json | jq -r '.result.tokens_per_sec')
 		printf '%s\t%s\t%s\t%s\tmeasured\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
@@ -106,9 +122,15 @@ for pol in ondemand les; do for cache in 15% 40%; do for s in "${specs[@]}"; do
 		printf '%s\t%s\t%s\t%s\treplay\t%s\n%s\t%s\t%s\t%s\tmodel\t%s\n' "$pol" "$cache" 1 0 "$v" "$pol" "$cache" 1 0 "$v" >>"$tsv"
 		continue
 	fi
-	v=$("$L" simulate --trace "$out/spec-$b-$a.parquet" --policy "$pol" --cache "$cache" --spec-from-trace "${sim[@]}" | jq -r '.result.tokens_per_sec')
+	d=(--drafter controlled)
+	acc=$a
+	if [ -n "${DRAFT_MODEL:-}" ]; then
+		d=(--drafter model --drafter-bytes "$(awk '/^  draft_bytes:/ { getline; print $2; exit }' "$fitted")B")
+		acc=$("$L" simulate --trace "$out/spec-$b-$a.parquet" --spec-block "$b" --spec-accept-from-trace "${d[@]}" "${sim[@]}" | jq -r '.spec.speculative.accept')
+	fi
+	v=$("$L" simulate --trace "$out/spec-$b-$a.parquet" --policy "$pol" --cache "$cache" --spec-from-trace "${d[@]}" "${sim[@]}" | jq -r '.result.tokens_per_sec')
 	printf '%s\t%s\t%s\t%s\treplay\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
-	v=$("$L" simulate --trace "$plain" --policy "$pol" --cache "$cache" --spec-block "$b" --spec-accept "$a" --drafter controlled \
+	v=$("$L" simulate --trace "$plain" --policy "$pol" --cache "$cache" --spec-block "$b" --spec-accept "$acc" "${d[@]}" \
 		--accept-seed 1 "${sim[@]}" | jq -r '.result.tokens_per_sec')
 	printf '%s\t%s\t%s\t%s\tmodel\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
 done; done; done

@@ -65,6 +65,11 @@ type Config struct {
 	// Seed drives the acceptance model and the routing of rejected drafts
 	// (the only randomness in the engine; two separate PCG streams).
 	Seed uint64
+	// DraftReuse, when set, is the probability that each of a rejected
+	// draft's expert slots repeats an expert of the token before it, on
+	// every layer, instead of the layer's measured decode reuse ρ_l (a
+	// sensitivity setting: traces do not say how rejected drafts route).
+	DraftReuse *float64
 	// Drafter names what proposes a pass's SpecBlock-1 drafts (for the
 	// result's warnings): "free" states that drafting costs nothing, "ngram"
 	// that it reads no weights. Unused without speculative decoding.
@@ -170,6 +175,9 @@ func (c *Config) Validate() error {
 	}
 	if c.SpecAccept < 0 || c.SpecAccept > 1 {
 		add("spec accept: must be in [0,1] (got %g)", c.SpecAccept)
+	}
+	if r := c.DraftReuse; r != nil && !(*r >= 0 && *r <= 1) {
+		add("draft reuse: must be in [0,1] (got %g)", *r)
 	}
 	if c.ContextCost && c.Model != nil && !c.Model.HasContextShape() {
 		add("context cost: model %s does not state its layers' mixers (attention or recurrent) and their KV, attention and state sizes", c.Model.Name)

@@ -251,3 +251,23 @@ func TestPassScale(t *testing.T) {
 		t.Errorf("one-token passes computed %d ns, want 2 × 2,000,000", one.ComputeNS)
 	}
 }
+
+// TestThreadOverhead: each compute thread beyond the first adds
+// ThreadOverheadNS to every layer of a token: 2 tokens × 1 layer × (3 − 1)
+// threads × 0.5 ms = 2 ms of compute, and no cores stated, nothing else.
+func TestThreadOverhead(t *testing.T) {
+	cfg, steps := coresSetup()
+	cfg.Device.Flash.ReadCPUNS = 0
+	base := coresRun(t, cfg, steps, &wasteful{passes: -1 << 30})
+	d := *cfg.Device
+	d.ComputeThreads, d.ThreadOverheadNS = 3, 500_000
+	cfg.Device = &d
+	got := coresRun(t, cfg, steps, &wasteful{passes: -1 << 30})
+	if got.ComputeNS-base.ComputeNS != 2_000_000 || got.TimeNS-base.TimeNS != 2_000_000 {
+		t.Errorf("3 threads: compute %d ns, time %d ns more, want 2,000,000 each", got.ComputeNS-base.ComputeNS, got.TimeNS-base.TimeNS)
+	}
+	d.ComputeThreads = 1
+	if one := coresRun(t, cfg, steps, &wasteful{passes: -1 << 30}); one.ComputeNS != base.ComputeNS {
+		t.Errorf("1 thread: compute %d ns, want %d (no overhead)", one.ComputeNS, base.ComputeNS)
+	}
+}

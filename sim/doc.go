@@ -38,7 +38,8 @@
 // Compute: one compute thread runs each layer's dense part (attention,
 // router, shared expert; DenseBytes read from DRAM, DenseFLOPsPerToken) and
 // then the layer's routed experts; each part takes max(bytes ÷ (MemBandwidth
-// × MemEfficiency), FLOPs ÷ ComputeFLOPS), plus LayerOverhead per layer. An
+// × MemEfficiency), FLOPs ÷ ComputeFLOPS), plus LayerOverhead per layer
+// (and ThreadOverheadNS per compute thread beyond the first). An
 // expert computes only once resident; with CachedFirst the experts already
 // resident compute first while misses load, otherwise experts compute in rank
 // order (stock llama.cpp).

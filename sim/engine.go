@@ -132,6 +132,11 @@ func RunSourceTap(cfg Config, src traces.Source, pol Policy, tap func(UseRecord)
 			return nil, fmt.Errorf("draft statistics of %d layers × %d experts, model %s has %d × %d", st.layers, st.experts, e.m.Name, e.nL, e.nE)
 		}
 		e.drafts = newDraftRouter(st, e.m.TopK, e.cfg.Seed, e.laScores)
+		if r := e.cfg.DraftReuse; r != nil {
+			for l := range e.drafts.reuse {
+				e.drafts.reuse[l] = *r
+			}
+		}
 	}
 	if err := e.run(newWindow(src, e.checkStep)); err != nil {
 		return nil, err

@@ -45,7 +45,8 @@ type computeModel struct {
 }
 
 func newComputeModel(d *devices.Device) computeModel {
-	c := computeModel{memRate: float64(d.MemBandwidth * d.MemEfficiency), flops: d.ComputeFLOPS, over: d.LayerOverhead,
+	c := computeModel{memRate: float64(d.MemBandwidth * d.MemEfficiency), flops: d.ComputeFLOPS,
+		over:      d.LayerOverhead + int64(d.Threads()-1)*d.ThreadOverheadNS,
 		loadFixed: d.LoadFixedNS, loadRate: d.LoadRate}
 	if d.Parallel > 0 {
 		c.memRate, c.flops = threadScale(c.memRate, c.flops, d.Parallel, d.Threads())

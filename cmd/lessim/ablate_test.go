@@ -113,8 +113,8 @@ func TestAblateJSONReproduces(t *testing.T) {
 				}
 			}
 		}
-		if ran != 6 {
-			t.Errorf("%v: %d steps ran, want all 6", args, ran)
+		if ran != 8 {
+			t.Errorf("%v: %d steps ran, want all 8 (5 steps, 2 draft reuse rows, the reference)", args, ran)
 		}
 	}
 }
@@ -168,7 +168,7 @@ func TestAblateOut(t *testing.T) {
 		t.Fatalf("out %q, stderr %q, err %v", out, errs, err)
 	}
 	out, _, err = runCLIErr(t, dir, "report", "res/abl", "--out", "rep")
-	if err != nil || !regexp.MustCompile(`read +6 rows from 1 file`).MatchString(out) || !regexp.MustCompile(`drew .*\bablation\b`).MatchString(out) {
+	if err != nil || !regexp.MustCompile(`read +8 rows from 1 file`).MatchString(out) || !regexp.MustCompile(`drew .*\bablation\b`).MatchString(out) {
 		t.Fatalf("report: out %q, err %v", out, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, "file"), nil, 0o644); err != nil {

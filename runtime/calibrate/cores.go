@@ -91,6 +91,13 @@ func (r *Result) cores(kv func(indent, key, value, source string), m string) {
 		kv("  ", "parallel", fmt.Sprintf("%.3f", c.Parallel), m+fmt.Sprintf("Amdahl's share 2·(1 − t2/t1) from llama.cpp decode with every weight in RAM at 1 thread (%s per token) and 2 threads (%s per token)",
 			c.T1.describe(ms), c.T2.describe(ms)))
 	}
+	if ll := r.LiveLoad; ll != nil && ll.Threads2NS > 0 && c.Parallel > 0 {
+		v, _ := r.liveLayerOverhead()
+		layers := float64(r.Compute.Points[0].Layers)
+		pred := layers*v + (ll.InterceptNS-layers*v)*((1-c.Parallel)+c.Parallel/2)
+		kv("  ", "thread_overhead", us(min(max((ll.Threads2NS-pred)/layers, 0), 100e6)), m+fmt.Sprintf("lessim's live engine's per-token compute with no loads at 2 threads, %s (the intercept of compute time against loads over its run: %s), less the %s predicted from 1 thread's %s with compute.parallel and %d layers' overhead at %s each, over the layers (0 when not above)",
+			ms(ll.Threads2NS), ll.Threads2Run, ms(pred), ms(ll.InterceptNS), int(layers), us(v)))
+	}
 	kv("  ", "predict_cost", us(c.Predict.Median), m+c.Predict.describe(us)+fmt.Sprintf(" (the live engine's lookahead router, record.Router.Scores, of %d × %d float32 weights, one layer and token)", c.Experts, c.Hidden))
 }
 

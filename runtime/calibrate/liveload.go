@@ -5,6 +5,7 @@ package calibrate
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/lessim/lessim/devices"
 	"github.com/lessim/lessim/fit"
@@ -22,29 +23,30 @@ import (
 // reads) against its loads. The slope is what one load adds to the compute
 // thread (bookkeeping, and the I/O lanes' and the evictor's CPU and memory
 // traffic competing with it); the intercept is the engine's per-token
-// compute with every expert resident.
+// compute with every expert resident. With 2 CPUs or more, a third run at
+// cache 100% and 2 compute threads gives that intercept at 2 threads
+// (compute.thread_overhead).
 func measureLiveLoad(ctx context.Context, o *Options, logf func(string, ...any)) (*LiveLoad, error) {
 	ll := &LiveLoad{}
 	var xs, ys []float64
 	for _, frac := range []string{"100%", "15%"} {
-		lo := live.DefaultOptions()
-		lo.Model, lo.Policy, lo.Tokens, lo.Threads, lo.KeepSeries = o.Model, "ondemand", o.Tokens, 1, true
-		lo.EnsureDefaults()
-		b, err := cacheFraction(o.Model, frac)
+		x, y, run, err := liveLoadRun(ctx, o, frac, 1)
 		if err != nil {
 			return nil, err
 		}
-		lo.Cache = b
-		_, series, err := live.Run(ctx, lo)
+		xs, ys = append(xs, x...), append(ys, y...)
+		ll.Runs = append(ll.Runs, run)
+		logf("live: %s", run)
+	}
+	if runtime.NumCPU() >= 2 {
+		x, y, run, err := liveLoadRun(ctx, o, "100%", 2)
 		if err != nil {
-			return nil, fmt.Errorf("calibrate: live run at cache %s: %w", frac, err)
+			return nil, err
 		}
-		for _, s := range series {
-			xs = append(xs, float64(s.Misses+s.PrefetchLoads))
-			ys = append(ys, float64(s.ComputeNS))
+		if line, err := fit.FitLine(x, y); err == nil && line.Intercept > 0 {
+			ll.Threads2NS, ll.Threads2Run = line.Intercept, run
 		}
-		ll.Runs = append(ll.Runs, fmt.Sprintf("ondemand at cache %s (%s), %d tokens", frac, sim.FormatBytes(b), len(series)))
-		logf("live: ondemand at cache %s: %d tokens measured", frac, len(series))
+		logf("live: %s", run)
 	}
 	if len(xs) < 3 {
 		return nil, fmt.Errorf("calibrate: live load cost: %d tokens measured, need at least 3", len(xs))
@@ -56,6 +58,25 @@ func measureLiveLoad(ctx context.Context, o *Options, logf func(string, ...any))
 	ll.InterceptNS, ll.PerLoadNS, ll.PerLoadSE, ll.R2, ll.N = line.Intercept, line.Slope, line.SlopeSE, line.R2, line.N
 	logf("live: one load adds %s ± %s to the compute thread (R² %.2f over %d tokens)", us(ll.PerLoadNS), us(ll.PerLoadSE), ll.R2, ll.N)
 	return ll, nil
+}
+
+// liveLoadRun is one live run of the model, policy ondemand, at cache frac
+// and threads: each token's loads and compute time, and the run described.
+func liveLoadRun(ctx context.Context, o *Options, frac string, threads int) (loads, compute []float64, run string, err error) {
+	lo := live.DefaultOptions()
+	lo.Model, lo.Policy, lo.Tokens, lo.Threads, lo.KeepSeries = o.Model, "ondemand", o.Tokens, threads, true
+	lo.EnsureDefaults()
+	if lo.Cache, err = cacheFraction(o.Model, frac); err != nil {
+		return nil, nil, "", err
+	}
+	_, series, err := live.Run(ctx, lo)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("calibrate: live run at cache %s, %d threads: %w", frac, threads, err)
+	}
+	for _, s := range series {
+		loads, compute = append(loads, float64(s.Misses+s.PrefetchLoads)), append(compute, float64(s.ComputeNS))
+	}
+	return loads, compute, fmt.Sprintf("ondemand at cache %s (%s), %d thread(s), %d tokens", frac, sim.FormatBytes(lo.Cache), threads, len(series)), nil
 }
 
 // cacheFraction resolves a percentage of the model's expert bytes, at least

@@ -191,3 +191,23 @@ func TestDraftProfile(t *testing.T) {
 		t.Errorf("no draft model: %d ns, %d bytes", d.DraftTokenNS, d.DraftBytes)
 	}
 }
+
+// TestThreadOverheadProfile: compute.thread_overhead is the live engine's
+// no-load compute at 2 threads less what 1 thread's predicts with
+// compute.parallel, per layer, by hand: 40 layers at 40 us (the intercept,
+// 50 ms, is below the decode's, so the live layer overhead is the fit's),
+// 1.6 ms + 48.4 ms × (0.1 + 0.45) = 28.22 ms predicted; 108.22 ms measured
+// is 2 ms per layer more.
+func TestThreadOverheadProfile(t *testing.T) {
+	r := measuredResult()
+	sum := Summary{N: 3, Median: 1e6, Q1: 1e6, Q3: 1e6}
+	r.Cores = &Cores{T1: sum, T2: sum, Parallel: 0.9, Predict: sum, Hidden: 8, Experts: 4}
+	r.LiveLoad.Threads2NS, r.LiveLoad.Threads2Run = 108.22e6, "ondemand at cache 100%, 2 thread(s)"
+	if _, d := rendered(t, r); d.ThreadOverheadNS != 2e6 {
+		t.Errorf("thread overhead %d ns, want 2,000,000", d.ThreadOverheadNS)
+	}
+	r.LiveLoad.Threads2NS = 20e6 // below the prediction: 0
+	if _, d := rendered(t, r); d.ThreadOverheadNS != 0 {
+		t.Errorf("thread overhead %d ns, want 0", d.ThreadOverheadNS)
+	}
+}

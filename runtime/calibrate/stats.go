@@ -44,4 +44,9 @@ type LiveLoad struct {
 	N                    int     // tokens
 	R2                   float64
 	Runs                 []string // the live runs, described
+	// Threads2NS is the intercept of the same line at 2 compute threads
+	// (a third run, cache 100%), 0 with one CPU or when it could not be
+	// fitted; Threads2Run describes that run.
+	Threads2NS  float64
+	Threads2Run string
 }
