@@ -287,16 +287,25 @@ func leaveOneOut(out []Built, base experiment.Spec, last int, check func(i int, 
 		b := Built{Spec: spec, Prev: last, Step: Step{Key: "without-" + st.Key, Reference: true, Without: st.Key, omits: k + 1,
 			Label: "w/o " + strings.TrimPrefix(st.Label, "+ "),
 			About: fmt.Sprintf("step (%d)'s settings without step (%d)'s changes (every other step's applied in order): what the finished configuration owes to %s", last+1, k+1, strings.TrimPrefix(st.Label, "+ "))}}
-		if why == "" && check != nil {
-			var err error
-			if why, err = check(len(out), b); err != nil {
-				return nil, err
-			}
+		var err error
+		if out, err = appendChecked(out, b, why, check); err != nil {
+			return nil, err
 		}
-		b.Skipped = why
-		out = append(out, b)
 	}
 	return out, nil
+}
+
+// appendChecked appends b to out, skipped with why, or, when why is "",
+// with what check (when set) says.
+func appendChecked(out []Built, b Built, why string, check func(i int, b Built) (string, error)) ([]Built, error) {
+	if why == "" && check != nil {
+		var err error
+		if why, err = check(len(out), b); err != nil {
+			return nil, err
+		}
+	}
+	b.Skipped = why
+	return append(out, b), nil
 }
 
 // draftReuseRows appends the sensitivity rows of the step last in out (the
@@ -311,15 +320,11 @@ func draftReuseRows(out []Built, check func(i int, b Built) (string, error)) ([]
 		spec, why := apply(sp.Spec, []Change{c})
 		b := Built{Spec: spec, Prev: sp.Prev, Step: Step{Key: "speculative-draft-reuse-" + v, Label: "draft reuse " + v, Reference: true, Of: sp.Step.Key, omits: k + 1,
 			Changes: append(slices.Clone(sp.Step.Changes), c),
-			About: "rejected drafts' expert slots repeat an expert of the token before them with probability " + v + " on every layer, not each layer's measured decode reuse"}}
-		if why == "" && check != nil {
-			var err error
-			if why, err = check(len(out), b); err != nil {
-				return nil, err
-			}
+			About:   "rejected drafts' expert slots repeat an expert of the token before them with probability " + v + " on every layer, not each layer's measured decode reuse"}}
+		var err error
+		if out, err = appendChecked(out, b, why, check); err != nil {
+			return nil, err
 		}
-		b.Skipped = why
-		out = append(out, b)
 	}
 	return out, nil
 }

@@ -21,14 +21,18 @@ func (o *Outcome) Describe() [][2]string {
 		{"layout", s.layoutLine() + s.mmapLabel(o.Device)},
 		{"trace", o.TraceLabel},
 	}
-	if sp := s.Speculative; sp != nil {
+	sp := s.Speculative
+	switch {
+	case s.SpecFromTrace && sp != nil:
+		h = append(h, [2]string{"speculative", "passes from the trace, drafter " + sp.Drafter.label(m, o.Device)})
+	case s.SpecFromTrace:
+		h = append(h, [2]string{"speculative", "passes from the trace"})
+	case sp != nil:
 		acc := fmt.Sprintf("acceptance %.2f", sp.Accept)
 		if sp.AcceptFromTrace {
 			acc = fmt.Sprintf("acceptance %.3f (estimated from the trace)", sp.Accept)
 		}
 		h = append(h, [2]string{"speculative", fmt.Sprintf("block %d, %s, drafter %s", sp.Block, acc, sp.Drafter.label(m, o.Device))})
-	} else if s.SpecFromTrace {
-		h = append(h, [2]string{"speculative", "passes from the trace"})
 	}
 	return h
 }

@@ -283,6 +283,25 @@ func TestSpeculativeResolution(t *testing.T) {
 			t.Errorf("block %s: warnings %q", block, w)
 		}
 	}
+	// The trace's passes with a drafter: charged for every recorded pass's
+	// drafts (here one per pass of two), and the header names the drafter.
+	s, err = FromOptions(map[string]string{"trace": file, "spec-from-trace": "true", "drafter": "explicit", "drafter-flops": "1e9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := Run(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for _, kv := range o.Describe() {
+		if kv[0] == "speculative" {
+			row = kv[1]
+		}
+	}
+	if o.Result.DraftNS <= 0 || o.Result.DraftNS%20 != 0 || !strings.HasPrefix(row, "passes from the trace") || !strings.Contains(row, "explicit") {
+		t.Errorf("spec_from_trace with a drafter: draft %d ns over 20 passes, header %q", o.Result.DraftNS, row)
+	}
 	s, _ = FromOptions(map[string]string{"trace": file, "spec-block": "2", "spec-accept-from-trace": "true", "drafter": "free"})
 	s.Speculative.Block = 1
 	if _, err := new(Inputs).Resolve(s); err == nil {

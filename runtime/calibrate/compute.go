@@ -83,17 +83,8 @@ func timeDraft(path string, tokens int) (*DraftPoint, error) {
 		return nil, fmt.Errorf("draft model: %w", err)
 	}
 	defer d.close()
-	var per []float64
-	for i := range tokens + 2 {
-		ns, err := d.next()
-		if err != nil {
-			return nil, err
-		}
-		if i >= 2 {
-			per = append(per, ns)
-		}
-	}
-	return &DraftPoint{Name: filepath.Base(path), Bytes: b, TokenNS: Summarize(per)}, nil
+	s, err := d.time(tokens)
+	return &DraftPoint{Name: filepath.Base(path), Bytes: b, TokenNS: s}, err
 }
 
 // measureThreads times decode of the model at 2 threads (everything in
@@ -131,17 +122,9 @@ func timeModel(path, name string, tokens, samples int, batches bool, threads int
 		return p, err
 	}
 	defer d.close()
-	var per []float64
-	for i := range tokens + 2 {
-		ns, err := d.next()
-		if err != nil {
-			return p, err
-		}
-		if i >= 2 {
-			per = append(per, ns)
-		}
+	if p.TokenNS, err = d.time(tokens); err != nil {
+		return p, err
 	}
-	p.TokenNS = Summarize(per)
 	ctx, toks := d.ctx, d.toks
 	if batches {
 		p.BatchNS = map[int]Summary{1: p.TokenNS}
@@ -244,6 +227,22 @@ func (d *decoder) next() (float64, error) {
 		return 0, fmt.Errorf("calibrate: decode: %w", err)
 	}
 	return float64(d.ctx.PassNS()), nil
+}
+
+// time decodes tokens one-token passes after two warm-up passes and
+// summarizes their times.
+func (d *decoder) time(tokens int) (Summary, error) {
+	var per []float64
+	for i := range tokens + 2 {
+		ns, err := d.next()
+		if err != nil {
+			return Summary{}, err
+		}
+		if i >= 2 {
+			per = append(per, ns)
+		}
+	}
+	return Summarize(per), nil
 }
 
 func (d *decoder) close() {
