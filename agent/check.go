@@ -19,12 +19,10 @@ import (
 	"github.com/lessim/lessim/sim"
 )
 
-// DefaultCheckSpec is the run `lessim agent check` asks for unless told
-// otherwise: short, with the fields every engine's spec has.
+// DefaultCheckSpec is the run `lessim agent check` asks for by default.
 const DefaultCheckSpec = `{"policy": {"name": "les"}, "cache": {"size": "25%"}, "trace": {"synthetic": {"tokens": 16}}}`
 
-// DefaultCancelWithin is how soon a closed run must free the engine: time
-// to finish the decode pass in progress, and no more.
+// DefaultCancelWithin is how soon a closed run must free the engine.
 const DefaultCancelWithin = 2 * time.Second
 
 // CheckOptions configure a conformance check; zero fields take defaults.
@@ -56,18 +54,14 @@ type CheckResult struct {
 const infoCheck = "agent info"
 
 // Unchecked reports whether r is a failed first check that says nothing
-// about conformance: no connection, no answer, the token refused, or not a
-// lessim agent at the target.
+// about conformance (no connection or answer, the token refused, no agent).
 func (r CheckResult) Unchecked() bool {
 	return r.Name == infoCheck && r.Outcome == CheckFail && slices.ContainsFunc([]error{ErrUnreachable, ErrSilent, ErrAuth, ErrNotAgent},
 		func(e error) bool { return errors.Is(r.Err, e) })
 }
 
-// Check runs the conformance checks against the agent at target (its
-// info; the documented answer to hostile and malformed requests; every
-// request, busy and cancel; the stream against the result), calling report
-// (if set) with each result as it is known. A check that cannot decide
-// says SKIP and why.
+// Check runs the conformance checks against the agent at target, calling
+// report (if set) with each result as it is known.
 func Check(ctx context.Context, target, token string, o CheckOptions, report func(CheckResult)) []CheckResult {
 	if len(o.Spec) == 0 {
 		o.Spec = json.RawMessage(DefaultCheckSpec)
@@ -201,7 +195,6 @@ func (k *checker) refusals(code string, ps ...probe) func(context.Context) (stri
 	}
 }
 
-// send sends p and returns the answer's status and, for an error, its code.
 func (k *checker) send(ctx context.Context, p probe) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, k.o.Client.Silence)
 	defer cancel()
@@ -255,8 +248,8 @@ func (k *checker) slowClient(ctx context.Context) (string, error) {
 	return fmt.Sprintf("closed after %v (header timeout %v)", time.Since(start).Round(time.Millisecond), limit), nil
 }
 
-// whenFree calls f until it is not refused as busy (a previous check's
-// cancelled request may still be stopping), for at most the silence limit.
+// whenFree calls f until it is not refused as busy (a cancelled request
+// may still be stopping), for at most the silence limit.
 func (k *checker) whenFree(f func() error) error {
 	deadline := time.Now().Add(k.o.Client.Silence)
 	for {
@@ -389,8 +382,6 @@ func (k *checker) cancel(ctx context.Context) (string, error) {
 	}
 }
 
-// record asks for a short routing trace and checks it reads back, has the
-// tokens asked for and describes a MoE model.
 func (k *checker) record(ctx context.Context) (string, error) {
 	if err := k.needs(CapRecord); err != nil {
 		return "", err
@@ -426,9 +417,8 @@ func (k *checker) calibrate(ctx context.Context) (string, error) {
 	return fmt.Sprintf("profile %q: %s RAM, %d flash lanes", p.Name, sim.FormatBytes(d.RAMBytes), d.Flash.Lanes), nil
 }
 
-// CheckRun checks a run's samples against each other and its Result: units
-// and ranges, passes in order without overlap, counts and sums that agree,
-// and the Result's own invariants (sim.Result.Check).
+// CheckRun checks a run's samples against each other and its Result (and
+// the Result's own invariants).
 func CheckRun(samples []TokenSample, r *sim.Result) error {
 	if r == nil {
 		return errors.New("no result")

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
 	"github.com/lessim/lessim/usbmux"
 )
 
@@ -49,8 +50,7 @@ type Client struct {
 	info   Info
 }
 
-// Dial connects to an agent at target (tcp://HOST:PORT or usb://UDID:PORT)
-// and asks for its Info with token, with the default Options.
+// Dial connects to the agent at target and asks for its Info with token.
 func Dial(ctx context.Context, target, token string) (*Client, error) {
 	return DialWith(ctx, target, token, Options{})
 }
@@ -83,8 +83,7 @@ func DialWith(ctx context.Context, target, token string, o Options) (*Client, er
 	return c, nil
 }
 
-// Ping asks for the agent's Info again (within the dial timeout): it
-// answers while a request runs.
+// Ping asks for the agent's Info again, within the dial timeout.
 func (c *Client) Ping(ctx context.Context) error {
 	ctx, cancel := context.WithTimeoutCause(ctx, c.o.DialTimeout, fmt.Errorf("%w: %s did not answer within %v", ErrSilent, c.target, c.o.DialTimeout))
 	defer cancel()
@@ -119,19 +118,14 @@ func (c *Client) Capabilities() []string { return c.info.Capabilities }
 // Facts are the device facts the agent reported.
 func (c *Client) Facts() DeviceFacts { return c.info.Device }
 
-// Target is where the client is connected.
-func (c *Client) Target() Target { return c.target }
-
-// Close closes the client's idle connections (a request still running is
-// cancelled by its context, not by Close).
+// Close closes the client's idle connections (not a running request).
 func (c *Client) Close() error {
 	c.hc.CloseIdleConnections()
 	return nil
 }
 
-// send sends one request with auth as its Authorization header and body,
-// of which it announces size bytes (more than it has for a probe of the
-// agent's limit).
+// send sends one request with auth as its Authorization header, announcing
+// size bytes of body (more than it has, for a probe of the agent's limit).
 func (c *Client) send(ctx context.Context, method, path, auth string, body io.Reader, size int64) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, body)
 	if err != nil {
@@ -147,8 +141,7 @@ func (c *Client) send(ctx context.Context, method, path, auth string, body io.Re
 	return resp, nil
 }
 
-// transportErr names what failed: no connection, no answer in time, or a
-// peer that does not speak HTTP.
+// transportErr names what failed: no connection, silence, or not HTTP.
 func (c *Client) transportErr(ctx context.Context, err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
@@ -165,10 +158,9 @@ func (c *Client) transportErr(ctx context.Context, err error) error {
 	return fmt.Errorf("%s: %w", c.target, err)
 }
 
-// do sends one engine request and reads its answer's lines, passing token
-// lines to onToken, until the final line, which it returns. Cancelling ctx,
-// an error from onToken or silence for the silence limit closes the
-// request, which cancels it on the agent.
+// do sends one engine request and returns its final line, passing token
+// lines to onToken. Cancelling ctx, an error from onToken or silence
+// closes the request, which cancels it on the agent.
 func (c *Client) do(ctx context.Context, path string, req any, onToken func(TokenSample) error) (*Line, error) {
 	body, err := json.Marshal(req)
 	if err != nil {
@@ -222,8 +214,7 @@ func (c *Client) LoadModel(ctx context.Context, model string) (ModelInfo, error)
 	return *l.Model, nil
 }
 
-// Calibrate asks the agent to measure its device and returns the profile
-// YAML. options is engine-defined JSON (nil for the defaults).
+// Calibrate asks the agent to measure its device and returns the profile YAML.
 func (c *Client) Calibrate(ctx context.Context, options json.RawMessage) ([]byte, error) {
 	l, err := c.do(ctx, PathCalibrate, Calibrate{Options: options}, nil)
 	if err != nil || l.Calibration == nil {
@@ -237,9 +228,8 @@ func (c *Client) missing(kind string) error {
 	return fmt.Errorf("%w: %s answered without a %s line", ErrBadAgent, c.target, kind)
 }
 
-// Run runs an experiment spec on the agent, passing each validated token
-// sample to emit (which may be nil) and returning the agent's Result. An
-// error from emit cancels the run and is returned.
+// Run runs an experiment spec on the agent, passing each validated sample
+// to emit (nil: none); an error from emit cancels the run.
 func (c *Client) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
 	return c.run(ctx, Run{Spec: spec}, emit)
 }
@@ -278,4 +268,56 @@ func (c *Client) run(ctx context.Context, req Run, emit func(TokenSample) error)
 		return nil, fmt.Errorf("%w: result has %d passes, the agent streamed %d", ErrBadAgent, res.Passes, next)
 	}
 	return &res, nil
+}
+
+// RecordedTrace is a recorded trace file, checked row by row, with its
+// metadata (the agent's model spec and provenance) and steps by phase.
+type RecordedTrace struct {
+	Parquet                     []byte
+	Meta                        traces.Meta
+	DecodeTokens, PrefillTokens int
+}
+
+// CheckTrace reads a trace file held in memory completely (every step is
+// validated by the trace reader) and checks it has tokens decode steps.
+func CheckTrace(b []byte, tokens int) (*RecordedTrace, error) {
+	r, err := traces.NewReader(bytes.NewReader(b), "recorded trace")
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	t := &RecordedTrace{Parquet: b, Meta: r.Meta()}
+	for r.Next() {
+		if r.Step().Phase == traces.Decode {
+			t.DecodeTokens++
+		} else {
+			t.PrefillTokens++
+		}
+	}
+	if err := r.Err(); err != nil {
+		return nil, err
+	}
+	if t.DecodeTokens != tokens {
+		return nil, fmt.Errorf("recorded trace: %d decode tokens, %d asked for", t.DecodeTokens, tokens)
+	}
+	return t, nil
+}
+
+// Record asks the agent to record the routing of tokens greedy decode
+// tokens and returns the trace, checked (CheckTrace: a failure is
+// ErrBadAgent).
+func (c *Client) Record(ctx context.Context, tokens int) (*RecordedTrace, error) {
+	req := Record{Tokens: tokens}
+	if err := req.Validate(); err != nil {
+		return nil, fmt.Errorf("record: %w", err)
+	}
+	l, err := c.do(ctx, PathRecord, req, nil)
+	if err != nil || l.Trace == nil {
+		return nil, cmp.Or(err, c.missing("trace"))
+	}
+	t, err := CheckTrace(l.Trace.Parquet, tokens)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrBadAgent, err)
+	}
+	return t, nil
 }

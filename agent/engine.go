@@ -32,9 +32,8 @@ type Engine interface {
 	Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error)
 }
 
-// Capable is an Engine that serves fewer than all requests: the agent
-// announces Capabilities in its Info instead of all four (an engine
-// must still answer a request it does not serve, with an error).
+// Capable is an Engine that announces its own Capabilities (it must still
+// answer a request it does not serve, with an error).
 type Capable interface {
 	Capabilities() []string
 }
@@ -47,8 +46,7 @@ type Recorder interface {
 	Record(ctx context.Context, tokens int) (trace []byte, err error)
 }
 
-// capabilities are what the agent announces for e: its own list (Capable),
-// or the four every engine serves plus record for a Recorder.
+// capabilities are what the agent announces for e.
 func capabilities(e Engine) []string {
 	if c, ok := e.(Capable); ok {
 		return c.Capabilities()
@@ -63,12 +61,10 @@ func capabilities(e Engine) []string {
 // errNoRecord answers record on an engine that is not a Recorder.
 var errNoRecord = fmt.Errorf("%w: this agent's engine does not record routing (capability %s absent)", ErrInvalidSpec, CapRecord)
 
-// ErrInvalidSpec marks an engine error caused by the request itself (a spec,
-// model name or option the engine refuses): wrap it so the client sees code
-// invalid_spec rather than engine.
+// ErrInvalidSpec marks an engine error caused by the request itself: the
+// client sees code invalid_spec rather than engine.
 var ErrInvalidSpec = errors.New("invalid request")
 
-// errorCode classifies an engine error for an error answer.
 func errorCode(err error) string {
 	switch {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -85,9 +81,7 @@ func errorCode(err error) string {
 const CapHost = "host"
 
 // Supports says why engine e cannot serve what needs caps (nil when it
-// can): for a client, the capabilities its agent announced; for an engine
-// in this process, its own (capabilities) and CapHost. It is the one place
-// where what a remote engine cannot do is refused.
+// can): the one place where what a remote engine cannot do is refused.
 func Supports(e Engine, caps ...string) error {
 	have := capabilities(e)
 	c, remote := e.(*Client)
@@ -106,8 +100,7 @@ func Supports(e Engine, caps ...string) error {
 	return nil
 }
 
-// RecordOn records the routing of tokens greedy decode tokens on e (the
-// record request of an agent, Recorder.Record of an engine here) and
+// RecordOn records the routing of tokens greedy decode tokens on e and
 // returns the trace, checked (CheckTrace).
 func RecordOn(ctx context.Context, e Engine, tokens int) (*RecordedTrace, error) {
 	switch r := e.(type) {
@@ -123,10 +116,8 @@ func RecordOn(ctx context.Context, e Engine, tokens int) (*RecordedTrace, error)
 	return nil, errNoRecord
 }
 
-// RunSeriesOn runs spec on e as Engine.Run does and returns its per-token
-// series too: every sample with every series field (a row of runtime/live's
-// per-token series). On an agent the run asks for them (Run.Series); an
-// engine here that announces CapSeries fills them on every run.
+// RunSeriesOn runs spec on e as Engine.Run does and returns its samples
+// with every series field (on an agent the run asks for them, Run.Series).
 func RunSeriesOn(ctx context.Context, e Engine, spec json.RawMessage) (*sim.Result, []TokenSample, error) {
 	if err := Supports(e, CapSeries); err != nil {
 		return nil, nil, err

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 
 	"github.com/lessim/lessim/devices"
@@ -26,10 +27,8 @@ const MaxLiveTokens = 4096
 
 // LiveEngine is an Engine that runs llama.cpp on this machine (runtime/live)
 // with the GGUF model it was started with: a run decodes greedily while the
-// spec's policy manages an expert cache, and returns the measured Result.
-// It calibrates this machine as `lessim calibrate --model FILE` does
-// (runtime/calibrate) and records routing as `lessim record` does
-// (runtime/record, greedy, the runs' prompt).
+// spec's policy manages an expert cache. It calibrates and records as
+// lessim calibrate and record do.
 type LiveEngine struct {
 	path    string
 	model   *devices.ModelSpec
@@ -42,11 +41,9 @@ type LiveEngine struct {
 	// overrides them on a Local engine.
 	Threads, Lanes int
 	Prompt         string
-	// Local is set when the engine runs in its caller's process (lessim
-	// live and validate on this machine): a spec may then carry a host group
-	// (experiment.Host; its model file must be the engine's), a run is not
-	// bounded by MaxLiveTokens, and errors are the engine's own, not
-	// wrapped for an agent's client; calibrate options are not bounded.
+	// Local is set when the engine runs in its caller's process: a spec may
+	// then carry a host group (its model file the engine's), nothing is
+	// bounded for an agent's client, and errors are not wrapped for one.
 	Local bool
 	// Log, when set, is told how a calibration goes (runtime/calibrate's
 	// progress lines); Calibrated, when set, is handed its whole result.
@@ -56,9 +53,7 @@ type LiveEngine struct {
 
 var _ Engine = (*LiveEngine)(nil)
 
-// NewLiveEngine returns a live engine serving the GGUF at path (checked
-// now: a MoE model llama.cpp supports), reporting version as its engine
-// version.
+// NewLiveEngine returns a live engine serving the MoE GGUF at path.
 func NewLiveEngine(path, version string) (*LiveEngine, error) {
 	mc, err := record.CheckModel(path)
 	if err != nil {
@@ -80,14 +75,12 @@ func hostFacts(version string) DeviceFacts {
 	}
 }
 
-// Capabilities are the requests the live engine serves: all of them, and
-// per-token series (every sample carries runtime/live's TokenSample).
+// Capabilities are every request, and per-token series.
 func (e *LiveEngine) Capabilities() []string {
 	return []string{CapLoadModel, CapCalibrate, CapRun, CapCancel, CapRecord, CapSeries}
 }
 
-// Facts describes this machine, with the memory available and the
-// temperatures of now.
+// Facts describes this machine, with its memory available and temperatures now.
 func (e *LiveEngine) Facts() DeviceFacts {
 	f := e.facts
 	f.MemAvailableBytes, f.Thermal = calibrate.MemAvailable("/"), calibrate.Thermal("/")
@@ -112,11 +105,10 @@ func (e *LiveEngine) LoadModel(ctx context.Context, model string) (ModelInfo, er
 		TotalExpertBytes: m.TotalExpertBytes(), FileBytes: size}, nil
 }
 
-// Run decodes the spec's tokens (see liveOptions for what it reads), emits
-// one sample per decode token as it is measured (start_ns is the sum of the
-// tokens' times before it: the residency sweep between tokens is outside
-// them; every field of runtime/live's TokenSample, the series fields
-// included; in stock mode no reads) and returns the measured Result.
+// Run decodes the spec's tokens (liveOptions), emits one sample with every
+// series field per decode token (start_ns sums the tokens' times before it:
+// the residency sweep between tokens is outside them) and returns the
+// measured Result.
 func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(TokenSample) error) (*sim.Result, error) {
 	o, warn, err := e.liveOptions(spec)
 	if err != nil && !e.Local {
@@ -146,13 +138,8 @@ func (e *LiveEngine) Run(ctx context.Context, spec json.RawMessage, emit func(To
 	return res, nil
 }
 
-// liveOptions reads an experiment.Spec for this engine: the policy (and
-// les's depth and no_prefetch), the cache (a size or a percentage), the
-// layout (gguf-mmap = stock llama.cpp page faults) and the synthetic
-// trace's decode tokens. The device must be this machine's and the model
-// the engine's; a setting the engine cannot honour is refused; settings of
-// the routing model (the synthetic trace's skew, reuse, ...) do not apply,
-// the model routes, and are reported as a warning.
+// liveOptions reads an experiment.Spec for this engine (applySpec): the
+// device must be this machine's and the model the engine's.
 func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, error) {
 	o := live.DefaultOptions()
 	o.Model, o.Threads, o.Lanes, o.Prompt = e.path, max(e.Threads, 1), max(e.Lanes, 0), e.Prompt
@@ -189,4 +176,94 @@ func (e *LiveEngine) liveOptions(raw json.RawMessage) (live.Options, []string, e
 		return o, nil, err
 	}
 	return o, append(warn, live.RoutingNote), nil
+}
+
+var _ Recorder = (*LiveEngine)(nil)
+
+// Bounds of an agent's calibrate options: a client may not make the agent
+// measure for hours or allocate more than a few hundred MiB.
+const (
+	maxCalSamples  = 50
+	maxCalReads    = 256
+	maxCalTokens   = 512
+	maxCalEntries  = 16
+	maxCalMemBytes = 1 << 30
+	maxCalReadSize = 64 << 20
+)
+
+// calibrateOptions decodes raw, calibrate.Options' measuring fields as JSON
+// (nil or {} for the defaults), and bounds them on an agent.
+func (e *LiveEngine) calibrateOptions(raw json.RawMessage) (calibrate.Options, error) {
+	var o calibrate.Options
+	if len(raw) > 0 {
+		if err := decodeStrict(raw, &o); err != nil {
+			return o, err
+		}
+	}
+	if !e.Local && (o.Samples < 0 || o.Samples > maxCalSamples || o.Reads < 0 || o.Reads > maxCalReads || o.Tokens < 0 || o.Tokens > maxCalTokens ||
+		len(o.Lanes) > maxCalEntries || len(o.Sizes) > maxCalEntries || o.MemBytes < 0 || o.MemBytes > maxCalMemBytes ||
+		len(o.Sizes) > 0 && slices.Max(o.Sizes) > maxCalReadSize) {
+		return o, fmt.Errorf("options out of range: samples 0..%d, reads 0..%d, tokens 0..%d, at most %d lanes and sizes, read sizes up to %d bytes, mem_bytes 0..%d",
+			maxCalSamples, maxCalReads, maxCalTokens, maxCalEntries, maxCalReadSize, maxCalMemBytes)
+	}
+	if !e.Local && o.DraftModel != "" {
+		return o, errors.New("draft_model: an agent opens no path a client sends")
+	}
+	o.Model = e.path
+	o.EnsureDefaults()
+	return o, nil
+}
+
+// Calibrate measures this machine on the engine's model as lessim
+// calibrate --model does, in a temporary folder removed before returning.
+func (e *LiveEngine) Calibrate(ctx context.Context, options json.RawMessage) ([]byte, error) {
+	dir, err := os.MkdirTemp("", "lessim-agent-calibrate-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	o, err := e.calibrateOptions(options)
+	if err == nil {
+		o.Out, o.Log = filepath.Join(dir, "profile.yaml"), e.Log
+		err = o.Validate()
+	}
+	if err != nil && !e.Local {
+		err = fmt.Errorf("%w: calibrate options: %v", ErrInvalidSpec, err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := calibrate.Run(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	if e.Calibrated != nil {
+		e.Calibrated(r)
+	}
+	return r.YAML, nil
+}
+
+// Record records the routing of tokens greedy decode tokens after the
+// runs' prompt, without logits, in a temporary folder removed before
+// returning, and returns the trace file's bytes.
+func (e *LiveEngine) Record(ctx context.Context, tokens int) ([]byte, error) {
+	if tokens < 1 || tokens > MaxLiveTokens {
+		return nil, fmt.Errorf("%w: tokens %d: want 1..%d", ErrInvalidSpec, tokens, MaxLiveTokens)
+	}
+	dir, err := os.MkdirTemp("", "lessim-agent-record-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	ro := record.DefaultOptions()
+	ro.ModelPath, ro.Prompts, ro.PromptSet = e.path, []string{cmp.Or(e.Prompt, live.DefaultPrompt)}, "agent"
+	if e.Local {
+		ro.PromptSet = "validate"
+	}
+	ro.Tokens, ro.Temperature, ro.Threads, ro.Logits = tokens, 0, max(e.Threads, 1), false
+	ro.Out = filepath.Join(dir, "trace.parquet")
+	if _, err := record.Record(ctx, ro); err != nil {
+		return nil, err
+	}
+	return os.ReadFile(ro.Out)
 }

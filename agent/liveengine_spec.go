@@ -12,17 +12,12 @@ import (
 )
 
 // applySpec sets o from the settings of an experiment spec that the live
-// engine honours, for model m (the GGUF being run): the policy (and les's
-// depth and no_prefetch), the cache (a size or a percentage of m's expert
-// bytes), the layout (gguf-mmap = the stock baseline's page faults) and the
-// synthetic trace's decode tokens. Settings the engine cannot honour are
-// refused together, each with its reason; the routing model's settings (a
-// synthetic trace's skew, reuse, ...) do not apply, because the model
-// routes (the caller says so: RoutingNote). Each refusal goes to refuse
-// (when cond holds, what says why). The caller checks what is its own to
-// check (a trace file, the device, the model's name). draft is the host
-// group's draft model ("" for none: an agent never opens a client's path),
-// which a model drafter runs.
+// engine honours, for model m (the GGUF being run): the policy, the cache,
+// the layout (gguf-mmap = the stock baseline's page faults), the drafter
+// and the synthetic trace's decode tokens. Each setting it cannot honour
+// goes to refuse (when cond holds, what says why); the routing model's
+// settings do not apply (the model routes: RoutingNote). draft is the host
+// group's draft model ("" for none: an agent never opens a client's path).
 func applySpec(o *live.Options, s *experiment.Spec, m *devices.ModelSpec, draft string, refuse func(cond bool, what string)) (warnings []string) {
 	refuse(s.Predictor != nil, "predictor: the live engine routes with the model's own routers")
 	refuse(s.SpecFromTrace, "spec_from_trace: the live engine decodes its own passes")

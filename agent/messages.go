@@ -9,9 +9,7 @@ import (
 	"math"
 )
 
-// The agent's HTTP paths (docs/agent-protocol.md). GET PathAgent answers
-// an Info; a POST to any other path carries that request's JSON body and
-// is answered with newline-delimited Lines.
+// The agent's HTTP paths (docs/agent-protocol.md).
 const (
 	PathAgent     = "/v1/agent"
 	PathLoadModel = "/v1/load_model"
@@ -20,8 +18,8 @@ const (
 	PathRun       = "/v1/run"
 )
 
-// Error codes, each answered with its HTTP status (statusOf) when it ends
-// a request before the stream of lines started.
+// Error codes, with the HTTP status (statusOf) of one that ends a request
+// before its first line.
 const (
 	CodeBadRequest  = "bad_request"  // 400: a body that does not decode or validate; 405: a wrong method
 	CodeAuth        = "auth"         // 401: wrong or missing token
@@ -109,8 +107,7 @@ type Calibrate struct {
 	Options json.RawMessage `json:"options,omitempty"`
 }
 
-// Calibration is a measured device profile, as YAML that
-// devices.ParseProfile accepts.
+// Calibration is a measured device profile as YAML.
 type Calibration struct {
 	ProfileYAML string `json:"profile_yaml"`
 }
@@ -128,8 +125,7 @@ type Run struct {
 const MaxRecordTokens = 4096
 
 // Record is the body of POST PathRecord: record the routing of Tokens
-// greedy decode tokens after the engine's run prompt (the routing its runs
-// of that many tokens see; a host simulates it, see lessim validate --target).
+// greedy decode tokens after the engine's run prompt.
 type Record struct {
 	Tokens int `json:"tokens"`
 }
@@ -142,8 +138,7 @@ func (r *Record) Validate() error {
 	return nil
 }
 
-// TracePayload carries a recorded trace: the bytes of a lessim trace file
-// (Parquet, docs/trace-format.md), base64 in JSON.
+// TracePayload carries a lessim trace file (base64 in JSON).
 type TracePayload struct {
 	Parquet []byte `json:"parquet"`
 }
@@ -162,7 +157,6 @@ type Line struct {
 	Error       *ErrorBody      `json:"error,omitempty"`
 }
 
-// fields counts the fields set in l (a valid line has one).
 func (l *Line) fields() (n int) {
 	for _, set := range []bool{l.Token != nil, l.Heartbeat != nil, l.Result != nil, l.Model != nil, l.Calibration != nil, l.Trace != nil, l.Error != nil} {
 		n += map[bool]int{true: 1}[set]
@@ -208,16 +202,13 @@ type TokenSample struct {
 	StrayBytes    *int64 `json:"stray_bytes,omitempty"`    // expert bytes resident that the cache holds absent (stock page faults)
 }
 
-// seriesFields are the series fields of s, by JSON name, in field order.
 func (s *TokenSample) seriesFields() []namedField {
 	return []namedField{{"compute_ns", s.ComputeNS}, {"inflight_hits", s.InflightHits}, {"prefetch_loads", s.PrefetchLoads},
 		{"major_faults", s.MajorFaults}, {"stray_bytes", s.StrayBytes}}
 }
 
-// ptr returns a pointer to a copy of v (for the optional sample fields).
 func ptr[T any](v T) *T { return &v }
 
-// namedField is an optional sample field and its JSON name.
 type namedField struct {
 	n string
 	v *int64
@@ -226,8 +217,7 @@ type namedField struct {
 // HasSeries reports whether any series field is present.
 func (s *TokenSample) HasSeries() bool { return *s != s.WithoutSeries() }
 
-// MissingSeries names the first series field s lacks ("" when it has all:
-// a row of a per-token series).
+// MissingSeries names the first series field s lacks ("" when none).
 func (s *TokenSample) MissingSeries() string {
 	for _, f := range s.seriesFields() {
 		if f.v == nil {
@@ -237,8 +227,7 @@ func (s *TokenSample) MissingSeries() string {
 	return ""
 }
 
-// WithoutSeries is s with the series fields removed: what a run that did
-// not ask for its series streams.
+// WithoutSeries is s with the series fields removed.
 func (s TokenSample) WithoutSeries() TokenSample {
 	s.ComputeNS, s.InflightHits, s.PrefetchLoads, s.MajorFaults, s.StrayBytes = nil, nil, nil, nil, nil
 	return s
@@ -285,8 +274,7 @@ func (in *Info) Validate() error {
 	return in.Limits.Validate()
 }
 
-// decodeStrict decodes one JSON value into v, refusing unknown fields and
-// trailing data.
+// decodeStrict decodes one JSON value, refusing unknown fields and trailing data.
 func decodeStrict(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -306,3 +294,37 @@ func clip(s string, n int) string {
 	}
 	return s[:n] + "…"
 }
+
+// RemoteError is an error the agent answered.
+type RemoteError struct {
+	Code    string
+	Message string
+}
+
+// Error implements error.
+func (e *RemoteError) Error() string {
+	if e.Message == "" {
+		return "agent: " + e.Code
+	}
+	return "agent: " + e.Code + ": " + e.Message
+}
+
+// Is matches any RemoteError with the same code, so errors.Is(err, ErrBusy)
+// works on errors from the wire.
+func (e *RemoteError) Is(target error) bool {
+	t, ok := target.(*RemoteError)
+	return ok && t.Code == e.Code
+}
+
+// Errors a client can test for with errors.Is.
+var (
+	ErrAuth      = &RemoteError{Code: CodeAuth}        // the agent refused the token
+	ErrBusy      = &RemoteError{Code: CodeBusy}        // the agent is running another request
+	ErrCancelled = &RemoteError{Code: CodeCancelled}   // the agent stopped the request
+	ErrRefused   = &RemoteError{Code: CodeInvalidSpec} // the engine refused the request (spec, model or options)
+
+	ErrUnreachable = errors.New("agent unreachable")        // no connection to the target could be opened
+	ErrSilent      = errors.New("agent stopped answering")  // no line, not even a heartbeat, within the silence limit
+	ErrBadAgent    = errors.New("agent broke the protocol") // the agent sent what the protocol does not allow
+	ErrNotAgent    = errors.New("not a lessim agent")       // what answers is not HTTP, or HTTP without an agent's answer
+)

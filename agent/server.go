@@ -3,6 +3,9 @@ package agent
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 )
@@ -27,9 +31,7 @@ type Limits struct {
 	Heartbeat     time.Duration `json:"heartbeat_ns"`      // interval of heartbeat lines while a request runs
 }
 
-// DefaultLimits are the agent's defaults: 1 MiB bodies, 10 s for the
-// headers, the whole request and each line written, 2 min idle, a heartbeat
-// every 2 s.
+// DefaultLimits are the agent's defaults.
 func DefaultLimits() Limits {
 	return Limits{MaxBodyBytes: 1 << 20, HeaderTimeout: 10 * time.Second, ReadTimeout: 10 * time.Second,
 		WriteTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, Heartbeat: 2 * time.Second}
@@ -63,8 +65,7 @@ type Server struct {
 	stats   Stats
 }
 
-// Stats count what a server has done; Active and Running say what it is
-// doing now.
+// Stats count what a server has done and is doing.
 type Stats struct {
 	Connections int64 // accepted
 	Active      int   // open now
@@ -120,7 +121,6 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return nil
 }
 
-// connState counts connections.
 func (s *Server) connState(_ net.Conn, st http.ConnState) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -133,8 +133,7 @@ func (s *Server) connState(_ net.Conn, st http.ConnState) {
 	}
 }
 
-// work is an engine request once its body is checked: it runs on the
-// engine, sending token lines for a run, and returns the final line.
+// work is a checked engine request: it returns the final line.
 type work func(ctx context.Context, send func(Line) error) (Line, error)
 
 // refusal is a request answered with an error before the engine runs.
@@ -163,8 +162,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// admit checks a request and, for an engine request, takes the engine and
-// returns its work; it answers the info itself.
+// admit checks a request and takes the engine for its work; it answers
+// the info itself.
 func (s *Server) admit(w http.ResponseWriter, r *http.Request) (work, *refusal) {
 	lim := s.limits()
 	if !authorized(r, s.Token) {
@@ -269,11 +268,10 @@ func (s *Server) parse(kind string, body []byte) (work, error) {
 	}, nil
 }
 
-// stream runs an engine request and writes its answer: heartbeat (and
-// token) lines while it runs, then its final line. The status is 200 once
-// a line is written; an error before any line gets its code's status. The
-// engine is released before the final line, so that a client may start the
-// next request at once.
+// stream runs an engine request and writes its lines: heartbeats (and
+// tokens), then the final line, after the engine is released so that a
+// client may start the next request at once. An error before any line
+// gets its code's status.
 func (s *Server) stream(w http.ResponseWriter, r *http.Request, run work) {
 	lim := s.limits()
 	rc := http.NewResponseController(w)
@@ -361,7 +359,6 @@ func (s *Server) release(err error) {
 	}
 }
 
-// logf writes one line to the log.
 func (s *Server) logf(format string, a ...any) {
 	if s.Log != nil {
 		fmt.Fprintf(s.Log, format+"\n", a...)
@@ -375,4 +372,64 @@ type quoted struct{ s *Server }
 func (q quoted) Write(p []byte) (int, error) {
 	q.s.logf("http: %q", p)
 	return len(p), nil
+}
+
+// TokenBytes is the size of an agent token's random part: 128 bits.
+const TokenBytes = 16
+
+// NewToken returns a fresh agent token: 128 bits from crypto/rand as 32
+// lowercase hex characters.
+func NewToken() (string, error) {
+	var b [TokenBytes]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", fmt.Errorf("agent token: %w", err)
+	}
+	return hex.EncodeToString(b[:]), nil
+}
+
+// ValidToken reports whether t has a token's form (32 hex characters).
+func ValidToken(t string) bool {
+	_, err := hex.DecodeString(t)
+	return len(t) == 2*TokenBytes && err == nil
+}
+
+// authorized reports whether r carries "Authorization: Bearer TOKEN" with
+// token, compared in constant time (for equal lengths; a token's length is
+// public).
+func authorized(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
+// Listen opens the agent's TCP listener on addr (HOST:PORT). Unless
+// allowRemote is set, HOST must be a loopback address (or a name resolving
+// only to loopback addresses): an agent runs the engine for whoever holds
+// the token, so it is not exposed to a network by accident.
+func Listen(addr string, allowRemote bool) (net.Listener, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("listen address %q: %v (want HOST:PORT, e.g. 127.0.0.1:7070)", addr, err)
+	}
+	if err := requireLoopback(host); err != nil && !allowRemote {
+		return nil, fmt.Errorf("listen address %q: %v; pass --allow-remote to listen on a network", addr, err)
+	}
+	return net.Listen("tcp", addr)
+}
+
+func requireLoopback(host string) error {
+	if host == "" {
+		return fmt.Errorf("an empty host listens on every interface")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	ips, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host) // an address is itself
+	for _, ip := range ips {
+		if !ip.IsLoopback() {
+			if net.ParseIP(host) != nil {
+				return fmt.Errorf("%s is not a loopback address", host)
+			}
+			return fmt.Errorf("%s resolves to %s, not a loopback address", host, ip)
+		}
+	}
+	return err
 }

@@ -11,8 +11,7 @@ import (
 	"github.com/lessim/lessim/usbmux"
 )
 
-// DefaultADBPort is the device port an adb:// target without one reaches:
-// lessim agent's default --listen port.
+// DefaultADBPort is an adb:// target's default port (lessim agent's).
 const DefaultADBPort = 7070
 
 // Target is where an agent listens: tcp://HOST:PORT, usb://UDID:PORT (a TCP
@@ -87,8 +86,7 @@ func ParseTarget(s string) (Target, error) {
 	return t, nil
 }
 
-// dial opens the byte stream to t: a TCP connection, a usbmuxd-relayed
-// stream to the device's port, or the adb server's stream to it.
+// dial opens the byte stream to t.
 func (t Target) dial(ctx context.Context, mux usbmux.Address) (net.Conn, error) {
 	switch t.Scheme {
 	case "usb":

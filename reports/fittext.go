@@ -3,6 +3,7 @@ package reports
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/lessim/lessim/fit"
 	"github.com/lessim/lessim/sim"
@@ -42,4 +43,19 @@ func WriteRunFit(w io.Writer, r *fit.RunFit, policy string, cacheBytes int64) {
 	for _, k := range r.Kept {
 		fmt.Fprintf(w, "  - %s\n", k)
 	}
+}
+
+// WriteFitSummary says in one line what profile was fitted to (the points,
+// as validate names them) and how well (validate --fit).
+func WriteFitSummary(w io.Writer, profile string, points []string, r *fit.RunFit) {
+	var ps []string
+	for _, p := range r.Params {
+		v := fmt.Sprintf("%s %.4g ± %.2g", p.Name, p.Value, p.SE)
+		if !p.Identified {
+			v = fmt.Sprintf("%s %.4g (not identified by this run: kept)", p.Name, p.Value)
+		}
+		ps = append(ps, v)
+	}
+	fmt.Fprintf(w, "profile %s fitted to separate live runs of %s (%d tokens): %s; on those runs per-token |error| p50 %.1f%%, p90 %.1f%%\n",
+		profile, strings.Join(points, " and "), r.Tokens, strings.Join(ps, ", "), 100*r.Errors.P50Abs, 100*r.Errors.P90Abs)
 }

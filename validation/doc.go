@@ -5,7 +5,7 @@
 //
 // The package is pure Go. Run measures on an agent.Engine: the live engine
 // in this process (its caller builds it with llama.cpp) or a device agent's
-// client (RunRemote dials it); either records the trace and runs the
+// client; either records the trace and runs the
 // points, this side simulates. A point's measured run is one experiment
 // spec (MeasuredSpec), with a host group on this machine.
 //
@@ -13,8 +13,7 @@
 // run of each fit point, with Options.Fit); round r of n points starts at
 // point r mod n and goes round (RoundOrder), so the first run of a round,
 // which measures slower, falls on every point in turn. With Options.Fit
-// the fit runs' per-token series come from this machine's runtime/live or,
-// with a target, from the agent (protocol version 4, run.series), and are
+// the fit runs' per-token series (here or from the agent: run.series) are
 // fitted the same way (fit.FromRuns).
 //
 // Units: tokens per second for speed, nanoseconds for per-token latency, a

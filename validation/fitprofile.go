@@ -43,8 +43,8 @@ type fitRun struct {
 	run *runs.Run
 }
 
-// runFit runs fit point p once (round r, from 0) asking for its per-token
-// series and writes and reads it back (writeFitSeries).
+// runFit runs fit point p once (round r) with its per-token series and
+// writes and reads it back (writeFitSeries).
 func (r *runner) runFit(ctx context.Context, p FitPoint, round int) (*runs.Run, error) {
 	_, samples, err := r.Live(ctx, p, r.o.Tokens, true)
 	if err != nil {
@@ -57,12 +57,9 @@ func (r *runner) runFit(ctx context.Context, p FitPoint, round int) (*runs.Run, 
 	return writeFitSeries(r.o.Out, p, round, series)
 }
 
-// fitProfile fits the device profile's compute and load-cost parameters
-// and flash scale to the fit runs (fit.FromRuns, all at once, in the order
-// given, on the recorded routing, replayed as the live engine runs:
-// barrier order, prompt prefilled), and writes the fitted profile. The
-// profile's sources name the runs: lessim live on this machine, or the
-// agent's live runs at Options.Target, followed by the points.
+// fitProfile fits the device profile to the fit runs (fit.FromRuns, on
+// the recorded routing replayed as the live engine runs) and writes the
+// fitted profile, whose sources name the runs.
 func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (*FitInfo, error) {
 	base, err := devices.ParseProfileFile(o.DeviceFile)
 	if err != nil {
@@ -102,16 +99,14 @@ func fitProfile(o *Options, fitPts []FitPoint, trace string, fitRuns []fitRun) (
 	return info, nil
 }
 
-// fitSeriesPath is where the series of fit point p's run in round r (from
-// 0) is written: Out/fit/POLICY-CACHE-rN.parquet.
+// fitSeriesPath is Out/fit/POLICY-CACHE-rN.parquet, p's series in round r (from 0).
 func fitSeriesPath(out string, p FitPoint, r int) string {
 	name := strings.NewReplacer("%", "pct", "/", "_", " ", "-").Replace(fmt.Sprintf("%s-%s%s-r%d", p.Policy, p.Cache, p.Host.suffix(), r+1))
 	return filepath.Join(out, FitDir, name+".parquet")
 }
 
-// writeFitSeries writes a fit run's per-token series to its file (the file
-// lessim live --series writes, which calibrate --from-run reads) and reads
-// it back as the run the fit uses.
+// writeFitSeries writes a fit run's series as lessim live --series does
+// and reads it back as the run the fit uses.
 func writeFitSeries(out string, p FitPoint, r int, series []live.TokenSample) (*runs.Run, error) {
 	path := fitSeriesPath(out, p, r)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

@@ -21,66 +21,46 @@ import (
 	"github.com/lessim/lessim/runtime/live"
 	"github.com/lessim/lessim/runtime/record"
 	"github.com/lessim/lessim/sim"
+	"github.com/lessim/lessim/traces"
 )
 
 // Options configures Run.
 type Options struct {
-	// Model is the GGUF Mixture-of-Experts model run live and recorded.
-	Model string
-	// DeviceFile is the calibrated profile of this machine (lessim calibrate).
-	DeviceFile string
-	// Trace reuses a recorded trace; "" records one into Out (TraceFile).
-	// A reused trace must come from the same model, prompt and token count.
+	Model      string // the GGUF Mixture-of-Experts model run live and recorded
+	DeviceFile string // the calibrated profile of the measuring device (lessim calibrate)
+	// Trace reuses a recorded trace of the same model, prompt and token
+	// count; "" records one into Out (TraceFile).
 	Trace string
 	// Policies and Caches span the points (policy-major order). A cache is
 	// a size ("64MiB") or a percentage of all expert bytes ("25%").
 	Policies []string
 	Caches   []string
-	// Tokens is the number of decode tokens recorded and measured per run.
-	Tokens int
-	// Repeats is the number of live runs per point (≥ 1).
-	Repeats int
-	// Prompt is the text prefilled before decoding; "" is live.DefaultPrompt.
-	Prompt string
-	// Lanes is the live driver's I/O lanes. 0 takes the profile's
-	// flash.lanes, so that the simulation and the live runs keep the same
-	// reads in flight (with fewer lanes more loads are still in flight when
-	// a layer needs them: the hit vs in-flight split differs); a value
-	// other than the profile's is refused.
+	Tokens   int    // decode tokens recorded and measured per run
+	Repeats  int    // live runs per point (≥ 1)
+	Prompt   string // the text prefilled before decoding; "" is live.DefaultPrompt
+	// Lanes is the live driver's I/O lanes: 0 takes the profile's
+	// flash.lanes, so that simulated and live runs keep the same reads in
+	// flight; another value is refused.
 	Lanes int
 	// Grid, when set, crosses every policy and cache with these live
-	// configurations (I/O lanes × compute threads): each point runs live
-	// with its own and is simulated with the profile's flash.lanes and
-	// compute.threads set to them. Empty: one configuration, Lanes (the
-	// profile's) and 1 thread.
+	// configurations, each simulated with its lanes and threads. Empty: one
+	// configuration, the profile's lanes and 1 thread.
 	Grid []Host
-	// Fit lists points as "POLICY:CACHE" (e.g. "ondemand:25%", "les:25%"):
-	// each is run live once more per round with its per-token series (on
-	// this machine, or on the agent with a target: the run asks for its
-	// series, protocol version 4), and the device profile's compute and
-	// load-cost parameters and flash scale are fitted to all of them at
-	// once (calibrate --from-run); the points are then simulated with the
-	// fitted profile. None simulates with DeviceFile as it is.
+	// Fit lists points as "POLICY:CACHE" (e.g. "les:25%"): each runs live
+	// once more per round with its per-token series, the profile's compute,
+	// load-cost and flash-scale parameters are fitted to all of them
+	// (calibrate --from-run) and the points are simulated with the fitted
+	// profile. None simulates with DeviceFile as it is.
 	Fit []string
-	// Out is the output folder (created if missing). Run and RunRemote
-	// write into a staging folder beside it (Report.Stage), so that a
-	// validation that fails or is interrupted leaves Out as it was.
-	Out string
-	// Version is lessim's version, written into the results rows.
-	Version string
-	// Progress, when set, is told what starts ("record", "live les 25% 1/2").
-	Progress func(step string)
-
-	// Target, when set, is a device agent (tcp://HOST:PORT or
-	// usb://UDID:PORT) that records the trace and runs the points instead
-	// of this machine (RunRemote). Model, Prompt and Lanes are then the
-	// agent's own and must stay unset; DeviceFile is the agent's device
-	// (e.g. from lessim calibrate --target).
+	// Out is the output folder, written through a staging folder
+	// (Report.Stage): a failed or interrupted run leaves it as it was.
+	Out      string
+	Version  string            // lessim's version, written into the results rows
+	Progress func(step string) // when set, told what starts ("record", "live les 25% 1/2")
+	// Target, when set, is the device agent that open dials (Run): Model,
+	// Prompt, Lanes and Grid are then the agent's own and must stay unset;
+	// DeviceFile is the agent's device (e.g. from lessim calibrate --target).
 	Target string
-	// Token is the agent's token.
-	Token string
-	// Client tunes the connection to Target (timeouts, usbmuxd address).
-	Client agent.Options
 }
 
 // Files written into Options.Out.
@@ -93,7 +73,7 @@ const (
 	PlotPrefix  = "predicted-vs-measured"
 )
 
-// Checked is what Check resolved: the model and each cache in bytes.
+// Checked is what Check resolved: the model, the device and each cache in bytes.
 type Checked struct {
 	Model      *devices.ModelSpec
 	Device     *devices.Device
@@ -101,8 +81,8 @@ type Checked struct {
 	Fit        []FitPoint
 }
 
-// FitPoint is one point of Options.Fit. With a target, CacheBytes is
-// resolved once the agent's trace (and so its model) is known.
+// FitPoint is one point of Options.Fit (with a target, CacheBytes is
+// resolved once the agent's trace is known).
 type FitPoint struct {
 	Policy, Cache string
 	CacheBytes    int64
@@ -114,8 +94,7 @@ func (p FitPoint) String() string {
 	return reports.VsPoint{Policy: p.Policy, Cache: p.Cache, Lanes: p.Host.Lanes, Threads: p.Host.Threads}.String()
 }
 
-// Host is one live configuration of a grid point: I/O lanes and compute
-// threads (zero: the validation's default, Options.Grid).
+// Host is a grid point's I/O lanes and compute threads (zero: the default).
 type Host struct {
 	Lanes, Threads int
 }
@@ -124,8 +103,7 @@ type Host struct {
 func (h Host) suffix() string { return reports.HostSuffix(h.Lanes, h.Threads) }
 
 // ParseGrid is Options.Grid from comma-separated lanes and threads (both
-// or neither): every lanes × threads, lanes-major. Each must be a whole
-// number live accepts (1..256).
+// or neither, each 1..256): every lanes × threads, lanes-major.
 func ParseGrid(lanes, threads string) ([]Host, error) {
 	if lanes == "" && threads == "" {
 		return nil, nil
@@ -150,7 +128,6 @@ func ParseGrid(lanes, threads string) ([]Host, error) {
 	return out, nil
 }
 
-// gridList parses one of ParseGrid's lists.
 func gridList(what, s string) ([]int, error) {
 	var out []int
 	for _, f := range strings.Split(s, ",") {
@@ -166,7 +143,6 @@ func gridList(what, s string) ([]int, error) {
 	return out, nil
 }
 
-// hosts is the grid's configurations, or the one default.
 func (o *Options) hosts() []Host {
 	if len(o.Grid) == 0 {
 		return []Host{{}}
@@ -174,9 +150,8 @@ func (o *Options) hosts() []Host {
 	return o.Grid
 }
 
-// hostDevice is the simulated device of a point of host h: the profile at
-// file, with h's lanes and threads when h is a grid point (inline, as the
-// spec's profile), else the file itself.
+// hostDevice is the profile at file, with h's lanes and threads inline
+// for a grid point.
 func hostDevice(file string, h Host) (experiment.Device, error) {
 	if h == (Host{}) {
 		return experiment.Device{File: file}, nil
@@ -299,9 +274,8 @@ func (o *Options) Check() (*Checked, error) {
 	return c, nil
 }
 
-// checkLocal checks what a validation on this machine adds: the lanes,
-// the model (resolving c.Model and the caches against it) and a reused
-// trace's model (when the trace exists: traceOK).
+// checkLocal checks the model (resolving c.Model and the caches against
+// it) and a reused trace's model (when the trace exists: traceOK).
 func (o *Options) checkLocal(c *Checked, traceOK bool) []error {
 	var errs []error
 	mc, err := record.CheckModel(o.Model)
@@ -321,9 +295,19 @@ func (o *Options) checkLocal(c *Checked, traceOK bool) []error {
 	return errs
 }
 
-// checkLanes refuses live lanes out of range or other than the profile's
-// flash.lanes (when the profile loaded): the simulated and the live runs
-// must keep the same reads in flight to be compared.
+// checkTraceModel refuses a trace that is not of model m, the GGUF at path:
+// a trace of another model would simulate other routing.
+func checkTraceModel(trace string, m *devices.ModelSpec, path string) error {
+	switch why, err := traces.ModelDiffers(trace, m, path); {
+	case err != nil:
+		return fmt.Errorf("trace: %w", err)
+	case why != "":
+		return fmt.Errorf("trace %s is not of the model %s: %s (record it with this model, or leave --trace out)", trace, path, why)
+	}
+	return nil
+}
+
+// checkLanes refuses live lanes out of range or other than the profile's.
 func (o *Options) checkLanes(c *Checked) []error {
 	if o.Lanes == 0 {
 		return nil
@@ -340,28 +324,25 @@ func (o *Options) checkLanes(c *Checked) []error {
 
 // MeasuredSpec is the run an engine is sent for policy at cache: a
 // synthetic trace of tokens decode tokens (a live engine's model routes;
-// the simulator agent simulates the default synthetic routing, which is
-// what its record request returns), the simulated spec's layout and
-// compute order (Spec), and the engine's own device and model (both
-// absent). On this machine its host group names the model, the prompt, the
-// profile's flash lanes (c.Device's) and 1 compute thread.
+// a simulator agent simulates the routing its record returns), Spec's
+// layout and compute order, and the engine's own device and model. On
+// this machine its host group names the model, the prompt, and h's lanes
+// and threads (by default the profile's flash lanes and 1 thread).
 func (o *Options) MeasuredSpec(c *Checked, policy, cache string, h Host, tokens int) (json.RawMessage, error) {
 	syn := experiment.DefaultSynthetic()
 	syn.Tokens = tokens
 	s := o.Spec("", policy, cache)
 	s.Trace, s.Device, s.Prefill = experiment.Trace{Synthetic: &syn}, experiment.Device{}, false
 	if o.Target == "" {
-		s.Host = &experiment.Host{ModelFile: o.Model, Prompt: o.Prompt, Lanes: c.Device.Flash.Lanes, Threads: 1}
-		if h != (Host{}) {
-			s.Host.Lanes, s.Host.Threads = h.Lanes, h.Threads
+		if h == (Host{}) {
+			h = Host{c.Device.Flash.Lanes, 1}
 		}
+		s.Host = &experiment.Host{ModelFile: o.Model, Prompt: o.Prompt, Lanes: h.Lanes, Threads: h.Threads}
 	}
 	return json.Marshal(s)
 }
 
-// outputs are the files a validation may write under Out: the table, the
-// results rows, the plots, the recorded trace (without Options.Trace), and
-// with fit points each round's fit series and the fitted profile.
+// outputs are the files a validation may write under Out.
 func (o *Options) outputs(fit []FitPoint) []string {
 	out := []string{TableFile, ResultsFile, PlotPrefix + ".png", PlotPrefix + ".svg"}
 	if o.Trace == "" {
@@ -382,8 +363,7 @@ func (o *Options) outputs(fit []FitPoint) []string {
 }
 
 // checkOutputs refuses a validation that would overwrite one of its inputs
-// (the model, the device profile, the trace), e.g. a --device-file that is
-// Out/fit/fitted.yaml of an earlier run.
+// (e.g. a --device-file that is Out/fit/fitted.yaml of an earlier run).
 func (o *Options) checkOutputs(fit []FitPoint) []error {
 	if o.Out == "" {
 		return nil
@@ -397,8 +377,8 @@ func (o *Options) checkOutputs(fit []FitPoint) []error {
 	return errs
 }
 
-// resolveCaches turns each cache of caches into bytes of model m's experts,
-// refusing one smaller than a layer's top-k.
+// resolveCaches turns caches into bytes of m's experts, refusing one
+// smaller than a layer's top-k.
 func resolveCaches(m *devices.ModelSpec, caches []string) ([]int64, []error) {
 	var errs []error
 	var out []int64
@@ -426,10 +406,8 @@ func duplicate(s []string) string {
 	return ""
 }
 
-// checkOut refuses an output folder that is missing, is not a folder or
-// lies under a file, and proves that an existing one is writable (a probe
-// file is created and removed). It creates nothing: the files are staged
-// beside dir and moved into it at the end (inStage).
+// checkOut refuses an output folder that is not given or not a folder,
+// and proves an existing one writable. It creates nothing (see inStage).
 func checkOut(dir string) error {
 	if dir == "" {
 		return errors.New("out: missing (an output folder)")
@@ -449,22 +427,15 @@ func checkOut(dir string) error {
 	return nil
 }
 
-// Spec is the simulated spec of one point: the trace file, the calibrated
-// profile, the policy with its defaults, the cache, per-expert layout, the
-// live engine's compute order (barrier: its top-k hook returns once every
-// miss has loaded, then llama.cpp runs the layer's experts as one
-// operation), and the prompt's prefill replayed first (the live run prefills
-// through the same books, so its cache is warm when decode starts).
+// Spec is the simulated spec of one point: per-expert layout, the live
+// engine's compute order (barrier: its top-k hook returns once every miss
+// has loaded, then llama.cpp runs the layer's experts as one operation),
+// and the prompt's prefill replayed first (the live run prefills through
+// the same books, so its cache is warm when decode starts).
 func (o *Options) Spec(trace, policy, cache string) experiment.Spec {
 	return experiment.Spec{
-		Version:     experiment.Version,
-		Trace:       experiment.Trace{Path: trace},
-		Device:      experiment.Device{File: o.DeviceFile},
-		Policy:      experiment.Policy{Name: policy},
-		Cache:       experiment.Cache{Size: cache},
-		Layout:      experiment.DefaultLayout,
-		CachedFirst: false,
-		Barrier:     true,
-		Prefill:     true,
+		Version: experiment.Version, Trace: experiment.Trace{Path: trace}, Device: experiment.Device{File: o.DeviceFile},
+		Policy: experiment.Policy{Name: policy}, Cache: experiment.Cache{Size: cache},
+		Layout: experiment.DefaultLayout, Barrier: true, Prefill: true,
 	}
 }

@@ -63,7 +63,7 @@ func (rep *Report) Write(w io.Writer, o *Options) error {
 		fmt.Fprintf(w, "trace %s, %d decode tokens, %d live repeat(s) per point, %s\n", rep.Trace, o.Tokens, o.Repeats, threads)
 	}
 	if ft := rep.Fit; ft != nil {
-		ft.write(w)
+		reports.WriteFitSummary(w, ft.Profile, ft.names(), ft.Fit)
 	}
 	if _, err := w.Write(table.Bytes()); err != nil {
 		return err
@@ -92,19 +92,4 @@ func (rep *Report) Write(w io.Writer, o *Options) error {
 	}
 	fmt.Fprintf(w, "wrote %s (%d rows), %s, %s\n", filepath.Join(o.Out, ResultsFile), len(rows), filepath.Join(o.Out, TableFile), strings.Join(files, ", "))
 	return nil
-}
-
-// write says what the profile was fitted to and how well.
-func (f *FitInfo) write(w io.Writer) {
-	r := f.Fit
-	var ps []string
-	for _, p := range r.Params {
-		v := fmt.Sprintf("%s %.4g ± %.2g", p.Name, p.Value, p.SE)
-		if !p.Identified {
-			v = fmt.Sprintf("%s %.4g (not identified by this run: kept)", p.Name, p.Value)
-		}
-		ps = append(ps, v)
-	}
-	fmt.Fprintf(w, "profile %s fitted to separate live runs of %s (%d tokens): %s; on those runs per-token |error| p50 %.1f%%, p90 %.1f%%\n",
-		f.Profile, strings.Join(f.names(), " and "), r.Tokens, strings.Join(ps, ", "), 100*r.Errors.P50Abs, 100*r.Errors.P90Abs)
 }

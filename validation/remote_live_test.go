@@ -67,9 +67,9 @@ func TestRunRemoteLiveEngine(t *testing.T) {
 	if err := os.WriteFile(profile, y, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	vo := Options{Target: target, Token: token, DeviceFile: profile, Policies: []string{"lru", "les"}, Caches: []string{"40%"},
+	vo := Options{Target: target, DeviceFile: profile, Policies: []string{"lru", "les"}, Caches: []string{"40%"},
 		Tokens: 6, Repeats: 1, Out: filepath.Join(dir, "v"), Version: "test"}
-	rep, err := RunRemote(context.Background(), vo)
+	rep, err := runRemote(context.Background(), vo, token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestRunRemoteLiveEngine(t *testing.T) {
 	// the point the fit never saw.
 	fo := vo
 	fo.Out, fo.Trace, fo.Fit = filepath.Join(dir, "vfit"), rep.Trace, []string{"lru:40%", "les:25%"}
-	frep, err := RunRemote(context.Background(), fo)
+	frep, err := runRemote(context.Background(), fo, token)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,11 @@ func simAgent(t *testing.T) (target, token string) {
 	return "tcp://" + ln.Addr().String(), token
 }
 
+// runRemote validates on the agent at o.Target with token.
+func runRemote(ctx context.Context, o Options, token string) (*Report, error) {
+	return Run(ctx, o, func() (agent.Engine, error) { return agent.Dial(ctx, o.Target, token) })
+}
+
 // TestRunRemoteSimAgent: validate against the simulator agent, end to end
 // through the protocol: the profile comes from the agent's calibrate, the
 // trace from its record, the measurements from its runs. The agent
@@ -75,9 +80,9 @@ func TestRunRemoteSimAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 	var steps []string
-	o := Options{Target: target, Token: token, DeviceFile: profile, Policies: []string{"lru", "les"}, Caches: []string{"25%", "40%"},
+	o := Options{Target: target, DeviceFile: profile, Policies: []string{"lru", "les"}, Caches: []string{"25%", "40%"},
 		Tokens: 24, Repeats: 2, Out: filepath.Join(dir, "v"), Version: "test", Progress: func(s string) { steps = append(steps, s) }}
-	rep, err := RunRemote(ctx, o)
+	rep, err := runRemote(ctx, o, token)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +162,7 @@ func TestRunRemoteSimAgent(t *testing.T) {
 func TestRunRemoteRefuses(t *testing.T) {
 	target, token := simAgent(t)
 	dir := t.TempDir()
-	base := Options{Target: target, Token: token, DeviceFile: "iphone-17-pro-max.yaml", Policies: []string{"lru"}, Caches: []string{"25%"},
+	base := Options{Target: target, DeviceFile: "iphone-17-pro-max.yaml", Policies: []string{"lru"}, Caches: []string{"25%"},
 		Tokens: 4, Repeats: 1, Out: dir}
 	p, _ := devices.LoadProfile("iphone-17-pro-max")
 	y, _ := p.YAML()
@@ -170,15 +175,17 @@ func TestRunRemoteRefuses(t *testing.T) {
 		"model":          {func(o *Options) { o.Model = "x.gguf" }, nil},
 		"lanes":          {func(o *Options) { o.Lanes = 2 }, nil},
 		"bad target":     {func(o *Options) { o.Target = "http://x:1" }, nil},
-		"wrong token":    {func(o *Options) { o.Token = strings.Repeat("0", 32) }, agent.ErrAuth},
+		"wrong token":    {func(*Options) {}, agent.ErrAuth},
 		"unreachable":    {func(o *Options) { o.Target = "tcp://127.0.0.1:1" }, agent.ErrUnreachable},
 		"tiny cache":     {func(o *Options) { o.Caches = []string{"1KiB"} }, nil},
 		"bad fit":        {func(o *Options) { o.Fit = []string{"lru"} }, nil},
 		"fit, no series": {func(o *Options) { o.Fit = []string{"lru:25%"} }, nil},
 	} {
-		o := base
-		c.mut(&o)
-		_, err := RunRemote(context.Background(), o)
+		o, tok := base, token
+		if c.mut(&o); name == "wrong token" {
+			tok = strings.Repeat("0", 32)
+		}
+		_, err := runRemote(context.Background(), o, tok)
 		if c.want != nil {
 			if !errors.Is(err, c.want) {
 				t.Errorf("%s: %v, want %v", name, err, c.want)
@@ -208,9 +215,9 @@ func TestRunRemoteFailureKeepsOut(t *testing.T) {
 	os.WriteFile(filepath.Join(old, TraceFile), []byte("old trace"), 0o644)
 	for _, out := range []string{old, filepath.Join(dir, "new")} {
 		var steps []string
-		o := Options{Target: target, Token: token, DeviceFile: profile, Policies: []string{"lru"}, Caches: []string{"40%", "1KiB"},
+		o := Options{Target: target, DeviceFile: profile, Policies: []string{"lru"}, Caches: []string{"40%", "1KiB"},
 			Tokens: 4, Repeats: 1, Out: out, Progress: func(s string) { steps = append(steps, s) }}
-		_, err := RunRemote(context.Background(), o)
+		_, err := runRemote(context.Background(), o, token)
 		errgolden.Check(t, "tiny cache", err)
 		if !slices.Equal(steps, []string{"record"}) {
 			t.Fatalf("%s: steps %q, want the tiny cache refused after recording", out, steps)

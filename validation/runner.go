@@ -1,6 +1,7 @@
 package validation
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -21,27 +22,21 @@ import (
 // Report is a finished validation: the points, their specs (per point, the
 // simulated spec as resolved), the comparison, and the trace used.
 type Report struct {
-	// Target and Facts are the device agent that measured (RunRemote) and
-	// the facts it reported; "" and nil for this machine.
-	Target  string
+	Target  string // the device agent that measured and the facts it reported; "" and nil here
 	Facts   *agent.DeviceFacts
 	Trace   string
 	Points  []reports.VsPoint
 	Specs   []experiment.Spec
 	Summary *reports.Comparison
 	Fit     *FitInfo // nil without Options.Fit
-	// Stage holds the files written so far (the recorded trace, the fit's
-	// series and profile), which the paths above name at Options.Out: the
-	// caller adds its own (the table, the results rows, the plots) under
-	// Stage.Dir() and moves them all into Out with Stage.Commit, or drops
-	// them with Stage.Abort.
+	// Stage holds the files written so far, which the paths above name at
+	// Options.Out: Write adds its own and commits them all into Out.
 	Stage *atomicfile.Stage
 }
 
-// inStage runs a validation (run, given o with Out the staging folder)
-// into a staging folder of o.Out: on success the report carries the stage
-// and names its files at o.Out; on failure the stage is removed, so Out is
-// as it was.
+// inStage runs a validation into a staging folder of o.Out: on success the
+// report carries the stage and names its files at o.Out; on failure the
+// stage is removed.
 func inStage(o Options, run func(so Options) (*Report, error)) (*Report, error) {
 	st, err := atomicfile.NewStage(o.Out)
 	if err != nil {
@@ -68,15 +63,10 @@ func inStage(o Options, run func(so Options) (*Report, error)) (*Report, error) 
 	return rep, nil
 }
 
-// Run checks the options, opens the engine that measures (open: the live
-// engine in this process on Options.Model, or a client of the agent at
-// Options.Target, RunRemote), has it record the trace (unless
-// Options.Trace is set) with the prompt and token count of the live runs,
-// greedy, so the recorded routing is the routing the live runs see; then
-// simulates every policy × cache with the profile and runs it on the engine
-// Options.Repeats times (see runPoints). The files go to Report.Stage (see
-// Options.Out). With a target every measured result records the device
-// facts the agent reported (Result.Device) and the report carries them.
+// Run checks the options, opens the engine that measures (the live engine
+// here, or a client of the agent at Options.Target) and validates on it (runPoints),
+// into Report.Stage. With a target every measured result records the
+// device facts the agent reported (Result.Device), as the report does.
 func Run(ctx context.Context, o Options, open func() (agent.Engine, error)) (*Report, error) {
 	c, err := o.Check()
 	if err != nil {
@@ -104,18 +94,6 @@ func Run(ctx context.Context, o Options, open func() (agent.Engine, error)) (*Re
 	})
 }
 
-// RunRemote is Run on the device agent at Options.Target (dialled with
-// Options.Token and Options.Client): the agent records the routing of its
-// greedy decode, this side simulates that trace with Options.DeviceFile,
-// and the agent runs every point over one connection. It needs no
-// llama.cpp on this side.
-func RunRemote(ctx context.Context, o Options) (*Report, error) {
-	if o.Target == "" {
-		return nil, fmt.Errorf("validate: no target")
-	}
-	return Run(ctx, o, func() (agent.Engine, error) { return agent.DialWith(ctx, o.Target, o.Token, o.Client) })
-}
-
 // runner records and runs the points on an engine.
 type runner struct {
 	e     agent.Engine
@@ -124,8 +102,7 @@ type runner struct {
 	facts agent.DeviceFacts
 }
 
-// caches resolves caches against the model of the trace (the engine's
-// model, as recorded).
+// caches resolves caches against the trace's model (the engine's).
 func (r *runner) caches(trace string, caches []string) ([]int64, error) {
 	tr, err := traces.Open(trace)
 	if err != nil {
@@ -141,10 +118,8 @@ func (r *runner) caches(trace string, caches []string) ([]int64, error) {
 }
 
 // Live runs p once on the engine, with its per-token series when series
-// (agent.RunSeriesOn; on an agent: protocol version 4, capability series),
-// checks the result is the run asked for (its tokens, and its cache in
-// bytes: the engine resolved it against its model, the trace's) and marks
-// it measured (on an agent, on the device it reported).
+// (agent.RunSeriesOn), checks its tokens and cache bytes (the engine
+// resolved the cache against its model, the trace's) and marks it measured.
 func (r *runner) Live(ctx context.Context, p FitPoint, tokens int, series bool) (*sim.Result, []agent.TokenSample, error) {
 	raw, err := r.o.MeasuredSpec(r.c, p.Policy, p.Cache, p.Host, tokens)
 	if err != nil {
@@ -167,9 +142,7 @@ func (r *runner) Live(ctx context.Context, p FitPoint, tokens int, series bool) 
 		return nil, nil, fmt.Errorf("the agent resolved cache %s to %s, the trace's model to %s: the trace is not of the agent's model",
 			p.Cache, sim.FormatBytes(res.CacheBytes), sim.FormatBytes(p.CacheBytes))
 	}
-	if res.Source == "" {
-		res.Source = sim.SourceMeasured
-	}
+	res.Source = cmp.Or(res.Source, sim.SourceMeasured)
 	if r.o.Target != "" {
 		res.Device = DescribeFacts(r.facts, r.o.Target)
 	}
@@ -182,11 +155,9 @@ func DescribeFacts(f agent.DeviceFacts, target string) string {
 		sim.FormatBytes(f.RAMBytes), f.Engine, f.EngineVersion)
 }
 
-// LiveSeries turns the token samples of a run that asked for its series
-// (agent.RunSeriesOn) into the rows of runtime/live's per-token series:
-// time_ns is wall_ns, pass the token. Every series field must be there,
-// and hits, misses and resident bytes; absent read_bytes and reads are the
-// stock page-fault path's (no reads issued), 0 as in its series.
+// LiveSeries turns the samples of a run that asked for its series
+// (agent.RunSeriesOn) into runtime/live's per-token series rows. Absent
+// read_bytes and reads are the stock page-fault path's, 0 in its series.
 func LiveSeries(samples []agent.TokenSample) ([]live.TokenSample, error) {
 	out := make([]live.TokenSample, len(samples))
 	for i, s := range samples {
@@ -214,11 +185,9 @@ func LiveSeries(samples []agent.TokenSample) ([]live.TokenSample, error) {
 	return out, nil
 }
 
-// RoundOrder is the order in which a round runs n points: round r (from 0)
-// starts at point r mod n and goes round, so that over n rounds every
+// RoundOrder is the order in which round r (from 0; negative counts back)
+// runs n points: from point r mod n round, so that over n rounds every
 // point is run first once (the first run of a round measures slower).
-// A negative round counts back from round 0; no points (n ≤ 0) is an
-// empty order.
 func RoundOrder(r, n int) []int {
 	if n <= 0 {
 		return nil
@@ -231,20 +200,16 @@ func RoundOrder(r, n int) []int {
 	return out
 }
 
-// runPoints records the trace into Out (unless Options.Trace is set) with
-// r, then runs every point live Options.Repeats times with r, in rounds
-// that go round all points (each round opening with the fit points' runs,
-// with Options.Fit; within each, round k starts at point k mod n:
-// RoundOrder), so that a slow phase of a shared machine spreads over every
-// point and the fit alike instead of hitting one; then fits the profile
-// (with Options.Fit) and simulates every point with it. Caches are
-// resolved into bytes of the model of the trace (known once the trace is);
-// fit are Options.Fit, checked, their bytes resolved here.
+// runPoints records the trace (unless Options.Trace is set) with the live
+// runs' prompt and tokens, greedy, so that it is the routing they see; then
+// runs every point live Options.Repeats times in rounds (each opening with
+// the fit points' runs; RoundOrder), so that a slow phase of a shared
+// machine spreads over every point and the fit alike; then fits the
+// profile (with fit) and simulates every point with it.
 func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Report, error) {
-	step := func(s string) {
-		if o.Progress != nil {
-			o.Progress(s)
-		}
+	step := o.Progress
+	if step == nil {
+		step = func(string) {}
 	}
 	rep := &Report{Trace: o.Trace}
 	if rep.Trace == "" {
@@ -339,8 +304,7 @@ func runPoints(ctx context.Context, o Options, r *runner, fit []FitPoint) (*Repo
 	return rep, nil
 }
 
-// checkTokens refuses a trace whose decode tokens are not the live runs'
-// (simulating its first point with the given profile, before any live run).
+// checkTokens refuses a trace whose decode tokens are not the live runs'.
 func checkTokens(o Options, trace string) error {
 	out, err := experiment.Run(o.Spec(trace, o.Policies[0], o.Caches[0]))
 	if err != nil {

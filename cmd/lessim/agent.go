@@ -141,7 +141,7 @@ func agentEngine(ctx context.Context, f *agentFlags) (agent.Engine, error) {
 		}
 		return liveEngine(f.model, liveOptions{lanes: f.lanes})
 	}
-	p, err := agentProfile(f.device, f.deviceFile)
+	p, err := loadProfile(f.device, f.deviceFile)
 	if err != nil {
 		return nil, err
 	}
@@ -156,14 +156,6 @@ func agentEngine(ctx context.Context, f *agentFlags) (agent.Engine, error) {
 		}
 	}
 	return eng, nil
-}
-
-// agentProfile reads --device-file, else the embedded --device profile.
-func agentProfile(name, file string) (*devices.Profile, error) {
-	if file != "" {
-		return devices.ParseProfileFile(file)
-	}
-	return devices.LoadProfile(name)
 }
 
 type checkFlags struct {

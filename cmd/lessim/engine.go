@@ -13,20 +13,12 @@ import (
 	"github.com/lessim/lessim/devices"
 )
 
-// The engines a command measures with: the live engine in this process (a
-// llama.cpp build) or a device agent's, at --target.
-
-// liveEngine, when set by a build with the llama.cpp runtime (a
-// llamacpp-tagged file's init), is the live engine on the GGUF at path;
-// otherwise the agent serves the simulator, and live, calibrate and
-// validate measure only on a device agent.
+// liveEngine, set by a llama.cpp build (agent_live.go), is the live engine
+// on the GGUF at path; without it commands measure only on a device agent.
 var liveEngine func(path string, o liveOptions) (agent.Engine, error)
 
-// liveOptions tune the live engine: whether it serves this process (local:
-// live, calibrate, validate) or an agent's clients, its I/O lanes (0 =
-// live's default), the prompt its records prefill ("" = its default),
-// where a calibration's progress goes (log) and who is handed the writer of
-// a calibration's summary (calibrated).
+// liveOptions tune the live engine (agent.LiveEngine's fields): calibrated
+// is handed the writer of a calibration's summary.
 type liveOptions struct {
 	local      bool
 	lanes      int
@@ -40,8 +32,7 @@ func errNoLlama(what, remote string) error {
 	return fmt.Errorf("this lessim was built without llama.cpp: build it with `make build` (go build -tags llamacpp with CGO_CPPFLAGS from the Makefile) to %s, %s", what, remote)
 }
 
-// tokenEnv holds an agent token for `lessim agent` (instead of a fresh one)
-// and for clients (instead of --token).
+// tokenEnv holds the agent token for lessim agent and its clients.
 const tokenEnv = "LESSIM_AGENT_TOKEN"
 
 // errTokenAlone refuses --token without --target.
@@ -56,14 +47,12 @@ const targetForms = "tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT"
 // targetFlags are --target and --token: the device agent that measures.
 type targetFlags struct{ target, token string }
 
-// add defines the flags; usage is --target's.
 func (t *targetFlags) add(fl *pflag.FlagSet, usage string) {
 	fl.StringVar(&t.target, "target", "", usage)
 	fl.StringVar(&t.token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 }
 
-// check checks --target's form and returns its token (clientToken);
-// without --target it refuses --token.
+// check checks --target's form and returns its token (clientToken).
 func (t *targetFlags) check() (string, error) {
 	if t.target == "" {
 		if t.token != "" {
@@ -77,9 +66,8 @@ func (t *targetFlags) check() (string, error) {
 	return clientToken(t.token)
 }
 
-// open opens the engine: a client of the agent at --target (with token),
-// else the live engine in this process on model (what a build without it
-// cannot do, and what it can instead: errNoLlama).
+// open opens a client of the agent at --target, else the live engine here
+// on model (errNoLlama: what cannot be done without it, and what instead).
 func (t *targetFlags) open(ctx context.Context, token, model string, o liveOptions, what, instead string) (agent.Engine, error) {
 	if t.target != "" {
 		return agent.Dial(ctx, t.target, token)
@@ -91,7 +79,6 @@ func (t *targetFlags) open(ctx context.Context, token, model string, o liveOptio
 	return liveEngine(model, o)
 }
 
-// closeEngine closes eng when it is an agent's client.
 func closeEngine(eng agent.Engine) {
 	if c, ok := eng.(*agent.Client); ok {
 		c.Close()
@@ -99,8 +86,7 @@ func closeEngine(eng agent.Engine) {
 }
 
 // clientToken is --token, else $LESSIM_AGENT_TOKEN, refused unless it has
-// a token's form: a typo must not reach the agent, whose refusal would read
-// as the agent's fault (agent check: "does not conform").
+// a token's form (the agent's refusal would read as its fault).
 func clientToken(flag string) (string, error) {
 	from := "--token"
 	if flag == "" {

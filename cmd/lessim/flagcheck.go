@@ -1,22 +1,20 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lessim/lessim/internal/atomicfile"
 	"github.com/lessim/lessim/runtime/record"
-	"github.com/spf13/cobra"
 )
 
-// The checks every command makes of its flags before any work: a flag that
-// does not apply, an empty value, an output that is an input; and the
-// values of the flags the user set.
-
-// refuseFlags fails when the user set any of names: they do not apply. It
-// names every one set, as experiment's options do.
+// refuseFlags names every one of names the user set: they do not apply.
 func refuseFlags(cmd *cobra.Command, names []string, why string) error {
 	var errs []error
 	for _, n := range names {
@@ -27,10 +25,7 @@ func refuseFlags(cmd *cobra.Command, names []string, why string) error {
 	return errors.Join(errs...)
 }
 
-// flagValues is the flags among names that the user set, by name, with
-// their values as text: a flag left at its default is not there, so an
-// option table (experiment.FromOptions) applies its own default and its
-// does-not-apply rules only to what was given.
+// flagValues is the values of the flags among names that the user set.
 func flagValues(cmd *cobra.Command, names ...string) map[string]string {
 	values := map[string]string{}
 	for _, n := range names {
@@ -41,9 +36,8 @@ func flagValues(cmd *cobra.Command, names ...string) map[string]string {
 	return values
 }
 
-// refuseEmpty refuses a flag among names that was given an empty value: a
-// file name or prefix left empty by a script would otherwise silently mean
-// "not given".
+// refuseEmpty refuses a flag among names given an empty value, which
+// would silently mean "not given".
 func refuseEmpty(cmd *cobra.Command, names ...string) error {
 	var errs []error
 	for _, n := range names {
@@ -54,9 +48,8 @@ func refuseEmpty(cmd *cobra.Command, names ...string) error {
 	return errors.Join(errs...)
 }
 
-// refuseBlank refuses flag name given as blank text, which would silently
-// mean the same as leaving it out; the message says what to give (what) and
-// what leaving it out gives (dflt).
+// refuseBlank refuses flag name given as blank text, saying what to give
+// (what) and what leaving it out gives (dflt).
 func refuseBlank(cmd *cobra.Command, name, what, dflt string) error {
 	if fl := cmd.Flags().Lookup(name); fl.Changed && strings.TrimSpace(fl.Value.String()) == "" {
 		return fmt.Errorf("--%s is empty: give %s, or leave --%s out for %s", name, what, name, dflt)
@@ -64,9 +57,7 @@ func refuseBlank(cmd *cobra.Command, name, what, dflt string) error {
 	return nil
 }
 
-// checkOutputs refuses an output file that is one of the inputs, or that
-// another output also writes, before any work: a run must never overwrite
-// what it reads.
+// checkOutputs refuses an output that is an input or another output.
 func checkOutputs(outputs []string, inputs ...string) error {
 	var errs []error
 	for i, o := range outputs {
@@ -75,11 +66,8 @@ func checkOutputs(outputs []string, inputs ...string) error {
 	return errors.Join(errs...)
 }
 
-// checkOutput checks, before any long work, the file that flag names (path):
-// it is none of inputs (atomicfile.CheckDistinct) and it can be written
-// (atomicfile.CheckTarget: not a folder or a device, in a folder that exists
-// and accepts files). A command that measures or decodes for minutes must
-// not fail only when it writes its result.
+// checkOutput checks, before any long work, that path (flag's) is none of
+// inputs and can be written (atomicfile.CheckTarget).
 func checkOutput(flag, path string, inputs ...string) error {
 	if err := atomicfile.CheckDistinct(path, inputs...); err != nil {
 		return fmt.Errorf("--%s: %w", flag, err)
@@ -90,14 +78,48 @@ func checkOutput(flag, path string, inputs ...string) error {
 	return nil
 }
 
-// checkThreads refuses --threads outside 1..record.MaxThreads, with one
-// message for every command that takes it (record, live). NB: 0 is refused,
-// not read as 1: the libraries take a zero Threads as their default, but a
-// user who types --threads 0 asked for no thread, or for "all cores", and
-// neither is what would run.
+// checkThreads refuses --threads outside 1..record.MaxThreads. NB: 0 is
+// refused, not taken as the libraries' default: neither "no thread" nor
+// "all cores" is what would run.
 func checkThreads(n int) error {
 	if record.CheckThreads(n) != nil {
 		return fmt.Errorf("--threads %d: want 1..%d llama.cpp compute threads (each is an OS thread; more than the machine's cores only slows decoding)", n, record.MaxThreads)
+	}
+	return nil
+}
+
+// outputFormats are the values of every output --format flag.
+var outputFormats = []string{"json", "text"}
+
+// checkFormat refuses an output --format other than text or json.
+func checkFormat(format string) error {
+	if !slices.Contains(outputFormats, format) {
+		return fmt.Errorf("unknown format %q (valid: %s)", format, strings.Join(outputFormats, ", "))
+	}
+	return nil
+}
+
+// printJSON writes v to w as indented JSON, as every --format json does.
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// noArgs refuses arguments (cobra's NoArgs calls a stray word, most often
+// a value that lacks its flag, an "unknown command").
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return fmt.Errorf("%s takes no arguments (got %q): every input is a flag (see %s --help)", cmd.CommandPath(), args[0], cmd.CommandPath())
+	}
+	return nil
+}
+
+// oneArg requires exactly one argument, named as the Use line names it.
+func oneArg(cmd *cobra.Command, args []string) error {
+	if len(args) != 1 {
+		_, name, _ := strings.Cut(cmd.Use, " ")
+		return fmt.Errorf("%s takes one argument, %s (got %d): see %s --help", cmd.CommandPath(), name, len(args), cmd.CommandPath())
 	}
 	return nil
 }

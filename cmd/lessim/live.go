@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/spf13/cobra"
@@ -21,9 +22,8 @@ import (
 	"github.com/lessim/lessim/validation"
 )
 
-// liveOutput is live's JSON: where it ran (with --target, the agent and
-// the device facts it reported), the one spec that reruns it (live --spec;
-// on this machine it carries the host group) and the measured Result.
+// liveOutput is live's JSON: the agent and its device facts (--target),
+// the one spec that reruns it (live --spec) and the measured Result.
 type liveOutput struct {
 	Target string             `json:"target,omitempty"`
 	Device *agent.DeviceFacts `json:"device,omitempty"`
@@ -31,20 +31,16 @@ type liveOutput struct {
 	Result *sim.Result        `json:"result"`
 }
 
-// liveFlags are live's flags.
 type liveFlags struct {
 	targetFlags
 	model, policy, cache, prompt, format, series, spec string
 	tokens, lanes, threads, depth                      int
 	noPrefetch, stock                                  bool
-	specBlock                                          int
-	drafter, draftModel                                string
-	specAccept                                         float64
-	acceptSeed                                         uint64
+	sp                                                 record.Speculative
 }
 
-// liveLocalOnly are flags of the host group (and the series file, written
-// from it): an agent decides them (agent.CapHost).
+// liveLocalOnly are flags of the host group (and the series file): an
+// agent decides them.
 var liveLocalOnly = []string{"model", "prompt", "lanes", "threads", "series", "draft-model"}
 
 // liveSpecFlags are the flags a --spec file replaces.
@@ -89,11 +85,7 @@ func newLiveCmd() *cobra.Command {
 	intVar(fl, &f.depth, "depth", 1, "les: layers of lookahead")
 	fl.BoolVar(&f.noPrefetch, "no-prefetch", false, "les: turn prefetch off (behaves as ondemand)")
 	fl.BoolVar(&f.stock, "stock", false, "stock baseline: plain mmap page faults, no pread, no prefetch (policy ondemand)")
-	intVar(fl, &f.specBlock, "spec-block", 0, "speculative decoding: tokens per greedy verify pass, >= 2 (with --drafter)")
-	fl.StringVar(&f.drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept), ngram (prompt lookup) or model (--draft-model)")
-	floatVar(fl, &f.specAccept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
-	uint64Var(fl, &f.acceptSeed, "accept-seed", 1, "controlled drafter: seed of its draws")
-	fl.StringVar(&f.draftModel, "draft-model", "", "model drafter: a small GGUF with the target's vocabulary")
+	specFlags(fl, &f.sp, "speculative decoding: tokens per greedy verify pass, >= 2 (with --drafter)", "controlled drafter: seed of its draws")
 	fl.StringVar(&f.format, "format", "text", "output: text or json")
 	fl.StringVar(&f.series, "series", "", "write one Parquet row per decode token to this file")
 	fl.StringVar(&f.spec, "spec", "", "run the experiment in FILE (- = stdin; a result's JSON or a bare spec, as simulate takes; live's own JSON reruns its run): its policy, cache, layout, decode tokens and host group; --policy, --cache, --tokens, --depth, --no-prefetch and --stock may not be given with it")
@@ -101,8 +93,7 @@ func newLiveCmd() *cobra.Command {
 	return cmd
 }
 
-// runLive runs live's spec (--spec or the flags) on the engine: the
-// in-process live engine, or the agent at --target.
+// runLive runs live's spec (--spec or the flags) on the engine here or at --target.
 func runLive(cmd *cobra.Command, f *liveFlags) error {
 	if err := checkFormat(f.format); err != nil {
 		return err
@@ -159,9 +150,8 @@ func runLive(cmd *cobra.Command, f *liveFlags) error {
 	return printLive(cmd, f, eng, s, res)
 }
 
-// checkLiveTarget checks the flags that say where the run goes before
-// any other (targetFlags.check), then the flags an agent decides
-// (liveLocalOnly) or, here, checkLiveLocal. It returns the token.
+// checkLiveTarget checks where the run goes, then the flags an agent
+// decides (liveLocalOnly) or, here, checkLiveLocal. It returns the token.
 func checkLiveTarget(cmd *cobra.Command, f *liveFlags) (string, error) {
 	token, err := f.check()
 	switch {
@@ -173,8 +163,8 @@ func checkLiveTarget(cmd *cobra.Command, f *liveFlags) (string, error) {
 	return token, refuseFlags(cmd, liveLocalOnly, remoteWhy)
 }
 
-// openLiveEngine opens the run's engine: a client of --target, or the live
-// engine on the host group's model (--model, or a --spec file's).
+// openLiveEngine opens a client of --target, or the live engine on the
+// host group's model.
 func openLiveEngine(ctx context.Context, f *liveFlags, h *experiment.Host, token string) (agent.Engine, error) {
 	var model string
 	if f.target == "" {
@@ -190,11 +180,8 @@ func openLiveEngine(ctx context.Context, f *liveFlags, h *experiment.Host, token
 	return f.open(ctx, token, model, liveOptions{}, "run live here", "or run on a device agent with --target")
 }
 
-// checkLiveLocal checks what a local run's flags say before any work:
-// --series must not name an input (the model, the --spec file) and must be
-// writable (checkOutput: it is written after the whole run), an
-// explicitly empty --prompt is refused (it would silently be the default),
-// and --threads must be in range (checkThreads).
+// checkLiveLocal checks a local run's flags before any work: --series
+// (checkOutput: it is written after the whole run), --prompt and --threads.
 func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 	if f.series != "" {
 		spec := f.spec
@@ -209,8 +196,8 @@ func checkLiveLocal(cmd *cobra.Command, f *liveFlags) error {
 }
 
 // liveSpec is the run's one spec: --spec FILE or live's flags, with the
-// host group on this machine (the flags' model, prompt, lanes and threads
-// over the file's). notes are what the result should say about it.
+// host group on this machine (the flags' over the file's). notes are what
+// the result should say about it.
 func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, []string, error) {
 	var s experiment.Spec
 	var notes []string
@@ -257,17 +244,16 @@ func liveSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, []string, erro
 			h.Threads = f.threads
 		}
 		if changed("draft-model") {
-			h.DraftModel = f.draftModel
+			h.DraftModel = f.sp.DraftModel
 		}
 		s.Host = &h
 	}
 	return s, notes, nil
 }
 
-// liveFlagSpec is the experiment spec of live's flags: no device or model
-// (the engine's own), a synthetic trace of --tokens decode tokens, the
-// policy, cache and layout, and on this machine the live engine's compute
-// order (barrier), so that simulate on this spec predicts it.
+// liveFlagSpec is the spec of live's flags: the engine's own device and
+// model, a synthetic trace of --tokens, and on this machine the live
+// engine's compute order (barrier), so that simulate on it predicts it.
 func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 	syn := experiment.DefaultSynthetic()
 	syn.Tokens = f.tokens
@@ -283,15 +269,15 @@ func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 		s.CachedFirst, s.Barrier = false, !f.stock
 	}
 	changed := cmd.Flags().Changed
-	if changed("spec-block") || changed("drafter") || changed("spec-accept") || changed("accept-seed") {
-		s.Speculative = &experiment.Speculative{Block: f.specBlock, Accept: f.specAccept, AcceptSeed: f.acceptSeed, Drafter: &experiment.Drafter{Kind: f.drafter}}
-		if f.drafter == experiment.DrafterModel {
-			if f.draftModel == "" {
+	if sp := f.sp; slices.ContainsFunc(specFlagNames[:4], changed) {
+		s.Speculative = &experiment.Speculative{Block: sp.Block, Accept: sp.Accept, AcceptSeed: sp.Seed, Drafter: &experiment.Drafter{Kind: sp.Drafter}}
+		if sp.Drafter == experiment.DrafterModel {
+			if sp.DraftModel == "" {
 				return experiment.Spec{}, errors.New("--drafter model: give the draft model with --draft-model FILE (a run on this machine)")
 			}
 			d := s.Speculative.Drafter
 			var err error
-			if d.Bytes, d.FLOPs, err = record.DraftCost(f.draftModel); err != nil {
+			if d.Bytes, d.FLOPs, err = record.DraftCost(sp.DraftModel); err != nil {
 				return experiment.Spec{}, err
 			}
 		}
@@ -311,9 +297,7 @@ func liveFlagSpec(cmd *cobra.Command, f *liveFlags) (experiment.Spec, error) {
 	return s, nil
 }
 
-// checkLiveDepth checks les's --depth and --no-prefetch as simulate does:
-// after the policy's name, settings of les only, a depth of at least 1
-// (policies.CheckDepth), and not both at once (no prefetch looks nowhere).
+// checkLiveDepth checks les's --depth and --no-prefetch as simulate does.
 func checkLiveDepth(depthSet bool, f *liveFlags) error {
 	if err := policies.CheckName(f.policy); err != nil {
 		return fmt.Errorf("--policy: %w", err)
@@ -331,19 +315,17 @@ func checkLiveDepth(depthSet bool, f *liveFlags) error {
 	return nil
 }
 
-// stockRefused are the flags the stock baseline has no use for, each with
-// why: it is plain llama.cpp mmap, reading experts by page faults with no
-// prefetch, whatever the policy.
+// stockRefused are the flags the stock baseline (plain llama.cpp mmap) has
+// no use for, each with why.
 var stockRefused = []struct{ name, why string }{
 	{"lanes", "it reads experts by page faults, not by pread on I/O lanes"},
 	{"depth", "it is plain mmap with no prefetch, so there is no lookahead depth to set"},
 	{"no-prefetch", "it is plain mmap, which never prefetches"},
 }
 
-// checkStockFlags refuses the flags of stockRefused when the run is stock.
-// live calls it first with --stock, before any other check of those flags
-// (les's --depth checks would otherwise blame the policy), and again once a
-// --spec has said whether the run is stock.
+// checkStockFlags refuses stockRefused when the run is stock: first with
+// --stock (before les's --depth checks blame the policy), again once a
+// --spec has said.
 func checkStockFlags(cmd *cobra.Command, stock bool) error {
 	if !stock {
 		return nil
@@ -356,8 +338,6 @@ func checkStockFlags(cmd *cobra.Command, stock bool) error {
 	return nil
 }
 
-// printLive prints the run: its one spec and result as JSON, or its text
-// result (reports.WriteLive).
 func printLive(cmd *cobra.Command, f *liveFlags, eng agent.Engine, s experiment.Spec, res *sim.Result) error {
 	facts := eng.Facts()
 	o := liveOutput{Spec: s, Result: res}

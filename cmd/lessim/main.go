@@ -7,19 +7,14 @@ import (
 	"io"
 	"os"
 
+	"github.com/spf13/cobra"
+
 	"github.com/lessim/lessim/internal/atomicfile"
 )
 
-// main installs the atomic-write signal handler and runs the command line.
-// A SIGINT, SIGTERM or SIGHUP ends every command the same way: the files at
-// the targets of writes in progress stay as they were (their temporaries
-// and staging folders removed), "lessim: interrupted" is the last line on
-// stderr and the process dies of the signal (status 130 for Ctrl-C, 143 for
-// SIGTERM). A command that shuts down cleanly first (live, validate,
-// calibrate: atomicfile.NotifyContext) sees the first signal as its
-// context cancelled and returns; main then ends the process with that
-// signal rather than report the cancellation as an error. run, used by the
-// tests in-process, installs no handler.
+// main installs the atomic-write signal handler (see internal/atomicfile)
+// and runs the command line; a command that shut down on a signal
+// (atomicfile.NotifyContext) ends the process with it.
 func main() {
 	releaseSignals = atomicfile.HandleSignals(func(sig os.Signal) {
 		fmt.Fprintln(os.Stderr, "lessim:", interruptedText(sig))
@@ -34,8 +29,6 @@ func main() {
 	}
 }
 
-// interruptedText says that a signal ended the command: "interrupted" for
-// Ctrl-C, "interrupted (terminated)" for SIGTERM and so on.
 func interruptedText(sig os.Signal) string {
 	if sig == os.Interrupt {
 		return "interrupted"
@@ -50,8 +43,42 @@ func run(args []string, stdout, stderr io.Writer) error {
 	return root.Execute()
 }
 
-// releaseSignals uninstalls main's atomic-write signal handler, for a command
-// that shuts down gracefully on SIGINT/SIGTERM itself (the agent: it cancels
-// its run and closes its connections); such a command's writes must abort
-// their temporaries on cancellation. A no-op outside main (tests).
+// releaseSignals uninstalls main's signal handler, for a command that
+// shuts down by itself (the agent); a no-op outside main (tests).
 var releaseSignals = func() {}
+
+// version is lessim's version, recorded in trace metadata and results.
+const version = "0.1.0"
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "lessim",
+		Short: "Simulate MoE decoding with experts streamed from flash",
+		Long: `lessim predicts tokens/s, latency, memory and flash traffic of a Mixture-of-Experts
+model whose expert weights live in flash on a memory-limited device, for a given
+cache size and expert-scheduling policy (e.g. Lookahead Expert Scheduling).`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.CompletionOptions.DisableDefaultCmd = true
+	root.AddCommand(
+		newSimulateCmd(),
+		newAblateCmd(),
+		newTraceCmd(),
+		newDevicesCmd(),
+		newModelsCmd(),
+		newPoliciesCmd(),
+		newModelCmd(),
+		newRecordCmd(),
+		newAgentCmd(),
+		newSweepCmd(),
+		newReportCmd(),
+		newCalibrateCmd(),
+		newLiveCmd(),
+		newValidateCmd(),
+	)
+	return root
+}

@@ -7,16 +7,12 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/lessim/lessim/internal/numtext"
+	"github.com/lessim/lessim/runtime/record"
 )
 
-// Number flags. pflag's own report a malformed or out-of-range value with
-// strconv's message ("strconv.ParseFloat: parsing ...: value out of
-// range") and take NaN and Inf; these read every number flag of every
-// command as experiment options do (numtext: "is not a finite number"),
-// so one mistake has one wording. Their String and Type are pflag's, so
-// help text is unchanged.
-
-// numFlag is a number flag of type T, read by parse.
+// numFlag is a number flag of type T, read by parse (numtext, as
+// experiment options are: pflag's own take NaN and Inf and report with
+// strconv's words); its String and Type are pflag's.
 type numFlag[T float32 | float64 | int | uint64] struct {
 	p     *T
 	parse func(string) (T, error)
@@ -43,7 +39,6 @@ func (f numFlag[T]) String() string {
 	return fmt.Sprint(*f.p)
 }
 
-// numVar defines a number flag of type typ, read by parse.
 func numVar[T float32 | float64 | int | uint64](fl *pflag.FlagSet, p *T, name string, value T, usage, typ string, parse func(string) (T, error)) {
 	*p = value
 	fl.Var(numFlag[T]{p, parse, typ}, name, usage)
@@ -60,6 +55,20 @@ func intVar(fl *pflag.FlagSet, p *int, name string, value int, usage string) {
 		v, err := numtext.Int(s, strconv.IntSize)
 		return int(v), err
 	})
+}
+
+// specFlagNames are speculative decoding's flags (specFlags); the last,
+// --draft-model, belongs to the host.
+var specFlagNames = []string{"spec-block", "drafter", "spec-accept", "accept-seed", "draft-model"}
+
+// specFlags defines speculative decoding's flags (live's and record's) into
+// sp, with the usage of --spec-block and --accept-seed.
+func specFlags(fl *pflag.FlagSet, sp *record.Speculative, blockUsage, seedUsage string) {
+	intVar(fl, &sp.Block, "spec-block", 0, blockUsage)
+	fl.StringVar(&sp.Drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept), ngram (prompt lookup) or model (--draft-model)")
+	floatVar(fl, &sp.Accept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
+	uint64Var(fl, &sp.Seed, "accept-seed", 1, seedUsage)
+	fl.StringVar(&sp.DraftModel, "draft-model", "", "model drafter: a small GGUF with the target's vocabulary")
 }
 
 // uint64Var defines a uint64 flag.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -59,7 +60,7 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 			case prompt != "":
 				o.Prompts, o.PromptSet = []string{prompt}, "inline"
 			}
-			if f := cmd.Flags(); f.Changed("spec-block") || f.Changed("drafter") || f.Changed("spec-accept") || f.Changed("accept-seed") || f.Changed("draft-model") {
+			if slices.ContainsFunc(specFlagNames, cmd.Flags().Changed) {
 				o.Spec = &sp
 			}
 			if err := o.Validate(); err != nil {
@@ -111,11 +112,8 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	float32Var(fl, &o.Temperature, "temperature", o.Temperature, "sampling temperature (0 = greedy)")
 	intVar(fl, &o.TopK, "sample-top-k", o.TopK, "sampler top-k (0 = off)")
 	intVar(fl, &o.Threads, "threads", o.Threads, "compute threads, 1.."+strconv.Itoa(record.MaxThreads)+" (1 recommended on shared machines)")
-	intVar(fl, &sp.Block, "spec-block", 0, "speculative decoding (with --temperature 0): tokens per greedy verify pass, >= 2; every pass is recorded, its rejected drafts as rows of phase 2")
-	fl.StringVar(&sp.Drafter, "drafter", "", "speculative decoding's drafter: controlled (the target's own token with probability --spec-accept), ngram (prompt lookup) or model (--draft-model)")
-	floatVar(fl, &sp.Accept, "spec-accept", 0, "controlled drafter: probability α that a draft is the target's own token")
-	uint64Var(fl, &sp.Seed, "accept-seed", 1, "controlled drafter: seed of its draws (prompt i uses seed+i)")
-	fl.StringVar(&sp.DraftModel, "draft-model", "", "model drafter: a small GGUF with the target's vocabulary")
+	specFlags(fl, &sp, "speculative decoding (with --temperature 0): tokens per greedy verify pass, >= 2; every pass is recorded, its rejected drafts as rows of phase 2",
+		"controlled drafter: seed of its draws (prompt i uses seed+i)")
 	fl.StringVar(&o.Out, "out", "", "output trace (Parquet)")
 	fl.BoolVar(&o.Verbose, "verbose", false, "show llama.cpp's log")
 	fl.BoolVar(&quiet, "quiet", false, "no progress report on stderr")
@@ -124,8 +122,7 @@ numbers). Prompt files hold prompts separated by blank lines; # starts a comment
 	return cmd
 }
 
-// float32Var defines a float32 flag that must be finite (numVar; only
-// record has one).
+// float32Var defines a float32 flag that must be finite.
 func float32Var(fl *pflag.FlagSet, p *float32, name string, value float32, usage string) {
 	numVar(fl, p, name, value, usage, "float32", func(s string) (float32, error) {
 		v, err := numtext.Float(s, 32)
@@ -133,8 +130,7 @@ func float32Var(fl *pflag.FlagSet, p *float32, name string, value float32, usage
 	})
 }
 
-// refuseGreedy refuses the sampler's settings at temperature 0, where
-// llama.cpp's greedy sampler takes the most likely token and uses neither.
+// refuseGreedy refuses the sampler's settings at temperature 0.
 func refuseGreedy(cmd *cobra.Command, temperature float32) error {
 	if temperature != 0 {
 		return nil
@@ -142,8 +138,7 @@ func refuseGreedy(cmd *cobra.Command, temperature float32) error {
 	return refuseFlags(cmd, []string{"sample-top-k", "seed"}, "at --temperature 0: decoding is greedy (the most likely token, no sampling)")
 }
 
-// progressFunc adapts a progress.Bar on w to record.Options.Progress (tokens
-// done, total); done < 0 finishes the bar.
+// progressFunc is record.Options.Progress on a bar on w; done < 0 finishes it.
 func progressFunc(w io.Writer, quiet bool) func(done, total int) {
 	set, finish := progress.Lazy(w, "recording", progress.Options{Quiet: quiet, Unit: "tok"})
 	return func(done, total int) {
@@ -164,19 +159,13 @@ func fileSize(path string) int64 {
 }
 
 // checkRecordSpace refuses, before the model is loaded, a recording whose
-// trace cannot fit at o.Out: its size is traces.EstimateSize of steps
-// shaped as record writes them (record.EstimateTraceSize), over the decode
-// tokens and a lower bound of the prompt tokens (the exact count needs
-// llama.cpp's tokenizer), so it refuses only what cannot fit.
+// trace cannot fit at o.Out (with a lower bound of the prompt tokens).
 func checkRecordSpace(o *record.Options, mc *record.ModelCheck) error {
 	return recordSpace(o, record.EstimateTraceSize(o, mc))
 }
 
-// recordSpace refuses a recording for o whose trace of size inputs ts
-// cannot fit at o.Out. It runs twice: before the model loads with a lower
-// bound of the prompt tokens (checkRecordSpace), and in the recorder once
-// they are tokenized (record.Options.CheckSpace), so that a prompt-heavy
-// recording that cannot fit is refused before it decodes.
+// recordSpace refuses a recording whose trace of size inputs ts cannot fit
+// at o.Out: before the model loads, and once the prompts are tokenized.
 func recordSpace(o *record.Options, ts record.TraceSize) error {
 	least := "at least "
 	if ts.PromptExact {
@@ -187,8 +176,7 @@ func recordSpace(o *record.Options, ts record.TraceSize) error {
 	return err
 }
 
-// recordSpaceFix says how to make a recording's trace smaller, naming only
-// the flags that would.
+// recordSpaceFix names the flags that would make the trace smaller.
 func recordSpaceFix(o *record.Options) string {
 	ways := []string{"fewer or shorter prompts (--prompts, --prompt) or decode tokens (--tokens)"}
 	if o.RouterInputs {

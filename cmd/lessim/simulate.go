@@ -63,8 +63,8 @@ oracle, belady, pinned-hot and speculative decoding make over it; --quiet: none)
 	return cmd
 }
 
-// optionValue is one experiment option as a flag: its value is checked when
-// parsed (a malformed or non-finite number fails there) and kept as written.
+// optionValue is an experiment option as a flag, checked when parsed and
+// kept as written.
 type optionValue struct {
 	opt experiment.Option
 	raw string
@@ -134,9 +134,8 @@ func simulate(cmd *cobra.Command, f *simulateFlags) error {
 	return nil
 }
 
-// runWithProgress resolves and runs spec (keeping per-pass samples with
-// keepSeries). A run that streams its trace shows progress on w: one bar for
-// the first pass over the trace, when the run needs one, one for the run.
+// runWithProgress resolves and runs spec, with progress bars on w for a
+// streamed trace's first pass and run.
 func runWithProgress(w io.Writer, spec experiment.Spec, keepSeries, quiet bool) (*experiment.Outcome, error) {
 	opt := progress.Options{Quiet: quiet, Unit: "steps"}
 	var in experiment.Inputs
@@ -180,8 +179,7 @@ func simulateSpec(cmd *cobra.Command, file string) (experiment.Spec, error) {
 	return s, err
 }
 
-// withSpecFlags are the flags simulate takes beside --spec: every flag that
-// is not an experiment option (the only ones the check above refuses).
+// withSpecFlags are the flags simulate takes beside --spec.
 func withSpecFlags(cmd *cobra.Command) []string {
 	var names []string
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
@@ -192,8 +190,7 @@ func withSpecFlags(cmd *cobra.Command) []string {
 	return names
 }
 
-// checkPlotPrefix checks a --plot prefix before the run: it names files
-// (reports.CheckPlotPrefix) in a folder that accepts them.
+// checkPlotPrefix checks a --plot prefix before the run.
 func checkPlotPrefix(prefix string) error {
 	if err := reports.CheckPlotPrefix(prefix); err != nil {
 		return err

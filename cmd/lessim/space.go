@@ -13,10 +13,8 @@ import (
 // it with a fake (run's tests are not parallel).
 var freeSpace atomicfile.FreeFunc = atomicfile.FreeSpace
 
-// checkSpace refuses, before anything is written, to write --out when the
-// bytes need returns cannot fit in the free space of its file system. need
-// also says how it got its number ("the trace needs about ..."); it is called
-// only when the free space is known. fix says what to change.
+// checkSpace refuses to write --out when need's bytes (and words for them)
+// cannot fit in its file system's free space; fix says what to change.
 func checkSpace(out string, need func() (int64, string, error), fix string) error {
 	var how string
 	err := atomicfile.CheckSpace(out, func() (int64, error) {
@@ -31,23 +29,17 @@ func checkSpace(out string, need func() (int64, string, error), fix string) erro
 	return fmt.Errorf("--out %s: %s, more than the %s free in %s: %s", out, how, sim.FormatBytes(se.Free), se.Dir, fix)
 }
 
-// traceSpaceMargin is the share added to a trace's measured size estimate
-// (traces.EstimateSize, within 1% on the shapes its test checks) before it is
-// compared with the free space.
+// traceSpaceMargin is the share added to traces.EstimateSize's estimate.
 const traceSpaceMargin = 0.05
 
-// checkTraceSpace refuses to write a trace of meta and steps steps to out
-// when it cannot fit (checkSpace), and returns the source to write it from:
-// src itself when the free space is not known, else the source
-// traces.EstimateSize hands back after measuring the bytes per token on
-// src's first traces.SizeSample steps, which yields those steps again (so
-// they are generated or read once).
+// checkTraceSpace refuses to write a trace of steps steps to out when it
+// cannot fit, and returns the source to write it from (traces.EstimateSize's,
+// which yields the steps it measured again).
 func checkTraceSpace(out string, meta traces.Meta, steps int64, src traces.Source, fix string) (traces.Source, error) {
 	return traceSpace(out, meta, steps, fmt.Sprintf("%d tokens", steps), src, fix)
 }
 
-// traceSpace is checkTraceSpace with the message's words for the step
-// count (count: "1000 tokens").
+// traceSpace is checkTraceSpace with words for the step count.
 func traceSpace(out string, meta traces.Meta, steps int64, count string, src traces.Source, fix string) (traces.Source, error) {
 	rest := src
 	err := checkSpace(out, func() (int64, string, error) {

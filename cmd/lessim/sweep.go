@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -84,22 +85,17 @@ func runSweep(cmd *cobra.Command, f *sweepFlags) error {
 		return err
 	}
 	set, finish := progress.Lazy(cmd.ErrOrStderr(), "sweep", progress.Options{Quiet: f.quiet, Unit: "points"})
-	opt := sweep.Options{Out: f.out, Shard: shard, Shards: shards, Workers: f.workers, PartRows: f.partRows,
-		KeepSeries: f.keepSeries,
-		Version:    version, Config: cfg, ConfigPath: f.config}
-	opt.Progress = func(done, total int) { set(int64(done), int64(total)) }
+	opt := sweep.Options{Out: f.out, Shard: shard, Shards: shards, Workers: f.workers, PartRows: f.partRows, KeepSeries: f.keepSeries,
+		Version: version, Config: cfg, ConfigPath: f.config, Progress: func(done, total int) { set(int64(done), int64(total)) }}
 	start := time.Now()
 	sum, err := sweep.Run(context.Background(), filepath.Base(f.config), points, opt)
 	finish()
 	if err != nil {
 		return err
 	}
-	workers := f.workers
-	if workers == 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	if !f.quiet {
-		fmt.Fprintf(cmd.ErrOrStderr(), "ran %s in %.2f s on %s\n", plural.Count(sum.Ran, "point"), time.Since(start).Seconds(), plural.Count(workers, "worker"))
+		fmt.Fprintf(cmd.ErrOrStderr(), "ran %s in %.2f s on %s\n", plural.Count(sum.Ran, "point"), time.Since(start).Seconds(),
+			plural.Count(cmp.Or(f.workers, runtime.GOMAXPROCS(0)), "worker"))
 	}
 	if err := sum.WriteText(out, g, filepath.Base(f.config), f.out); err != nil {
 		return err

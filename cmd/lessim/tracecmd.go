@@ -86,8 +86,7 @@ Defaults follow public measurements (reuse 0.45, stale-gate recall 0.807).`,
 	return cmd
 }
 
-// synthSpaceFix says what makes a synthetic trace smaller, for a trace that
-// cannot fit (checkTraceSpace).
+// synthSpaceFix names the flags that would make a synthetic trace smaller.
 func synthSpaceFix(o traces.SynthOptions, lookTop int) string {
 	ways := []string{"fewer tokens or sequences (--tokens, --prompt-tokens, --sequences)"}
 	if o.LookaheadDepth > 0 && lookTop == 0 {
@@ -100,9 +99,8 @@ func synthSpaceFix(o traces.SynthOptions, lookTop int) string {
 	return "write " + strings.Join(ways[:len(ways)-1], ", ") + " or " + ways[len(ways)-1]
 }
 
-// writeTrace streams src into a Parquet trace at path, written atomically
-// (see traces.Create): on any error whatever was at path is left as it was.
-// It reports each step to bar and returns the step count.
+// writeTrace writes src to path atomically (traces.Create), reporting each
+// step to bar, and returns the step count.
 func writeTrace(path string, meta traces.Meta, src traces.Source, bar *progress.Bar) (int, error) {
 	w, err := traces.Create(path, meta)
 	if err != nil {
@@ -110,12 +108,11 @@ func writeTrace(path string, meta traces.Meta, src traces.Source, bar *progress.
 	}
 	defer bar.Finish()
 	n := 0
-	for src.Next() {
+	for ; src.Next(); n++ {
 		if err := w.Write(src.Step()); err != nil {
 			w.Abort()
 			return 0, err
 		}
-		n++
 		bar.Add(1)
 	}
 	if err := src.Err(); err != nil {
@@ -153,8 +150,6 @@ func newTraceStatsCmd() *cobra.Command {
 	return cmd
 }
 
-// writeStats writes st as text, or as JSON for format json (checkFormat has
-// refused any other).
 func writeStats(w io.Writer, st *traces.Stats, format string) error {
 	if format != "json" {
 		return st.WriteText(w)
@@ -240,7 +235,6 @@ expert and dense bytes, and the trace's top-k is kept.`,
 	return cmd
 }
 
-// setInfo records one provenance entry in a trace's metadata.
 func setInfo(m *traces.Meta, k, v string) {
 	if m.Info == nil {
 		m.Info = map[string]string{}

@@ -44,7 +44,7 @@ var validateLocalOnly = []string{"model", "prompt", "lanes", "grid-lanes", "grid
 
 func newValidateCmd() *cobra.Command {
 	o := validation.Options{Tokens: 32, Repeats: 2, Version: version}
-	var pols, caches, fitPts, gridLanes, gridThreads string
+	var pols, caches, fitPts, gridLanes, gridThreads, token string
 	var quiet bool
 	cmd := &cobra.Command{
 		Use:     "validate",
@@ -76,7 +76,7 @@ func newValidateCmd() *cobra.Command {
 			}
 			ctx, stop := atomicfile.NotifyContext(cmd.Context())
 			defer stop()
-			rep, err := runValidate(ctx, cmd, &o)
+			rep, err := runValidate(ctx, cmd, &o, token)
 			if err != nil {
 				return err
 			}
@@ -100,15 +100,13 @@ func newValidateCmd() *cobra.Command {
 	f.StringVar(&o.Out, "out", "", "output folder (required)")
 	f.BoolVar(&quiet, "quiet", false, "no progress lines on stderr")
 	f.StringVar(&o.Target, "target", "", "measure on a device agent: tcp://HOST:PORT, usb://UDID:PORT or adb://SERIAL:PORT")
-	f.StringVar(&o.Token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
+	f.StringVar(&token, "token", "", "the agent's token with --target (default $"+tokenEnv+")")
 	return cmd
 }
 
-// runValidate validates on the agent at --target, or here with the live
-// engine in this process (llama.cpp builds).
-func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options) (*validation.Report, error) {
+func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options, token string) (*validation.Report, error) {
 	if o.Target == "" {
-		if o.Token != "" {
+		if token != "" {
 			return nil, errTokenAlone
 		}
 		if o.Model == "" {
@@ -122,16 +120,14 @@ func runValidate(ctx context.Context, cmd *cobra.Command, o *validation.Options)
 	if err := refuseFlags(cmd, validateLocalOnly, remoteWhy); err != nil {
 		return nil, err
 	}
-	token, err := clientToken(o.Token)
+	token, err := clientToken(token)
 	if err != nil {
 		return nil, err
 	}
-	o.Token = token
-	return validation.RunRemote(ctx, *o)
+	return validation.Run(ctx, *o, func() (agent.Engine, error) { return agent.Dial(ctx, o.Target, token) })
 }
 
-// splitList splits comma-separated flag --name, trimming blanks; an empty
-// item ("50%,", "a,,b") is refused rather than dropped.
+// splitList splits comma-separated flag --name, refusing an empty item.
 func splitList(name, s string) ([]string, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil

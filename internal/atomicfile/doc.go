@@ -61,20 +61,11 @@
 // (RemoveStale): a live writer's, in this process or another, is never
 // touched. Without file locks (Windows) leftovers stay.
 //
-// # Inputs and outputs
+// # Checks before a write
 //
 // CheckDistinct refuses an output path that names one of the command's
-// inputs (same cleaned absolute path, or the same file through a link), so
-// `trace import x.csv --out x.csv` fails before anything is read or written.
-//
-// # Free space
-//
-// CheckSpace refuses, before anything is created, a write whose expected
-// size exceeds the free space of the target's file system (a *SpaceError),
-// so a write that cannot fit fails at once instead of when the disk is full.
-// The free space comes from a FreeFunc passed in, FreeSpace for the real
-// one (statfs(2): the blocks available to unprivileged users, on Linux and
-// macOS; GetDiskFreeSpaceExW's bytes available to the caller on Windows;
-// elsewhere unknown, and an unknown free space refuses nothing); the
-// size is asked for only when the free space is known.
+// inputs (`trace import x.csv --out x.csv`), and CheckSpace a write whose
+// expected size exceeds the free space of the target's file system
+// (statfs(2) on Linux and macOS; elsewhere unknown, which refuses nothing),
+// before anything is read or written.
 package atomicfile

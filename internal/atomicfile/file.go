@@ -14,11 +14,10 @@ import (
 // DefaultMode is the permission of a new target (an existing one keeps its own).
 const DefaultMode os.FileMode = 0o644
 
-// File is a file being written atomically: writes go to a temporary beside
-// the target; Commit puts it in place, Abort throws it away. Its methods are
-// not safe for concurrent use. File has no Close on purpose: a library that
-// closes its sink on error (or on success) must not decide whether the
-// target is replaced; wrap the File to hide Close if a library needs one.
+// File is a file being written atomically: Commit puts it in place, Abort
+// throws it away. Its methods are not safe for concurrent use. It has no
+// Close on purpose: a library that closes its sink must not decide whether
+// the target is replaced.
 type File struct {
 	f      *os.File
 	target string      // resolved target path
@@ -29,10 +28,8 @@ type File struct {
 	err    error       // result of Commit or Abort
 }
 
-// Create starts an atomic write of path. Nothing at path changes until
-// Commit. It fails if path's folder does not exist or is not writable, or if
-// path exists and is not a regular file; the error names path and its
-// folder's problem (folderError), never the temporary.
+// Create starts an atomic write of path; nothing at path changes until
+// Commit. Its errors name path and its folder's problem, never the temporary.
 func Create(path string) (*File, error) {
 	target, mode, err := resolveTarget(path)
 	if err != nil {
@@ -49,8 +46,7 @@ func Create(path string) (*File, error) {
 	return &File{f: f, target: target, tmp: f.Name(), mode: mode, lock: tryLock(f.Name())}, nil
 }
 
-// resolveTarget follows a symlink at path and returns the file to replace
-// and the mode it will get.
+// resolveTarget returns the file to replace (a symlink followed) and its mode.
 func resolveTarget(path string) (string, os.FileMode, error) {
 	if path == "" {
 		return "", 0, errors.New("empty output path")
@@ -74,10 +70,8 @@ func resolveTarget(path string) (string, os.FileMode, error) {
 	return target, fi.Mode().Perm(), nil
 }
 
-// CheckTarget checks, before a long run, that Create(path) will succeed:
-// path is not a folder or a special file, and its folder exists and accepts
-// a new file (a temporary is created and removed at once). Its errors are
-// Create's.
+// CheckTarget checks, before a long run, that Create(path) will succeed
+// (a temporary is created and removed at once).
 func CheckTarget(path string) error {
 	f, err := Create(path)
 	if err != nil {
@@ -86,9 +80,7 @@ func CheckTarget(path string) error {
 	return f.Abort()
 }
 
-// CheckFolder checks that folder dir exists and accepts a new file (a
-// temporary is created and removed at once); its error says what is wrong
-// with dir as folderError does.
+// CheckFolder checks that folder dir exists and accepts a new file.
 func CheckFolder(dir string) error {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()
@@ -100,9 +92,7 @@ func CheckFolder(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// folderError is the error of creating a temporary for path in folder dir
-// that failed with err: it names path and what is wrong with dir
-// (folderProblem), not the temporary, whose name means nothing to the user.
+// folderError is the error of creating a temporary for path in dir.
 func folderError(path, dir string, err error) error {
 	return fmt.Errorf("cannot write %s: %w", path, folderProblem(dir, err))
 }
@@ -125,10 +115,9 @@ func folderProblem(dir string, err error) error {
 	return fmt.Errorf("cannot write in %s: %w", dir, err)
 }
 
-// LookupError is the error of looking up path (stat, lstat) that failed
-// with err, in the words a user acts on: "cannot reach x/y: a folder on the
-// way cannot be searched (permission denied)" rather than "lstat x/y:
-// permission denied". It still is err (errors.Is).
+// LookupError is err, of looking up path, in the words a user acts on
+// ("cannot reach x/y: a folder on the way cannot be searched"); it still
+// is err (errors.Is).
 func LookupError(path string, err error) error {
 	var pe *fs.PathError
 	if !errors.As(err, &pe) {
@@ -140,8 +129,7 @@ func LookupError(path string, err error) error {
 	return &wrapped{fmt.Sprintf("cannot look up %s: %v", path, pe.Err), err}
 }
 
-// wrapped is an error with its own words that still is the error it
-// wraps (errors.Is(err, fs.ErrNotExist) holds for a missing folder).
+// wrapped is an error with its own words that still is the error it wraps.
 type wrapped struct {
 	msg string
 	err error
@@ -150,9 +138,7 @@ type wrapped struct {
 func (w *wrapped) Error() string { return w.msg }
 func (w *wrapped) Unwrap() error { return w.err }
 
-// Kind names what a file of mode m is, with its article ("a folder", "a
-// named pipe"), for messages about a path that is not a regular file
-// (m.Type() prints as permission bits, "d---------" for a folder).
+// Kind names what a file of mode m is, with its article ("a folder").
 func Kind(m os.FileMode) string {
 	switch {
 	case m.IsDir():
@@ -180,9 +166,8 @@ func (f *File) WriteAt(p []byte, off int64) (int, error) { return f.f.WriteAt(p,
 func (f *File) Seek(offset int64, whence int) (int64, error) { return f.f.Seek(offset, whence) }
 
 // Commit syncs the temporary, renames it over the target and syncs the
-// folder. If any step before the rename fails, the temporary is removed and
-// the target is untouched. Commit after Commit or Abort returns the first
-// call's result.
+// folder; on an error before the rename the target is untouched. A second
+// call returns the first call's result.
 func (f *File) Commit() error {
 	if f.done {
 		return f.err
@@ -213,8 +198,7 @@ func (f *File) Commit() error {
 	return f.err
 }
 
-// Abort closes and removes the temporary; the target is untouched. It is a
-// no-op after Commit, so `defer f.Abort()` is the idiom.
+// Abort removes the temporary; after Commit it does nothing (defer it).
 func (f *File) Abort() error {
 	if f.done {
 		return nil
@@ -233,9 +217,7 @@ func (f *File) Abort() error {
 	return err
 }
 
-// syncDir makes a rename in dir durable. File systems that cannot sync a
-// folder (EINVAL) are accepted: the rename happened, only its durability is
-// up to them.
+// syncDir makes a rename in dir durable where the file system can sync a folder.
 func syncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
@@ -254,9 +236,8 @@ func syncDir(dir string) error {
 	return nil
 }
 
-// Write writes path atomically with fn, which gets a buffered writer over the
-// temporary file. If fn returns an error, nothing at path changes and the
-// error is returned as is.
+// Write writes path atomically with fn, which gets a buffered writer; on
+// fn's error nothing at path changes and the error is returned as is.
 func Write(path string, fn func(io.Writer) error) error {
 	f, err := Create(path)
 	if err != nil {
@@ -279,4 +260,33 @@ func WriteFile(path string, data []byte) error {
 		_, err := w.Write(data)
 		return err
 	})
+}
+
+// CheckDistinct returns an error if out names the same file as one of
+// inputs (empty ones skipped): the same absolute path, or os.SameFile.
+func CheckDistinct(out string, inputs ...string) error {
+	ao, err := filepath.Abs(out)
+	if err != nil {
+		return err
+	}
+	ost, oerr := os.Stat(out)
+	for _, in := range inputs {
+		if in == "" {
+			continue
+		}
+		ai, err := filepath.Abs(in)
+		if err != nil {
+			return err
+		}
+		same := ai == ao
+		if !same && oerr == nil {
+			if ist, err := os.Stat(in); err == nil {
+				same = os.SameFile(ost, ist)
+			}
+		}
+		if same {
+			return fmt.Errorf("output %s is the input %s: refusing to overwrite an input (choose another output path)", out, in)
+		}
+	}
+	return nil
 }

@@ -7,14 +7,11 @@ import (
 	"syscall"
 )
 
-// tryLock takes no lock on this system (no flock): nil, so a writer holds
-// none and RemoveStale removes nothing.
+// tryLock takes no lock here, so RemoveStale removes nothing.
 func tryLock(path string) *os.File { return nil }
 
-// raise cannot send a signal to this process on this system (no kill(2));
-// die exits with status 128 + s instead.
+// raise cannot signal this process here; die exits with 128 + s.
 func raise(syscall.Signal) bool { return false }
 
-// sameDevice cannot tell file systems apart on this system: it says yes,
-// and a staging folder goes beside its output folder.
+// sameDevice cannot tell file systems apart here: yes.
 func sameDevice(a, b os.FileInfo) bool { return true }

@@ -20,9 +20,8 @@ var reg = struct {
 // handledSignals end the process; HandleSignals cleans up before they do.
 var handledSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
-// handler is the state of the installed handler: what it says before the
-// process ends, the context a command asked the first signal to cancel
-// (NotifyContext) and the signal that cancelled it.
+// handler is the installed handler's notice, the context the first signal
+// cancels (NotifyContext) and the signal that did.
 var handler struct {
 	mu     sync.Mutex
 	notice func(os.Signal)
@@ -30,12 +29,8 @@ var handler struct {
 	got    os.Signal
 }
 
-// HandleSignals installs the handler described in the package doc: a
-// SIGINT, SIGTERM or SIGHUP cancels the context of a command that asked
-// for it (NotifyContext) if it is the first signal; otherwise it removes
-// every live temporary and staging folder, calls notice (if not nil, to
-// say so) and ends the process by re-raising the signal. lessim's main
-// calls it once; stop uninstalls it (for tests).
+// HandleSignals installs the handler described in the package doc, which
+// calls notice (if not nil) before it ends the process; stop uninstalls it.
 func HandleSignals(notice func(os.Signal)) (stop func()) {
 	handler.mu.Lock()
 	handler.notice = notice
@@ -64,8 +59,7 @@ func HandleSignals(notice func(os.Signal)) (stop func()) {
 	}
 }
 
-// interrupt cancels the command's context if sig is the first signal and
-// a command asked for it, and reports whether it did.
+// interrupt cancels a NotifyContext context on the first signal.
 func interrupt(sig os.Signal) bool {
 	handler.mu.Lock()
 	defer handler.mu.Unlock()
@@ -77,14 +71,11 @@ func interrupt(sig os.Signal) bool {
 	return true
 }
 
-// NotifyContext returns a copy of parent that the first SIGINT, SIGTERM or
-// SIGHUP cancels, instead of ending the process, for a command that shuts
-// down cleanly on its own (closing an engine or a connection, aborting its
-// writes) once its context is done. Once the command has returned, its
-// caller ends the process with Exit(Interrupted()); a second signal ends
-// it at once. stop cancels the context and hands signals back to the
-// handler's default. One command at a time may hold such a context;
-// without HandleSignals nothing cancels it but stop.
+// NotifyContext returns a copy of parent that the first handled signal
+// cancels instead of ending the process, for a command that shuts down
+// cleanly on its own; its caller then ends the process with
+// Exit(Interrupted()). stop cancels it and hands signals back to the
+// handler. One command at a time may hold such a context.
 func NotifyContext(parent context.Context) (ctx context.Context, stop func()) {
 	ctx, cancel := context.WithCancel(parent)
 	handler.mu.Lock()
@@ -106,9 +97,7 @@ func Interrupted() os.Signal {
 	return handler.got
 }
 
-// Exit ends the process as the handler does for sig: it removes every live
-// temporary and staging folder, calls the handler's notice and re-raises
-// sig (exit status 128 + sig where a signal cannot be raised).
+// Exit ends the process as the handler does for sig.
 func Exit(sig os.Signal) { die(sig) }
 
 // die removes the temporaries and ends the process with sig. NB: the
@@ -131,8 +120,7 @@ func die(sig os.Signal) {
 	os.Exit(128 + int(s))
 }
 
-// removeLive removes the registered temporaries and staging folders. The
-// caller holds reg.mu.
+// removeLive removes the registered temporaries; the caller holds reg.mu.
 func removeLive() {
 	for name := range reg.live {
 		os.RemoveAll(name)

@@ -5,14 +5,11 @@ import (
 	"path/filepath"
 )
 
-// FreeFunc reports the bytes an unprivileged process can still write in the
-// file system holding folder dir. ok is false when it cannot tell (no such
-// call on this system). FreeSpace is the real one; tests pass a fake.
+// FreeFunc reports the bytes an unprivileged process can still write in
+// dir's file system (ok false: unknown). FreeSpace is the real one.
 type FreeFunc func(dir string) (free int64, ok bool, err error)
 
-// SpaceError says a file of about Need bytes cannot fit in the Free bytes
-// left in the file system of Dir, the folder its temporary would be
-// written to.
+// SpaceError says a file of about Need bytes cannot fit in Dir's Free bytes.
 type SpaceError struct {
 	Path string // the target as given
 	Dir  string // the folder of the resolved target, absolute
@@ -25,14 +22,9 @@ func (e *SpaceError) Error() string {
 }
 
 // CheckSpace refuses, with a *SpaceError, an atomic write of path that
-// would take need() bytes when free says the folder of path's target (a
-// symlink resolved, as Create does) has less free space. need is called only
-// when the free space is known, so an expensive estimate costs nothing where
-// it cannot be checked. Free space that cannot be told (ok false, or an
-// error: a missing folder, which Create then reports) is not refused.
-//
-// NB: the whole size is needed even when path exists: the temporary is
-// written beside the old file, which is replaced only at Commit.
+// would take need() bytes when free says its target's folder has less;
+// need is called only when the free space is known. NB: the whole size is
+// needed even when path exists (the old file goes only at Commit).
 func CheckSpace(path string, need func() (int64, error), free FreeFunc) error {
 	target, _, err := resolveTarget(path)
 	if err != nil {

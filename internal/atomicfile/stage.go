@@ -11,11 +11,8 @@ import (
 	"syscall"
 )
 
-// Stage is an output folder being written as a whole: the files go to a
-// hidden staging folder; Commit moves them into the folder, Abort throws
-// them away. A run that fails or is interrupted before Commit leaves the
-// folder exactly as it was (absent if it was absent). Its methods are not
-// safe for concurrent use.
+// Stage is an output folder being written as a whole (see the package
+// doc). Its methods are not safe for concurrent use.
 type Stage struct {
 	dir     string   // the output folder, as given
 	path    string   // the staging folder
@@ -26,13 +23,9 @@ type Stage struct {
 	err     error    // result of Commit or Abort
 }
 
-// NewStage starts writing the folder dir. The staging folder,
-// ".NAME.tmp-RANDOM", is made beside dir (in its nearest existing
-// ancestor, so that nothing is created outside it before Commit), or in dir
-// itself when dir is a mount point (a rename cannot cross file systems).
-// It is registered like a temporary file: the signal handler removes it.
-// NewStage fails if dir exists and is not a folder, or if its nearest
-// existing ancestor is not a writable folder.
+// NewStage starts writing the folder dir. The staging folder is made in
+// dir's nearest existing ancestor (nothing is created outside it before
+// Commit), or in dir itself when dir is a mount point.
 func NewStage(dir string) (*Stage, error) {
 	if dir == "" {
 		return nil, errors.New("empty output folder")
@@ -53,8 +46,6 @@ func NewStage(dir string) (*Stage, error) {
 	return &Stage{dir: dir, path: p, created: created, home: home, lock: tryLock(p)}, nil
 }
 
-// stageHome is the folder the staging folder of dir goes in, and whether
-// dir is absent.
 func stageHome(dir string) (string, bool, error) {
 	clean := filepath.Clean(dir)
 	fi, err := os.Stat(clean)
@@ -87,13 +78,11 @@ func stageHome(dir string) (string, bool, error) {
 	}
 }
 
-// Dir returns the staging folder: write the output folder's files here,
-// at the paths they are to have under it.
+// Dir returns the staging folder: write the files here.
 func (s *Stage) Dir() string { return s.path }
 
-// Target returns where path, a path inside the staging folder, ends up
-// after Commit (the output folder as given, joined with path's place
-// under the staging folder). Any other path is returned as is.
+// Target returns where path inside the staging folder ends up after
+// Commit; any other path is returned as is.
 func (s *Stage) Target(path string) string {
 	rel, err := filepath.Rel(s.path, path)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
@@ -102,23 +91,16 @@ func (s *Stage) Target(path string) string {
 	return filepath.Join(s.dir, rel)
 }
 
-// move is one file of the staging folder and where it goes.
 type move struct {
 	from, to string
 	mode     os.FileMode
 }
 
-// Commit moves every file of the staging folder into the output folder
-// (created, with any missing ancestors, when absent), each by a rename, so
-// each file is replaced atomically; an existing file keeps its permission
-// bits and a symlink is followed, as with File. Files of the output folder
-// that the staging folder does not hold are left alone. Every check (a
-// staged file over a folder, a staged folder over a file) runs before
-// anything moves; the moves run under the registry's lock, so a signal
+// Commit moves every staged file into the output folder by a rename, as
+// File does; other files there are left alone. Every check runs before
+// anything moves, and the moves run under the registry's lock, so a signal
 // sees none or all of them. Then the folders are synced and the staging
-// folder removed. If Commit fails before moving, the output folder is
-// untouched and the staging folder removed. Commit after Commit or Abort
-// returns the first call's result.
+// folder removed. A second call returns the first call's result.
 func (s *Stage) Commit() error {
 	if s.done {
 		return s.err
@@ -144,10 +126,8 @@ func (s *Stage) Commit() error {
 	return s.err
 }
 
-// plan lists the folders to create and the files to move, refusing a
-// staged file whose target is a folder or a special file, a staged folder
-// whose target is not a folder, and a write into the staging folder still
-// in progress. The caller holds reg.mu.
+// plan lists the folders to create and the files to move, refusing what
+// cannot move and a write still in progress. The caller holds reg.mu.
 func (s *Stage) plan() (dirs []string, moves []move, err error) {
 	err = filepath.WalkDir(s.path, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -180,9 +160,8 @@ func (s *Stage) plan() (dirs []string, moves []move, err error) {
 	return dirs, moves, err
 }
 
-// move creates the output folder and its subfolders and renames the files
-// into place. The caller holds reg.mu. NB: a rename failing after the
-// checks of plan (rare: same file system, targets checked) leaves the
+// move creates the folders and renames the files into place. The caller
+// holds reg.mu. NB: a rename failing after plan's checks (rare) leaves the
 // files before it moved.
 func (s *Stage) move(dirs []string, moves []move) error {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
@@ -207,9 +186,7 @@ func (s *Stage) move(dirs []string, moves []move) error {
 	return nil
 }
 
-// synced are the folders whose entries Commit changed: each moved file's
-// folder, each created folder's parent, and, when the output folder was
-// created, the parents of it and of each missing ancestor.
+// synced are the folders whose entries Commit changed.
 func (s *Stage) synced(dirs []string, moves []move) []string {
 	var out []string
 	add := func(d string) {
@@ -234,8 +211,7 @@ func (s *Stage) synced(dirs []string, moves []move) []string {
 	return out
 }
 
-// Abort removes the staging folder; the output folder is untouched. It is
-// a no-op after Commit, so `defer s.Abort()` is the idiom.
+// Abort removes the staging folder; after Commit it does nothing (defer it).
 func (s *Stage) Abort() error {
 	if s.done {
 		return nil
@@ -245,7 +221,6 @@ func (s *Stage) Abort() error {
 	return s.remove()
 }
 
-// remove removes the staging folder and unregisters it.
 func (s *Stage) remove() error {
 	reg.mu.Lock()
 	defer reg.mu.Unlock()

@@ -7,13 +7,9 @@ import (
 	"syscall"
 )
 
-// tryLock takes an exclusive lock (flock(2)) on the temporary or staging
-// folder at path, without waiting, through a file of its own: the lock is
-// held until that file is closed (closing the temporary's own file in
-// Commit, before the rename, does not release it). nil when another open
-// file holds it (its writer is alive) or the file system cannot lock. A
-// writer takes it right after creating its temporary; a writer that could
-// not is never taken for dead by RemoveStale, which needs the lock too.
+// tryLock takes an exclusive flock(2) on the temporary or staging folder
+// at path, without waiting, through a file of its own that holds it until
+// closed; nil when another holds it or the file system cannot lock.
 func tryLock(path string) *os.File {
 	f, err := os.Open(path)
 	if err != nil {
@@ -26,14 +22,12 @@ func tryLock(path string) *os.File {
 	return f
 }
 
-// raise sends s to this process (its default action restored, it ends the
-// process); it reports whether it was sent.
+// raise sends s to this process and reports whether it was sent.
 func raise(s syscall.Signal) bool {
 	return syscall.Kill(syscall.Getpid(), s) == nil
 }
 
-// sameDevice reports whether a and b are on the same file system (a rename
-// between them can work); when it cannot tell, it says yes.
+// sameDevice reports whether a and b are on the same file system (yes when unknown).
 func sameDevice(a, b os.FileInfo) bool {
 	sa, ok1 := a.Sys().(*syscall.Stat_t)
 	sb, ok2 := b.Sys().(*syscall.Stat_t)

@@ -78,7 +78,8 @@ func (s *scanner) object(path string) error {
 			p = path + "." + key
 		}
 		if seen[key] {
-			return fmt.Errorf("line %d: duplicate key %s: each key may appear once in an object", s.line(), p)
+			line, _ := Position(s.data, s.dec.InputOffset())
+			return fmt.Errorf("line %d: duplicate key %s: each key may appear once in an object", line, p)
 		}
 		seen[key] = true
 		if err := s.value(p); err != nil {
@@ -87,10 +88,4 @@ func (s *scanner) object(path string) error {
 	}
 	_, err := s.dec.Token() // }
 	return err
-}
-
-// line is the 1-based line of the decoder's position.
-func (s *scanner) line() int {
-	off := min(int(s.dec.InputOffset()), len(s.data))
-	return 1 + bytes.Count(s.data[:off], []byte{'\n'})
 }

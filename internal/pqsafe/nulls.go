@@ -20,15 +20,10 @@ type NullElement struct {
 }
 
 // FindNullElement finds the first null element of pf's leaf column leaf, a
-// list of scalars (repetition level 1; other leaves have none), from its
-// repetition and definition levels. It is the one check that sees what
-// arrow-go hides: a null element of a list whose Parquet schema says its
-// elements are required is read as a missing value (the list one shorter,
-// or every later value of the chunk shifted by one), so the Arrow arrays
-// cannot show it. found is false when the levels hold no null element; err
-// is set when they cannot be read (a panic inside arrow-go included). NB: a
-// list of required elements whose only element is null has the levels of
-// an empty list; no reader can tell them apart.
+// list of scalars (other leaves have none), from its levels: arrow-go reads
+// one as a missing value, so the Arrow arrays cannot show it. err is set
+// when the levels cannot be read. NB: a list whose only element is null has
+// the levels of an empty list; no reader can tell them apart.
 func FindNullElement(pf *file.Reader, leaf int) (ne NullElement, found bool, err error) {
 	// NB: last resort only: the levels of a corrupt file may make arrow-go
 	// panic; that is "cannot be read".
@@ -68,11 +63,7 @@ func FindNullElement(pf *file.Reader, leaf int) (ne NullElement, found bool, err
 }
 
 // CheckListElements refuses pf (named name in errors) when one of its list
-// columns holds a null element, naming the file, the row and the column.
-// lessim writes no null list elements, and arrow-go may read one as a
-// missing value and shift the column's later values (FindNullElement), so
-// a file that has one is damaged or another tool's, and is not read. It
-// reads every list column's levels once.
+// columns holds a null element (FindNullElement), which lessim never writes.
 func CheckListElements(pf *file.Reader, name string) error {
 	sc := pf.MetaData().Schema
 	for leaf := range sc.NumColumns() {
@@ -89,9 +80,8 @@ func CheckListElements(pf *file.Reader, name string) error {
 }
 
 // entryDefLevel is the definition level at which col's leaf has an entry
-// in its list (the list's repeated node is defined): the maximum less one
-// per optional node below the repeated one. A level from it up to below the
-// maximum is an element that is there but null.
+// in its list: the maximum less one per optional node below the repeated
+// one. A level from it to below the maximum is a null element.
 func entryDefLevel(col *schema.Column) int16 {
 	def := col.MaxDefinitionLevel()
 	for n := col.SchemaNode(); n != nil; n = n.Parent() {
@@ -145,15 +135,12 @@ func (s *nullScan) scan(def, rep []int16) bool {
 	return false
 }
 
-// batchReader is a typed column chunk reader of arrow-go (the
-// *file.Int32ColumnChunkReader and its siblings), of which levelReader
-// needs ReadBatch alone.
+// batchReader is arrow-go's typed column chunk reader (ReadBatch alone).
 type batchReader[T any] interface {
 	ReadBatch(batchSize int64, values []T, defLvls, repLvls []int16) (total int64, valuesRead int, err error)
 }
 
-// levels returns a function reading r's next levels (the values are read
-// into a scratch buffer and dropped).
+// levels returns a function reading r's next levels (the values are dropped).
 func levels[T any](r batchReader[T]) func() (def, rep []int16, err error) {
 	vals := make([]T, levelBatch)
 	def, rep := make([]int16, levelBatch), make([]int16, levelBatch)
@@ -163,8 +150,7 @@ func levels[T any](r batchReader[T]) func() (def, rep []int16, err error) {
 	}
 }
 
-// levelReader returns a function that reads the next levels of cr, or nil
-// for a reader type arrow-go does not have.
+// levelReader is levels of cr, or nil for an unknown reader type.
 func levelReader(cr file.ColumnChunkReader) func() (def, rep []int16, err error) {
 	switch r := cr.(type) {
 	case *file.BooleanColumnChunkReader:

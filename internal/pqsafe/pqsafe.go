@@ -15,18 +15,15 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/metadata"
 )
 
-// arrowSchemaKey is the key-value metadata key under which pqarrow stores
-// the Arrow schema of the written table.
+// arrowSchemaKey is the metadata key of pqarrow's stored Arrow schema.
 const arrowSchemaKey = "ARROW:schema"
 
-// maxChunkBytes bounds a column chunk's uncompressed size: arrow-go reads a
-// page into one buffer, and no lessim file comes near it.
+// maxChunkBytes bounds a column chunk's uncompressed size (no lessim file
+// comes near it).
 const maxChunkBytes = 1 << 34
 
-// Open checks src (named name in errors) and returns its Parquet reader.
-// It fails with a clear error when src is not a Parquet file, is truncated,
-// or its footer describes data outside the file. Closing the reader closes
-// src when src has a Close method.
+// Open checks src (named name in errors) and returns its Parquet reader,
+// which closes src when src has a Close method.
 func Open(src parquet.ReaderAtSeeker, name string) (pf *file.Reader, err error) {
 	// NB: last resort only: everything below is checked first.
 	defer func() {
@@ -57,8 +54,7 @@ func Open(src parquet.ReaderAtSeeker, name string) (pf *file.Reader, err error) 
 }
 
 // CheckMagic tells a non-Parquet file from a truncated one before arrow-go
-// sees it (a Parquet file starts and ends with "PAR1", and its footer fits
-// in it) and returns the file's size.
+// sees it and returns the file's size.
 func CheckMagic(src parquet.ReaderAtSeeker, name string) (int64, error) {
 	size, err := src.Seek(0, io.SeekEnd)
 	if err != nil {
@@ -96,8 +92,7 @@ func CheckMagic(src parquet.ReaderAtSeeker, name string) (int64, error) {
 }
 
 // CheckLayout checks md, the footer of a file of size bytes, before any
-// page is read: row counts are not negative and add up, and every column
-// chunk lies between the leading magic and the footer with sane sizes.
+// page is read: row counts add up and every column chunk lies in the data.
 func CheckLayout(md *metadata.FileMetaData, size int64) error {
 	end := size - 8 - int64(md.Size()) // where the footer starts
 	if md.NumRows < 0 {
@@ -122,8 +117,6 @@ func CheckLayout(md *metadata.FileMetaData, size int64) error {
 	return nil
 }
 
-// checkChunk checks one column chunk's offsets and sizes against end, the
-// footer's first byte.
 func checkChunk(rg *metadata.RowGroupMetaData, c int, end int64) error {
 	cc, err := rg.ColumnChunk(c)
 	if err != nil {
@@ -182,10 +175,8 @@ func checkStoredNames(md *metadata.FileMetaData) error {
 	return nil
 }
 
-// dropArrowSchema removes the stored Arrow schema from md's key-value
-// metadata. NB: arrow-go decodes that flatbuffer without bounds checks (a
-// corrupt vector length allocates its claimed size); without it the columns
-// take their types from the Parquet schema.
+// dropArrowSchema removes the stored Arrow schema from md. NB: arrow-go
+// decodes it without bounds checks.
 func dropArrowSchema(md *metadata.FileMetaData) {
 	kv := md.FileMetaData.KeyValueMetadata
 	out := kv[:0]
@@ -197,9 +188,8 @@ func dropArrowSchema(md *metadata.FileMetaData) {
 	md.FileMetaData.KeyValueMetadata = out
 }
 
-// Recovered is the error for a panic recovered while reading name: the file
-// is corrupt in a way the checks above did not catch. The panic's text (a
-// Go runtime error inside arrow-go) is not shown.
+// Recovered is the error for a panic recovered while reading name (its
+// text is not shown).
 func Recovered(name string) error {
 	return fmt.Errorf("%s: %w: unreadable data (the Parquet reader failed on it)", name, ErrCorrupt)
 }
@@ -207,8 +197,8 @@ func Recovered(name string) error {
 // ErrCorrupt is wrapped by every error that finds a file corrupt.
 var ErrCorrupt = errors.New("corrupt Parquet file")
 
-// Corrupt wraps err, an error reading name's pages, as a corrupt file. An
-// error arrow-go made of a recovered panic is reworded as Recovered's.
+// Corrupt wraps err, an error reading name's pages, as a corrupt file
+// (Recovered's words for arrow-go's own recovered panic).
 func Corrupt(name string, err error) error {
 	if msg := err.Error(); strings.Contains(msg, "panic") || strings.Contains(msg, "runtime error") {
 		return Recovered(name)

@@ -10,10 +10,8 @@ import (
 )
 
 // ReadTable reads every column of pf (opened with Open; named name in
-// errors) into one table, batchRows rows per read (0: arrow-go's default).
-// An error reading the pages, or a panic inside arrow-go on corrupt ones, is
-// a Corrupt error naming the file; a list column with a null element is
-// refused (CheckListElements). The caller releases the table.
+// errors) into one table, batchRows rows per read (0: arrow-go's default),
+// refusing corrupt pages and null list elements. The caller releases it.
 func ReadTable(pf *file.Reader, name string, batchRows int64) (tbl arrow.Table, err error) {
 	// NB: last resort only: Open checked the footer; a page may still be
 	// corrupt in a way only decoding finds.

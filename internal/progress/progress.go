@@ -51,16 +51,13 @@ func New(w io.Writer, total int64, label string, o Options) *Bar {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	b := &Bar{w: w, total: total, label: label, o: o}
-	b.start = o.Now()
-	b.last = b.start
-	tty := false
-	if o.Terminal != nil {
-		tty = *o.Terminal
-	} else {
-		tty = IsTerminal(w)
+	now := o.Now()
+	b := &Bar{w: w, total: total, label: label, o: o, start: now, last: now}
+	tty := o.Terminal
+	if tty == nil {
+		tty = new(IsTerminal(w))
 	}
-	if tty {
+	if *tty {
 		opts := []progressbar.Option{
 			progressbar.OptionSetWriter(w), progressbar.OptionSetDescription(label),
 			progressbar.OptionShowCount(), progressbar.OptionThrottle(200 * time.Millisecond),
