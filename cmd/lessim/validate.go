@@ -26,7 +26,7 @@ device agent does the measuring: it records the routing of its own model's greed
 docs/agent-protocol.md) into --out's trace, this machine simulates that trace with
 --device-file (the agent's profile, e.g. from calibrate --target), and the agent runs
 every point live. The measured rows record the device facts the agent reported. With
---fit the agent's fit runs send their per-token series (protocol version 4; the agent
+--fit the agent's fit runs send their per-token series (the agent
 must announce the series capability, as lessim agent --model does) and the profile is
 fitted here as in a local validation. A remote validation needs no llama.cpp in this
 build.
