@@ -4,24 +4,26 @@
 # decoding"). Run it on a quiet machine (timings), with LESSIM the llama.cpp
 # build (default: lessim on PATH) and PROFILE from `lessim calibrate --model`.
 #
-#  1. validate fits PROFILE to two plain live runs (ondemand at 40%, les at
-#     15%) and records the plain greedy trace of live's prompt;
-#  2. for each block B in 2 4 and α in 0.5 0.9, record decodes the same prompt
+#  1. for each block B in 2 4 and α in 0.5 0.9, record decodes live's prompt
 #     with the controlled drafter (seed 1): every verify pass, rejected drafts
 #     included, is in that trace; the live runs below make exactly those passes;
-#  3. in REPEATS rounds, every point (policies ondemand and les, caches 15% and
-#     40%, plain and each speculative setting) runs live once per round;
-#  4. each point is simulated with the fitted profile twice: from the recorded
-#     passes (--spec-from-trace: the passes, drafts and rejected drafts' experts
-#     as recorded) and with the acceptance model (--spec-accept α on the plain
-#     trace: geometric acceptance, rejected drafts' experts drawn).
+#  2. in each of REPEATS rounds, validate first fits PROFILE to two plain live
+#     runs (ondemand at 40%, les at 15%) and records the plain greedy trace;
+#     then every point (policies ondemand and les, caches 15% and 40%, plain
+#     and each speculative setting) runs live once;
+#  3. each point is simulated with that round's fitted profile twice: from the
+#     recorded passes (--spec-from-trace: the passes, drafts and rejected
+#     drafts' experts as recorded) and with the acceptance model (--spec-accept
+#     α on the plain trace: geometric acceptance, rejected drafts' experts
+#     drawn). A point's prediction is the mean over the rounds. (A fit per
+#     round, minutes before its points: this machine's flash speed moves by
+#     tens of percent over a quarter of an hour.)
 #
 # It prints one line per point and the MAPE of each prediction, and per
 # speculative point whether "faster than plain" is predicted as measured (or
 # both differences lie within the measured spread), and the MAPE of the
 # speed relative to plain at the same point (speculative ÷ plain, predicted
-# against measured in the same rounds: free of the drift between the fit's
-# runs and the rounds). Raw numbers go to
+# against measured: free of drift that moves both). Raw numbers go to
 # OUT/points.tsv (`spec-validate.sh --summary OUT` prints the table again).
 # TOKENS (default 24) and REPEATS (default 2) size the run. With
 # DRAFT_MODEL=FILE the drafter is that draft model (--drafter model) instead
@@ -36,7 +38,7 @@ summarize() {
 awk -F'\t' '
 { k = $1 " " $2 " " $3 " " $4; if (!(k in seen)) { seen[k] = 1; order[++n] = k }
   if ($5 == "measured") { m[k] += $6; m2[k] += $6 * $6; c[k]++; if (c[k] == 1 || $6 < lo[k]) lo[k] = $6; if (c[k] == 1 || $6 > hi[k]) hi[k] = $6 }
-  else p[k, $5] = $6 }
+  else { ps[k, $5] += $6; pn[k, $5]++; p[k, $5] = ps[k, $5] / pn[k, $5] } }
 END {
   printf "%-9s %5s %5s %5s %12s %12s %28s %8s %8s\n", "policy", "cache", "block", "alpha", "pred replay", "pred model", "measured tok/s (mean ± sd)", "err rep", "err mod"
   for (i = 1; i <= n; i++) { k = order[i]; split(k, f, " ")
@@ -74,14 +76,6 @@ repeats=${REPEATS:-2}
 prompt="The history of the printing press begins" # live's default prompt
 mkdir -p "$out"
 
-fitted=$out/plain/fit/fitted.yaml
-plain=$out/plain/trace/trace.parquet
-if [ ! -f "$fitted" ]; then # NB: a rerun into the same OUT keeps the fit and its trace
-	"$L" validate --model "$model" --device-file "$profile" --policies ondemand,les --caches 15%,40% --tokens "$tokens" \
-		--repeats 1 --fit ondemand:40%,les:15% --quiet --out "$out/plain" >"$out/plain.txt"
-fi
-lanes=$(awk '/^  lanes:/ { getline; gsub(/"/, "", $2); print $2; exit }' "$fitted")
-
 specs=("1 0")
 alphas="0.5 0.9"
 [ -n "${DRAFT_MODEL:-}" ] && alphas=-
@@ -104,8 +98,12 @@ done
 
 tsv=$out/points.tsv
 : >"$tsv"
-sim=(--device-file "$fitted" --layout per-expert --cached-first=false --barrier --prefill --format json)
 for r in $(seq "$repeats"); do
+	round=$out/round-$r
+	"$L" validate --model "$model" --device-file "$profile" --policies ondemand,les --caches 15%,40% --tokens "$tokens" \
+		--repeats 1 --fit ondemand:40%,les:15% --quiet --out "$round" >"$round.txt"
+	fitted=$round/fit/fitted.yaml plain=$round/trace/trace.parquet
+	lanes=$(awk '/^  lanes:/ { getline; gsub(/"/, "", $2); print $2; exit }' "$fitted")
 	for pol in ondemand les; do for cache in 15% 40%; do for s in "${specs[@]}"; do
 		read -r b a <<<"$s"
 		flags=()
@@ -114,25 +112,25 @@ for r in $(seq "$repeats"); do
 			"${flags[@]}" --format json | jq -r '.result.tokens_per_sec')
 		printf '%s\t%s\t%s\t%s\tmeasured\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
 	done; done; done
+	sim=(--device-file "$fitted" --layout per-expert --cached-first=false --barrier --prefill --format json)
+	for pol in ondemand les; do for cache in 15% 40%; do for s in "${specs[@]}"; do
+		read -r b a <<<"$s"
+		if [ "$b" = 1 ]; then
+			v=$("$L" simulate --trace "$plain" --policy "$pol" --cache "$cache" "${sim[@]}" | jq -r '.result.tokens_per_sec')
+			printf '%s\t%s\t%s\t%s\treplay\t%s\n%s\t%s\t%s\t%s\tmodel\t%s\n' "$pol" "$cache" 1 0 "$v" "$pol" "$cache" 1 0 "$v" >>"$tsv"
+			continue
+		fi
+		d=(--drafter controlled)
+		acc=$a
+		if [ -n "${DRAFT_MODEL:-}" ]; then
+			d=(--drafter model --drafter-bytes "$(awk '/^  draft_bytes:/ { getline; print $2; exit }' "$fitted")B")
+			acc=$("$L" simulate --trace "$out/spec-$b-$a.parquet" --spec-block "$b" --spec-accept-from-trace "${d[@]}" "${sim[@]}" | jq -r '.spec.speculative.accept')
+		fi
+		v=$("$L" simulate --trace "$out/spec-$b-$a.parquet" --policy "$pol" --cache "$cache" --spec-from-trace "${d[@]}" "${sim[@]}" | jq -r '.result.tokens_per_sec')
+		printf '%s\t%s\t%s\t%s\treplay\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
+		v=$("$L" simulate --trace "$plain" --policy "$pol" --cache "$cache" --spec-block "$b" --spec-accept "$acc" "${d[@]}" \
+			--accept-seed 1 "${sim[@]}" | jq -r '.result.tokens_per_sec')
+		printf '%s\t%s\t%s\t%s\tmodel\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
+	done; done; done
 done
-for pol in ondemand les; do for cache in 15% 40%; do for s in "${specs[@]}"; do
-	read -r b a <<<"$s"
-	if [ "$b" = 1 ]; then
-		v=$("$L" simulate --trace "$plain" --policy "$pol" --cache "$cache" "${sim[@]}" | jq -r '.result.tokens_per_sec')
-		printf '%s\t%s\t%s\t%s\treplay\t%s\n%s\t%s\t%s\t%s\tmodel\t%s\n' "$pol" "$cache" 1 0 "$v" "$pol" "$cache" 1 0 "$v" >>"$tsv"
-		continue
-	fi
-	d=(--drafter controlled)
-	acc=$a
-	if [ -n "${DRAFT_MODEL:-}" ]; then
-		d=(--drafter model --drafter-bytes "$(awk '/^  draft_bytes:/ { getline; print $2; exit }' "$fitted")B")
-		acc=$("$L" simulate --trace "$out/spec-$b-$a.parquet" --spec-block "$b" --spec-accept-from-trace "${d[@]}" "${sim[@]}" | jq -r '.spec.speculative.accept')
-	fi
-	v=$("$L" simulate --trace "$out/spec-$b-$a.parquet" --policy "$pol" --cache "$cache" --spec-from-trace "${d[@]}" "${sim[@]}" | jq -r '.result.tokens_per_sec')
-	printf '%s\t%s\t%s\t%s\treplay\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
-	v=$("$L" simulate --trace "$plain" --policy "$pol" --cache "$cache" --spec-block "$b" --spec-accept "$acc" "${d[@]}" \
-		--accept-seed 1 "${sim[@]}" | jq -r '.result.tokens_per_sec')
-	printf '%s\t%s\t%s\t%s\tmodel\t%s\n' "$pol" "$cache" "$b" "$a" "$v" >>"$tsv"
-done; done; done
-
 summarize "$tsv"
