@@ -51,7 +51,7 @@ func (d *Drafter) label(m *devices.ModelSpec, dev *devices.Device) string {
 	switch {
 	case b == 0 && f == 0:
 		return d.Kind
-	case d.Kind == DrafterModel && dev.DraftTokenNS > 0 && dev.DraftBytes == b:
+	case d.measuredOn(dev):
 		return fmt.Sprintf("%s (%s, measured %.3g ms per draft token)", d.Kind, sim.FormatBytes(b), float64(dev.DraftTokenNS)/1e6)
 	}
 	return fmt.Sprintf("%s (%s, %.3g GFLOP per draft token)", d.Kind, sim.FormatBytes(b), float64(f)/1e9)

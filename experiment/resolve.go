@@ -473,10 +473,16 @@ func measuredDraft(d *Drafter, dev *devices.Device, p *Plan) int64 {
 	if d.Kind != DrafterModel || dev.DraftTokenNS == 0 {
 		return 0
 	}
-	if d.Bytes != dev.DraftBytes {
+	if !d.measuredOn(dev) {
 		p.Warnings = append(p.Warnings, fmt.Sprintf("the device's measured draft token (compute.draft_token) is for a draft model of %s per token, this drafter reads %s: charged from its weights",
 			sim.FormatBytes(dev.DraftBytes), sim.FormatBytes(d.Bytes)))
 		return 0
 	}
 	return dev.DraftTokenNS
+}
+
+// measuredOn reports whether dev measured this drafter: a model drafter of
+// the bytes its compute.draft_token was measured with.
+func (d *Drafter) measuredOn(dev *devices.Device) bool {
+	return d.Kind == DrafterModel && dev.DraftTokenNS > 0 && dev.DraftBytes == d.Bytes
 }
